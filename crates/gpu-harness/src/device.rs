@@ -1,0 +1,492 @@
+//! The device handle, its facts, device buffers, kernels and launches.
+//!
+//! Launchers use only the types in this module (and [`crate::KernelSource`]); none of them names a
+//! cudarc type. That keeps the door open for a second backend (a CPU simulator executing the same
+//! kernels' PTX) behind the same API.
+
+use std::collections::HashMap;
+use std::ops::{Bound, RangeBounds};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    PushKernelArg, ValidAsZeroBits, sys,
+};
+use cudarc::nvrtc::Ptx;
+use serde::{Deserialize, Serialize};
+
+use crate::compile::{self, KernelSource, Target};
+use crate::error::{GpuError, Result};
+
+/// Element types that can live in a [`DeviceBuffer`]. Sealed: implemented for the plain numeric
+/// types the kernels use.
+pub trait Element: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + 'static + sealed::Sealed {}
+mod sealed {
+    pub trait Sealed {}
+}
+macro_rules! elements {
+    ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl Element for $t {})* };
+}
+elements!(f32, f64, i32, u32, i64, u64, u8);
+
+/// What a benchmark or a reader needs to know about the GPU the numbers came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceFacts {
+    pub name: String,
+    /// (major, minor), e.g. (9, 0) for Hopper.
+    pub compute_capability: (u32, u32),
+    pub multiprocessors: u32,
+    pub l2_cache_bytes: u64,
+    pub memory_bytes: u64,
+    /// Memory clock in MHz, where the driver reports it.
+    pub memory_clock_mhz: Option<f64>,
+    /// Memory bus width in bits, where the driver reports it.
+    pub memory_bus_bits: Option<u32>,
+    /// The CUDA version the driver supports, e.g. "13.0".
+    pub driver_cuda_version: String,
+    /// The driver's release, e.g. "580.159.04", where the OS exposes it.
+    pub driver_release: Option<String>,
+    /// The NVRTC that compiles the kernels, e.g. "13.0".
+    pub nvrtc_version: String,
+}
+
+impl DeviceFacts {
+    /// Theoretical DRAM bandwidth in GB/s (10^9 bytes/s): two transfers per memory clock
+    /// (double data rate) times the bus width in bytes.
+    pub fn theoretical_bandwidth_gbs(&self) -> Option<f64> {
+        let clock_hz = self.memory_clock_mhz? * 1e6;
+        let bus_bytes = f64::from(self.memory_bus_bits?) / 8.0;
+        Some(2.0 * clock_hz * bus_bytes / 1e9)
+    }
+}
+
+/// A handle to the first CUDA GPU: its context, the one stream all work goes to, its facts and
+/// the kernels loaded on it. Cheap to clone.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    facts: DeviceFacts,
+    target: Target,
+    modules: Mutex<HashMap<(KernelSource, Vec<(String, String)>), Arc<CudaModule>>>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("facts", &self.inner.facts).finish()
+    }
+}
+
+impl Device {
+    /// The process-wide handle to GPU 0, opened on first use. Every test and bench shares it, so
+    /// kernels are loaded once per process.
+    pub fn shared() -> Result<Device> {
+        static SHARED: OnceLock<Result<Device>> = OnceLock::new();
+        SHARED.get_or_init(Device::open).clone()
+    }
+
+    /// Opens GPU 0. Fails with a typed error, never a panic, when the driver, a device or NVRTC is
+    /// missing.
+    pub fn open() -> Result<Device> {
+        // cudarc panics when a library or symbol it needs is missing; turn that into an error too.
+        match std::panic::catch_unwind(open_uncaught) {
+            Ok(result) => result,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown failure".into());
+                Err(GpuError::NoDriver { library: format!("the CUDA driver API ({message})") })
+            }
+        }
+    }
+
+    /// Facts about this GPU and its software.
+    pub fn facts(&self) -> &DeviceFacts {
+        &self.inner.facts
+    }
+
+    /// Loads kernel `name` from `source`, compiled for this device (cached per process).
+    pub fn kernel(&self, source: &KernelSource, name: &str) -> Result<Kernel> {
+        self.kernel_with_defines(source, name, &[])
+    }
+
+    /// Like [`Device::kernel`], compiling with `-D NAME=VALUE` for each define (for compile-time
+    /// constants such as a block size).
+    pub fn kernel_with_defines(&self, source: &KernelSource, name: &str, defines: &[(&str, String)]) -> Result<Kernel> {
+        let key = (*source, defines.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+        let module = {
+            let mut modules = self.inner.modules.lock().unwrap_or_else(|e| e.into_inner());
+            match modules.get(&key) {
+                Some(module) => module.clone(),
+                None => {
+                    let image = compile::compile(source, self.inner.target, defines)?;
+                    let ptx = match image.target {
+                        Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
+                        Target::Ptx { .. } => {
+                            Ptx::from_src(String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string())
+                        }
+                    };
+                    let module = self
+                        .inner
+                        .context
+                        .load_module(ptx)
+                        .map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                    modules.insert(key, module.clone());
+                    module
+                }
+            }
+        };
+        let function = module
+            .load_function(name)
+            .map_err(|_| GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() })?;
+        Ok(Kernel { function, name: name.to_string() })
+    }
+
+    /// A zero-filled buffer of `len` elements.
+    pub fn alloc<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let slice = if len == 0 {
+            self.inner.stream.null()
+        } else {
+            self.inner.stream.alloc_zeros(len)
+        }
+        .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+        Ok(DeviceBuffer { slice, device: self.clone() })
+    }
+
+    /// A buffer holding a copy of `host`.
+    pub fn upload<T: Element>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
+        if host.is_empty() {
+            return self.alloc(0);
+        }
+        let slice = self.inner.stream.clone_htod(host).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
+        Ok(DeviceBuffer { slice, device: self.clone() })
+    }
+
+    /// Starts describing a launch of `kernel`; add its arguments in order, then [`Launch::run`].
+    pub fn launch<'a>(&'a self, kernel: &'a Kernel, config: LaunchConfig) -> Launch<'a> {
+        Launch { device: self, kernel, config, args: Vec::new() }
+    }
+
+    /// Copies `src` into the start of `dst` on the device (device-to-device, asynchronous).
+    pub fn copy<T: Element>(&self, src: DeviceView<'_, T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
+        if src.len() > dst.len() {
+            return Err(GpuError::BadInput(format!(
+                "copy of {} elements into a buffer of {}",
+                src.len(),
+                dst.len()
+            )));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let stream = &self.inner.stream;
+        let (from, _read) = src.buffer.slice.device_ptr(stream);
+        let (to, _write) = dst.slice.device_ptr_mut(stream);
+        let bytes = src.len() * std::mem::size_of::<T>();
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                to,
+                from + (src.offset * std::mem::size_of::<T>()) as u64,
+                bytes,
+                stream.cu_stream(),
+            )
+        }
+        .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
+    }
+
+    /// Waits for all queued work; reports a kernel fault that happened meanwhile.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+    }
+
+    /// Device time, in milliseconds, of the work that `work` queues, measured with CUDA events
+    /// recorded before and after it on the device's stream.
+    pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
+        let context = &self.inner.context;
+        let event = || {
+            context
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| GpuError::driver("cuEventCreate", e))
+        };
+        let (start, end) = (event()?, event()?);
+        start.record(&self.inner.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
+        work()?;
+        end.record(&self.inner.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
+        let ms = start.elapsed_ms(&end).map_err(|e| GpuError::driver("cuEventElapsedTime", e))?;
+        Ok(f64::from(ms))
+    }
+}
+
+fn open_uncaught() -> Result<Device> {
+    if !unsafe { sys::is_culib_present() } {
+        return Err(GpuError::NoDriver { library: "libcuda.so.1".into() });
+    }
+    let count = CudaContext::device_count().map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
+    if count < 1 {
+        return Err(GpuError::NoDevice { reason: "the driver reports 0 devices".into() });
+    }
+    let context = CudaContext::new(0).map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
+    // One stream, used in order, so cudarc's per-buffer event tracking (meant for several
+    // streams) would only add host work to every launch.
+    unsafe { context.disable_event_tracking() };
+    let stream = context.default_stream();
+
+    let attribute = |attr| context.attribute(attr).map_err(|e| GpuError::driver("cuDeviceGetAttribute", e));
+    use sys::CUdevice_attribute_enum as A;
+    let major = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
+    let minor = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+    let positive = |v: i32| (v > 0).then_some(v);
+    let mut driver_version = 0;
+    unsafe { sys::cuDriverGetVersion(&mut driver_version) }
+        .result()
+        .map_err(|e| GpuError::driver("cuDriverGetVersion", e))?;
+    let (nvrtc_major, nvrtc_minor) = compile::nvrtc_version()?;
+    let facts = DeviceFacts {
+        name: context.name().map_err(|e| GpuError::driver("cuDeviceGetName", e))?,
+        compute_capability: (major, minor),
+        multiprocessors: attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        l2_cache_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+        memory_bytes: context.total_mem().map_err(|e| GpuError::driver("cuDeviceTotalMem", e))? as u64,
+        memory_clock_mhz: attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+            .ok()
+            .and_then(positive)
+            .map(|khz| f64::from(khz) / 1000.0),
+        memory_bus_bits: attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).ok().and_then(positive).map(|b| b as u32),
+        driver_cuda_version: format!("{}.{}", driver_version / 1000, (driver_version % 1000) / 10),
+        driver_release: driver_release(),
+        nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
+    };
+    let target = compile::target_for_device(major, minor)?;
+    Ok(Device {
+        inner: Arc::new(Inner { context, stream, facts, target, modules: Mutex::new(HashMap::new()) }),
+    })
+}
+
+/// The kernel module's release number from `/proc/driver/nvidia/version` (Linux), if readable.
+fn driver_release() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+    text.lines().next()?.split_whitespace().find(|word| {
+        word.split('.').count() >= 2 && word.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    })
+    .map(str::to_string)
+}
+
+/// A buffer of `T` in device memory, freed when dropped.
+pub struct DeviceBuffer<T: Element> {
+    slice: CudaSlice<T>,
+    device: Device,
+}
+
+impl<T: Element> DeviceBuffer<T> {
+    pub fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole buffer as a view.
+    pub fn as_view(&self) -> DeviceView<'_, T> {
+        DeviceView { buffer: self, offset: 0, len: self.len() }
+    }
+
+    /// A sub-range of the buffer, like `&slice[range]`, or an error if it is out of bounds.
+    pub fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s + 1,
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e + 1,
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len(),
+        };
+        if start > end || end > self.len() {
+            return Err(GpuError::BadInput(format!(
+                "view {start}..{end} of a buffer of {} elements",
+                self.len()
+            )));
+        }
+        Ok(DeviceView { buffer: self, offset: start, len: end - start })
+    }
+
+    /// Copies the buffer back to the host (waits for queued work first).
+    pub fn to_host(&self) -> Result<Vec<T>> {
+        self.as_view().to_host()
+    }
+
+    /// Overwrites the buffer with `host`, which must have the same length.
+    pub fn copy_from_host(&mut self, host: &[T]) -> Result<()> {
+        if host.len() != self.len() {
+            return Err(GpuError::BadInput(format!(
+                "copy of {} host elements into a buffer of {}",
+                host.len(),
+                self.len()
+            )));
+        }
+        if host.is_empty() {
+            return Ok(());
+        }
+        self.device
+            .inner
+            .stream
+            .memcpy_htod(host, &mut self.slice)
+            .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+    }
+
+    /// Sets every element to `value`; tests use it to poison outputs before a launch.
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.copy_from_host(&vec![value; self.len()])
+    }
+}
+
+/// A borrowed range of a [`DeviceBuffer`], what launchers take as input.
+#[derive(Clone, Copy)]
+pub struct DeviceView<'a, T: Element> {
+    buffer: &'a DeviceBuffer<T>,
+    offset: usize,
+    len: usize,
+}
+
+impl<'a, T: Element> DeviceView<'a, T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Offset of the first element from the start of its buffer, in elements.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Copies the viewed elements back to the host (waits for queued work first).
+    pub fn to_host(&self) -> Result<Vec<T>> {
+        let mut host = vec![T::default(); self.len];
+        if self.len > 0 {
+            let stream = &self.buffer.device.inner.stream;
+            let view = self.buffer.slice.slice(self.offset..self.offset + self.len);
+            stream.memcpy_dtoh(&view, &mut host).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+            stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))?;
+        }
+        Ok(host)
+    }
+
+    fn device_address(&self) -> u64 {
+        let (base, _sync) = self.buffer.slice.device_ptr(&self.buffer.device.inner.stream);
+        base + (self.offset * std::mem::size_of::<T>()) as u64
+    }
+}
+
+impl<'a, T: Element> From<&'a DeviceBuffer<T>> for DeviceView<'a, T> {
+    fn from(buffer: &'a DeviceBuffer<T>) -> Self {
+        buffer.as_view()
+    }
+}
+
+/// A compiled kernel, loaded on a device.
+pub struct Kernel {
+    function: CudaFunction,
+    name: String,
+}
+
+impl Kernel {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Grid and block shape of a launch, and its dynamic shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A one-dimensional launch.
+    pub fn linear(grid: u32, block: u32, shared_bytes: u32) -> Self {
+        LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes }
+    }
+}
+
+/// One kernel argument: a device address or a scalar, built with `From`.
+pub struct KernelArg(ArgValue);
+
+enum ArgValue {
+    Address(u64),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    F32(f32),
+}
+
+impl<T: Element> From<DeviceView<'_, T>> for KernelArg {
+    fn from(view: DeviceView<'_, T>) -> Self {
+        KernelArg(ArgValue::Address(view.device_address()))
+    }
+}
+impl<T: Element> From<&DeviceBuffer<T>> for KernelArg {
+    fn from(buffer: &DeviceBuffer<T>) -> Self {
+        buffer.as_view().into()
+    }
+}
+impl<T: Element> From<&mut DeviceBuffer<T>> for KernelArg {
+    fn from(buffer: &mut DeviceBuffer<T>) -> Self {
+        buffer.as_view().into()
+    }
+}
+macro_rules! scalar_args {
+    ($($t:ty => $v:ident),*) => { $(impl From<$t> for KernelArg { fn from(x: $t) -> Self { KernelArg(ArgValue::$v(x)) } })* };
+}
+scalar_args!(u32 => U32, i32 => I32, u64 => U64, f32 => F32);
+
+/// A launch being described: [`Device::launch`], then `.arg(..)` per kernel parameter, then `.run()`.
+#[must_use = "a launch does nothing until .run()"]
+pub struct Launch<'a> {
+    device: &'a Device,
+    kernel: &'a Kernel,
+    config: LaunchConfig,
+    args: Vec<KernelArg>,
+}
+
+impl Launch<'_> {
+    /// Appends the next kernel parameter (a buffer, a view or a scalar).
+    pub fn arg(mut self, arg: impl Into<KernelArg>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Queues the kernel on the device's stream. Errors in the launch itself are reported here;
+    /// faults while the kernel runs are reported by the next synchronising call.
+    pub fn run(self) -> Result<()> {
+        let LaunchConfig { grid, block, shared_bytes } = self.config;
+        let fail = |message: String| GpuError::Launch { kernel: self.kernel.name.clone(), message };
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || block.0 == 0 || block.1 == 0 || block.2 == 0 {
+            return Err(fail(format!("empty launch: grid {grid:?}, block {block:?}")));
+        }
+        let mut builder = self.device.inner.stream.launch_builder(&self.kernel.function);
+        for KernelArg(value) in &self.args {
+            match value {
+                ArgValue::Address(a) => builder.arg(a),
+                ArgValue::U32(x) => builder.arg(x),
+                ArgValue::I32(x) => builder.arg(x),
+                ArgValue::U64(x) => builder.arg(x),
+                ArgValue::F32(x) => builder.arg(x),
+            };
+        }
+        let config = cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+        unsafe { builder.launch(config) }.map(|_| ()).map_err(|e| fail(e.to_string()))
+    }
+}

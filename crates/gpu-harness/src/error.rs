@@ -1,0 +1,66 @@
+//! Every way the plumbing can fail, as one typed error with a message that says what to do.
+
+use std::fmt;
+
+/// Result type used throughout the workspace.
+pub type Result<T, E = GpuError> = std::result::Result<T, E>;
+
+/// An error from the GPU plumbing or from a launcher's input checks.
+///
+/// Library code returns these instead of panicking: a missing driver, a missing GPU, a kernel that
+/// does not compile and an input that a kernel cannot handle are all ordinary outcomes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuError {
+    /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
+    #[error(
+        "no NVIDIA driver found (could not load {library}); install the NVIDIA driver to run kernels, \
+         or run only the GPU-free tests"
+    )]
+    NoDriver { library: String },
+
+    /// The driver loaded but reports no usable CUDA device.
+    #[error("the NVIDIA driver loaded but found no CUDA device: {reason}")]
+    NoDevice { reason: String },
+
+    /// `libnvrtc.so` could not be loaded, so kernels cannot be compiled.
+    #[error(
+        "NVRTC not found (tried {tried}); install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc` \
+         and add its `nvidia/cu13/lib` folder to LD_LIBRARY_PATH"
+    )]
+    NoCompiler { tried: String },
+
+    /// NVRTC rejected a kernel source. `line` is the first line NVRTC reported an error on.
+    #[error("{file}:{line}: kernel failed to compile; NVRTC's log:\n{log}", line = line.map_or("?".to_string(), |l| l.to_string()))]
+    Compile { file: String, line: Option<u32>, log: String },
+
+    /// A kernel named by a launcher is not in its compiled module.
+    #[error("kernel `{kernel}` not found in {file}: is it declared `extern \"C\" __global__`?")]
+    MissingKernel { file: String, kernel: String },
+
+    /// A driver call failed (allocation, copy, module load, event, synchronisation).
+    #[error("CUDA driver call {call} failed: {message}")]
+    Driver { call: &'static str, message: String },
+
+    /// A launch failed, or the kernel faulted while it ran.
+    #[error("kernel `{kernel}` failed: {message}")]
+    Launch { kernel: String, message: String },
+
+    /// The input is larger than this kernel's indexing can address.
+    #[error("{what}: {n} elements is more than this kernel can index (at most {max})")]
+    TooLarge { what: String, n: u64, max: u64 },
+
+    /// Any other input the launcher cannot accept, with the reason.
+    #[error("bad input: {0}")]
+    BadInput(String),
+}
+
+impl GpuError {
+    /// True for the errors that mean "this machine cannot run kernels" rather than "this code is wrong".
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, GpuError::NoDriver { .. } | GpuError::NoDevice { .. } | GpuError::NoCompiler { .. })
+    }
+
+    pub(crate) fn driver(call: &'static str, err: impl fmt::Display) -> Self {
+        GpuError::Driver { call, message: err.to_string() }
+    }
+}

@@ -1,0 +1,173 @@
+//! What every sum-reduction launcher offers, and the correctness suite they all share.
+//!
+//! A reduction crate implements [`SumReduction`] for its launcher and runs the whole suite with
+//! one line in its test file: `TestSuite::new().sum_reduction_suite::<MyLauncher>()`.
+
+use std::fmt;
+
+use crate::testing::{TestResult, TestRng, TestSuite, check_sum, exact_integer_bound};
+use crate::{Device, DeviceView, LaunchConfig, Result};
+
+/// One kernel launch of a reduction: which kernel, its shape, and how many values it turns into
+/// how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassPlan {
+    pub kernel: &'static str,
+    pub config: LaunchConfig,
+    pub inputs: u64,
+    pub outputs: u64,
+}
+
+/// How a reduction of `n` values runs: its kernel passes in order, then how many values the host
+/// adds up at the end. Launch plans are pure functions of `n`, snapshot-tested without a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReductionPlan {
+    pub n: u64,
+    pub passes: Vec<PassPlan>,
+    pub host_adds: u64,
+}
+
+impl fmt::Display for ReductionPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "n = {}: {} kernel pass(es), then the host adds {} value(s)", self.n, self.passes.len(), self.host_adds)?;
+        for (i, pass) in self.passes.iter().enumerate() {
+            let LaunchConfig { grid, block, shared_bytes } = pass.config;
+            writeln!(
+                f,
+                "  pass {}: {} grid {}x{}x{} block {}x{}x{} shared {} B: {} -> {}",
+                i + 1,
+                pass.kernel,
+                grid.0,
+                grid.1,
+                grid.2,
+                block.0,
+                block.1,
+                block.2,
+                shared_bytes,
+                pass.inputs,
+                pass.outputs
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A launcher that sums f32 on the device.
+pub trait SumReduction: Sized + Send + 'static {
+    /// Compiles (or fetches from the cache) the kernels and prepares an empty launcher.
+    fn create(device: &Device) -> Result<Self>;
+
+    /// Sizes the scratch buffers for inputs of up to `n` elements (allocating only when they must
+    /// grow), so that no allocation happens inside a timed call.
+    fn reserve(&mut self, n: usize) -> Result<()>;
+
+    /// Fills every scratch buffer with NaN, so a partial result the kernel forgot to write turns
+    /// the sum into NaN and fails the test.
+    fn poison_scratch(&mut self) -> Result<()>;
+
+    /// Sums `input` on the device; an empty input sums to 0.0.
+    fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32>;
+
+    /// Sizes that sit on this launcher's own boundaries (block size ± 1, items per block ± 1, ...),
+    /// tested on top of the shared [`EDGE_SIZES`].
+    fn boundary_sizes() -> Vec<usize> {
+        Vec::new()
+    }
+}
+
+/// Sizes every reduction is tested at: empty, one element, around a warp, around a 256-thread
+/// block, a page, and large sizes with and without a power of two.
+pub const EDGE_SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 4096, 1 << 20, (1 << 20) + 3];
+
+/// Sums `host` with a fresh upload, poisoning the launcher's scratch first.
+fn sum_of<R: SumReduction>(device: &Device, reducer: &mut R, host: &[f32]) -> Result<f32> {
+    let input = device.upload(host)?;
+    reducer.reserve(host.len())?;
+    reducer.poison_scratch()?;
+    reducer.sum(input.as_view())
+}
+
+impl TestSuite {
+    /// Adds the shared correctness suite for the sum reduction `R`.
+    pub fn sum_reduction_suite<R: SumReduction>(self) -> Self {
+        let mut sizes: Vec<usize> = EDGE_SIZES.iter().copied().chain(R::boundary_sizes()).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut suite = self;
+        for n in sizes {
+            suite = suite
+                .gpu(format!("sum_suite::integers_exact::n_{n}"), move |device| {
+                    let mut rng = TestRng::new();
+                    let input = rng.small_integers_f32(n, exact_integer_bound(n));
+                    let got = sum_of(device, &mut R::create(device)?, &input)?;
+                    check_sum(&rng, "integer-valued floats", &input, got, true)
+                })
+                .gpu(format!("sum_suite::random_floats::n_{n}"), move |device| {
+                    let mut rng = TestRng::new();
+                    let input = rng.uniform_f32(n, -1.0, 1.0);
+                    let got = sum_of(device, &mut R::create(device)?, &input)?;
+                    check_sum(&rng, "uniform floats in [-1, 1)", &input, got, false)
+                });
+        }
+        suite
+            .gpu("sum_suite::random_sizes", |device| {
+                let mut rng = TestRng::new();
+                let mut reducer = R::create(device)?;
+                for _ in 0..4 {
+                    let n = rng.size_in(1..=3_000_000);
+                    let input = rng.small_integers_f32(n, exact_integer_bound(n));
+                    let got = sum_of(device, &mut reducer, &input)?;
+                    check_sum(&rng, "integer-valued floats at a random size", &input, got, true)?;
+                }
+                Ok(())
+            })
+            .gpu("sum_suite::large_non_power_of_two", |device| {
+                let mut rng = TestRng::new();
+                let n = (3 << 22) + 11;
+                let input = rng.small_integers_f32(n, exact_integer_bound(n));
+                let got = sum_of(device, &mut R::create(device)?, &input)?;
+                check_sum(&rng, "integer-valued floats", &input, got, true)
+            })
+            .gpu("sum_suite::view_at_odd_offset", |device| {
+                let mut rng = TestRng::new();
+                let host = rng.small_integers_f32(100_003, 8);
+                let buffer = device.upload(&host)?;
+                let mut reducer = R::create(device)?;
+                for (start, end) in [(1, host.len() - 2), (3, 3), (7, 8), (5, 4100)] {
+                    reducer.reserve(end - start)?;
+                    reducer.poison_scratch()?;
+                    let got = reducer.sum(buffer.view(start..end)?)?;
+                    check_sum(&rng, &format!("view {start}..{end}"), &host[start..end], got, true)?;
+                }
+                Ok(())
+            })
+            .gpu("sum_suite::reuses_scratch_across_sizes", |device| {
+                let mut rng = TestRng::new();
+                let mut reducer = R::create(device)?;
+                for n in [1 << 20, 5, (1 << 16) + 1, 0, 1 << 21] {
+                    let input = rng.small_integers_f32(n, exact_integer_bound(n));
+                    let got = sum_of(device, &mut reducer, &input)?;
+                    check_sum(&rng, "one launcher, many sizes", &input, got, true)?;
+                }
+                Ok(())
+            })
+            .gpu("sum_suite::nan_and_infinity_propagate", |device| {
+                let mut reducer = R::create(device)?;
+                let mut input = vec![1.0f32; 1000];
+                let mut check = |input: &[f32], expect: f32| -> TestResult {
+                    let got = sum_of(device, &mut reducer, input)?;
+                    let same = (got.is_nan() && expect.is_nan()) || got == expect;
+                    if !same {
+                        return Err(format!("expected {expect}, got {got}").into());
+                    }
+                    Ok(())
+                };
+                input[517] = f32::NAN;
+                check(&input, f32::NAN)?;
+                input[517] = f32::INFINITY;
+                check(&input, f32::INFINITY)?;
+                input[3] = f32::NEG_INFINITY;
+                check(&input, f32::NAN)
+            })
+    }
+}

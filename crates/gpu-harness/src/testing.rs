@@ -1,0 +1,228 @@
+//! Test helpers: a harness that knows which tests need a GPU, seeded random inputs, f64
+//! references, and checks whose failure messages carry the seed.
+//!
+//! Test files use `harness = false` and build a [`TestSuite`]:
+//!
+//! ```text
+//! fn main() -> std::process::ExitCode {
+//!     TestSuite::new()
+//!         .sum_reduction_suite::<ReduceNaive>()
+//!         .cpu("launch_plan", || { /* no GPU needed */ Ok(()) })
+//!         .gpu("partials", |device| { /* runs on the GPU */ Ok(()) })
+//!         .run()
+//! }
+//! ```
+//!
+//! Without a GPU, `gpu` tests are reported as `ignored (no CUDA GPU: ...)`, never as passed; with
+//! `CUDA_REQUIRED=1` they fail instead. `nvrtc` tests need only the NVRTC library (no GPU) and are
+//! ignored the same way when it is missing, unless `NVRTC_REQUIRED=1` or `CUDA_REQUIRED=1`.
+
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use libtest_mimic::Failed;
+use libtest_mimic::{Arguments, Completion, Trial};
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::{Device, GpuError};
+
+/// What a test returns: `Ok(())`, or a failure with a message (`?` works on [`GpuError`]).
+pub type TestResult = Result<(), Failed>;
+
+/// True when the environment variable is set to `1`.
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+/// A list of tests, run like `cargo test` runs `#[test]` functions (same flags and output).
+#[derive(Default)]
+pub struct TestSuite {
+    trials: Vec<Trial>,
+}
+
+impl TestSuite {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A test that needs neither a GPU nor NVRTC.
+    pub fn cpu(mut self, name: impl Into<String>, test: impl FnOnce() -> TestResult + Send + 'static) -> Self {
+        self.trials.push(Trial::test(name, test));
+        self
+    }
+
+    /// A test that compiles kernels with NVRTC but needs no GPU.
+    pub fn nvrtc(mut self, name: impl Into<String>, test: impl FnOnce() -> TestResult + Send + 'static) -> Self {
+        self.trials.push(Trial::ignorable_test(name, move || match crate::compile::load_nvrtc() {
+            Ok(()) => test().map(|()| Completion::Completed),
+            Err(e) if env_flag("NVRTC_REQUIRED") || env_flag("CUDA_REQUIRED") => {
+                Err(format!("NVRTC is required here but unavailable: {e}").into())
+            }
+            Err(e) => Ok(Completion::ignored_with(format!("no NVRTC: {e}"))),
+        }));
+        self
+    }
+
+    /// A test that runs kernels on the GPU.
+    pub fn gpu(mut self, name: impl Into<String>, test: impl FnOnce(&Device) -> TestResult + Send + 'static) -> Self {
+        self.trials.push(Trial::ignorable_test(name, move || match Device::shared() {
+            Ok(device) => test(&device).map(|()| Completion::Completed),
+            Err(e) if env_flag("CUDA_REQUIRED") || !e.is_unavailable() => {
+                Err(format!("CUDA_REQUIRED=1 but the GPU is unavailable: {e}").into())
+            }
+            Err(e) => Ok(Completion::ignored_with(format!("no CUDA GPU: {}", first_line(&e)))),
+        }));
+        self
+    }
+
+    /// Runs the tests selected by the command line and returns the process exit code.
+    pub fn run(self) -> ExitCode {
+        libtest_mimic::run(&Arguments::from_args(), self.trials).exit_code()
+    }
+}
+
+fn first_line(e: &GpuError) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+/// A seeded random generator for test inputs. The seed comes from `TEST_SEED` when set, else from
+/// the clock, so every run draws fresh inputs and a failure can be replayed: [`TestRng::fail`]
+/// puts the seed in the message.
+pub struct TestRng {
+    rng: SmallRng,
+    seed: u64,
+}
+
+impl Default for TestRng {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestRng {
+    pub fn new() -> Self {
+        let seed = std::env::var("TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)
+        });
+        Self::with_seed(seed)
+    }
+
+    pub fn with_seed(seed: u64) -> Self {
+        TestRng { rng: SmallRng::seed_from_u64(seed), seed }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// `n` floats drawn uniformly from `[low, high)`.
+    pub fn uniform_f32(&mut self, n: usize, low: f32, high: f32) -> Vec<f32> {
+        (0..n).map(|_| self.rng.random_range(low..high)).collect()
+    }
+
+    /// `n` integer-valued floats in `[-max_abs, max_abs]`. Their sums are exact in f32 while
+    /// `n * max_abs < 2^24`, so a reduction of them must match the reference bit for bit.
+    pub fn small_integers_f32(&mut self, n: usize, max_abs: i32) -> Vec<f32> {
+        (0..n).map(|_| self.rng.random_range(-max_abs..=max_abs) as f32).collect()
+    }
+
+    /// A size drawn uniformly from `range`.
+    pub fn size_in(&mut self, range: std::ops::RangeInclusive<usize>) -> usize {
+        self.rng.random_range(range)
+    }
+
+    /// A test failure whose message ends with the seed and how to replay it.
+    pub fn fail(&self, message: impl std::fmt::Display) -> Failed {
+        format!("{message}\n(seed {0}; replay with TEST_SEED={0})", self.seed).into()
+    }
+}
+
+/// The largest magnitude for [`TestRng::small_integers_f32`] that keeps every partial sum of `n`
+/// values exact in f32 (below 2^24), capped at 8.
+pub fn exact_integer_bound(n: usize) -> i32 {
+    ((1usize << 24) / n.max(1)).clamp(1, 8) as i32
+}
+
+/// The sum in f64, the reference every f32 reduction is checked against.
+pub fn sum_f64(values: &[f32]) -> f64 {
+    values.iter().map(|&x| f64::from(x)).sum()
+}
+
+/// Tolerance for an f32 sum of `n` values whose absolute values add up to `sum_abs`:
+/// `ε · (⌈log2 n⌉ + 2) · Σ|x|`, with ε = 2^-23 the f32 machine epsilon.
+///
+/// Summing in a tree of depth ⌈log2 n⌉ loses at most about one rounding of the running magnitude
+/// per level; the `+ 2` covers the short serial runs some kernels add before the tree and the
+/// host's final conversion. Every reduction in this workspace is such a tree, so a result outside
+/// this bound is a bug, not rounding. Integer-valued inputs are compared exactly instead.
+pub fn sum_tolerance(n: usize, sum_abs: f64) -> f64 {
+    let depth = (n.max(1) as f64).log2().ceil();
+    f64::from(f32::EPSILON) * (depth + 2.0) * sum_abs
+}
+
+/// Checks `got` against the f64 reference of `input`: exactly when `exact`, else within
+/// [`sum_tolerance`].
+pub fn check_sum(rng: &TestRng, what: &str, input: &[f32], got: f32, exact: bool) -> TestResult {
+    let reference = sum_f64(input);
+    if exact {
+        if f64::from(got) != reference {
+            return Err(rng.fail(format!("{what}: n = {}: got {got}, expected exactly {reference}", input.len())));
+        }
+        return Ok(());
+    }
+    let sum_abs: f64 = input.iter().map(|&x| f64::from(x).abs()).sum();
+    let tolerance = sum_tolerance(input.len(), sum_abs);
+    let error = (f64::from(got) - reference).abs();
+    if error.is_nan() || error > tolerance {
+        return Err(rng.fail(format!(
+            "{what}: n = {}: got {got}, reference {reference}, error {error:e} > tolerance {tolerance:e}",
+            input.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Formats numbers as rows of `per_row` for readable snapshots.
+pub fn rows<T: std::fmt::Display>(values: &[T], per_row: usize) -> String {
+    values
+        .chunks(per_row.max(1))
+        .map(|row| row.iter().map(|v| format!("{v:>8}")).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_bound_keeps_sums_below_2_pow_24() {
+        for n in [1usize, 1000, 1 << 20, (1 << 20) + 3, 3 << 22, 1 << 28] {
+            let bound = exact_integer_bound(n);
+            assert!(n as u64 * bound as u64 <= 1 << 24 || bound == 1, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn tolerance_grows_with_depth() {
+        assert!(sum_tolerance(1 << 20, 1.0) > sum_tolerance(1 << 10, 1.0));
+        assert_eq!(sum_tolerance(0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn failures_carry_the_seed() {
+        let rng = TestRng::with_seed(42);
+        assert!(rng.fail("boom").message().is_some_and(|m| m.contains("TEST_SEED=42")));
+    }
+
+    #[test]
+    fn check_sum_catches_a_dropped_element() {
+        let rng = TestRng::with_seed(7);
+        let input = [1.0f32, 2.0, 3.0];
+        assert!(check_sum(&rng, "t", &input, 6.0, true).is_ok());
+        assert!(check_sum(&rng, "t", &input, 5.0, true).is_err());
+        assert!(check_sum(&rng, "t", &input, f32::NAN, false).is_err());
+    }
+}

@@ -1,0 +1,77 @@
+//! Compiles every kernel source in `cuda/` with NVRTC, for Hopper (sm_90) and for Ampere (sm_80).
+//! Needs the NVRTC library but no GPU, so it runs in CI.
+
+use std::path::PathBuf;
+
+use gpu_harness::compile::{self, Target};
+use gpu_harness::testing::{TestResult, TestSuite};
+use gpu_harness::{GpuError, KernelSource};
+
+fn cuda_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../cuda")
+}
+
+/// Every `cuda/*.cu`, leaked to `'static` so it can be a [`KernelSource`].
+fn every_kernel_source() -> Vec<KernelSource> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(cuda_dir())
+        .expect("cuda/ exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| KernelSource {
+            file: p.file_name().unwrap().to_string_lossy().into_owned().leak(),
+            code: std::fs::read_to_string(&p).expect("readable source").leak(),
+        })
+        .collect()
+}
+
+fn compile_all(target: Target) -> TestResult {
+    let sources = every_kernel_source();
+    if sources.is_empty() {
+        return Err("no kernels found in cuda/".into());
+    }
+    for source in &sources {
+        let image = compile::compile(source, target, &[])?;
+        println!("{} -> {} bytes for {target:?}", source.file, image.bytes.len());
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    TestSuite::new()
+        .nvrtc("every_kernel_compiles_for_sm_90", || compile_all(Target::Cubin { major: 9, minor: 0 }))
+        .nvrtc("every_kernel_compiles_for_sm_80", || compile_all(Target::Cubin { major: 8, minor: 0 }))
+        .nvrtc("nvrtc_knows_hopper", || {
+            let archs = compile::supported_archs()?;
+            if !archs.contains(&90) {
+                return Err(format!("NVRTC {:?} does not list sm_90: {archs:?}", compile::nvrtc_version()?).into());
+            }
+            Ok(())
+        })
+        .nvrtc("a_compile_error_names_file_and_line", || {
+            let broken = KernelSource {
+                file: "broken.cu",
+                code: "extern \"C\" __global__ void k(float* out) {\n    out[0] = 1.0f;\n    out[1] = undefined_name;\n}\n",
+            };
+            match compile::compile(&broken, Target::Cubin { major: 9, minor: 0 }, &[]) {
+                Err(GpuError::Compile { file, line, log }) if file == "broken.cu" && line == Some(3) => {
+                    if !log.contains("undefined_name") {
+                        return Err(format!("log does not name the identifier: {log}").into());
+                    }
+                    Ok(())
+                }
+                other => Err(format!("expected a compile error at broken.cu:3, got {other:?}").into()),
+            }
+        })
+        .nvrtc("shared_headers_are_includable", || {
+            for (name, _) in compile::shared_headers() {
+                let code = format!("#include \"{name}\"\nextern \"C\" __global__ void k() {{}}\n").leak();
+                compile::compile(&KernelSource { file: "include_test.cu", code }, Target::Cubin { major: 9, minor: 0 }, &[])?;
+            }
+            Ok(())
+        })
+        .run()
+}
