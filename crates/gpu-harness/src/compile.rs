@@ -112,8 +112,7 @@ type CacheKey = (KernelSource, Target, Vec<(String, String)>);
 /// Compiles `source` for `target` with the given `-D NAME=VALUE` defines, through the process cache.
 pub fn compile(source: &KernelSource, target: Target, defines: &[(&str, String)]) -> Result<Arc<CompiledImage>> {
     static CACHE: OnceLock<Mutex<HashMap<CacheKey, Arc<CompiledImage>>>> = OnceLock::new();
-    let key: CacheKey =
-        (*source, target, defines.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+    let key: CacheKey = (*source, target, defines.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
     let cache = CACHE.get_or_init(Default::default);
     if let Some(image) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(image.clone());
@@ -125,9 +124,8 @@ pub fn compile(source: &KernelSource, target: Target, defines: &[(&str, String)]
 
 fn compile_uncached(source: &KernelSource, target: Target, defines: &[(&str, String)]) -> Result<CompiledImage> {
     load_nvrtc()?;
-    let c_string = |s: &str, what: &str| {
-        CString::new(s).map_err(|_| GpuError::BadInput(format!("{what} contains a NUL byte")))
-    };
+    let c_string =
+        |s: &str, what: &str| CString::new(s).map_err(|_| GpuError::BadInput(format!("{what} contains a NUL byte")));
     let code = c_string(source.code, source.file)?;
     let name = c_string(source.file, "kernel file name")?;
     let header_texts = SHARED_HEADERS.iter().map(|(_, text)| c_string(text, "header")).collect::<Result<Vec<_>>>()?;

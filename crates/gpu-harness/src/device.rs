@@ -9,8 +9,8 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
-    PushKernelArg, ValidAsZeroBits, sys,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg,
+    ValidAsZeroBits, sys,
 };
 use cudarc::nvrtc::Ptx;
 use serde::{Deserialize, Serialize};
@@ -132,11 +132,8 @@ impl Device {
                             Ptx::from_src(String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string())
                         }
                     };
-                    let module = self
-                        .inner
-                        .context
-                        .load_module(ptx)
-                        .map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                    let module =
+                        self.inner.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
                     modules.insert(key, module.clone());
                     module
                 }
@@ -150,12 +147,8 @@ impl Device {
 
     /// A zero-filled buffer of `len` elements.
     pub fn alloc<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let slice = if len == 0 {
-            self.inner.stream.null()
-        } else {
-            self.inner.stream.alloc_zeros(len)
-        }
-        .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
+        let slice = if len == 0 { self.inner.stream.null() } else { self.inner.stream.alloc_zeros(len) }
+            .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
         Ok(DeviceBuffer { slice, device: self.clone() })
     }
 
@@ -176,11 +169,7 @@ impl Device {
     /// Copies `src` into the start of `dst` on the device (device-to-device, asynchronous).
     pub fn copy<T: Element>(&self, src: DeviceView<'_, T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
         if src.len() > dst.len() {
-            return Err(GpuError::BadInput(format!(
-                "copy of {} elements into a buffer of {}",
-                src.len(),
-                dst.len()
-            )));
+            return Err(GpuError::BadInput(format!("copy of {} elements into a buffer of {}", src.len(), dst.len())));
         }
         if src.is_empty() {
             return Ok(());
@@ -257,24 +246,29 @@ fn open_uncaught() -> Result<Device> {
             .ok()
             .and_then(positive)
             .map(|khz| f64::from(khz) / 1000.0),
-        memory_bus_bits: attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).ok().and_then(positive).map(|b| b as u32),
+        memory_bus_bits: attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+            .ok()
+            .and_then(positive)
+            .map(|b| b as u32),
         driver_cuda_version: format!("{}.{}", driver_version / 1000, (driver_version % 1000) / 10),
         driver_release: driver_release(),
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
     let target = compile::target_for_device(major, minor)?;
-    Ok(Device {
-        inner: Arc::new(Inner { context, stream, facts, target, modules: Mutex::new(HashMap::new()) }),
-    })
+    Ok(Device { inner: Arc::new(Inner { context, stream, facts, target, modules: Mutex::new(HashMap::new()) }) })
 }
 
 /// The kernel module's release number from `/proc/driver/nvidia/version` (Linux), if readable.
 fn driver_release() -> Option<String> {
     let text = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
-    text.lines().next()?.split_whitespace().find(|word| {
-        word.split('.').count() >= 2 && word.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-    })
-    .map(str::to_string)
+    text.lines()
+        .next()?
+        .split_whitespace()
+        .find(|word| {
+            word.split('.').count() >= 2
+                && word.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(str::to_string)
 }
 
 /// A buffer of `T` in device memory, freed when dropped.
@@ -310,10 +304,7 @@ impl<T: Element> DeviceBuffer<T> {
             Bound::Unbounded => self.len(),
         };
         if start > end || end > self.len() {
-            return Err(GpuError::BadInput(format!(
-                "view {start}..{end} of a buffer of {} elements",
-                self.len()
-            )));
+            return Err(GpuError::BadInput(format!("view {start}..{end} of a buffer of {} elements", self.len())));
         }
         Ok(DeviceView { buffer: self, offset: start, len: end - start })
     }
@@ -335,11 +326,7 @@ impl<T: Element> DeviceBuffer<T> {
         if host.is_empty() {
             return Ok(());
         }
-        self.device
-            .inner
-            .stream
-            .memcpy_htod(host, &mut self.slice)
-            .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+        self.device.inner.stream.memcpy_htod(host, &mut self.slice).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
     }
 
     /// Sets every element to `value`; tests use it to poison outputs before a launch.

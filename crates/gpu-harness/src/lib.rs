@@ -16,6 +16,7 @@ mod device;
 mod error;
 pub mod measure;
 pub mod reduction;
+pub mod report;
 pub mod testing;
 
 pub use compile::KernelSource;

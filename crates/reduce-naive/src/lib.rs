@@ -22,7 +22,9 @@
 //! ```
 
 use gpu_harness::reduction::{PassPlan, ReductionPlan, SumReduction};
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelSource, LaunchConfig, Result, kernel_source};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelSource, LaunchConfig, Result, kernel_source,
+};
 
 /// The kernel source, embedded at build time and compiled by NVRTC at run time.
 pub const SOURCE: KernelSource = kernel_source!("reduce_naive.cu");

@@ -1,0 +1,92 @@
+//! Markdown tables for the book, rendered from committed results files, so that every number in
+//! the book comes from a measurement.
+//!
+//! Layout: `book/src/data/<gpu>/<technique>.json` (written by a bench run, see [`crate::bench`]) and,
+//! beside each, `<technique>.md`, which chapters include. `cargo run -p gpu-harness --bin book-tables`
+//! regenerates the `.md` files; a test checks that the committed ones are current.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::bench::{BenchResults, size_label};
+use crate::{GpuError, Result};
+
+/// One line naming the GPU, its software and the date of the run.
+pub fn measured_on(results: &BenchResults) -> String {
+    let d = &results.device;
+    let mut line = format!(
+        "Measured on an {} ({} SMs, compute capability {}.{}), driver {}, CUDA {}, NVRTC {}, on {}.",
+        d.name,
+        d.multiprocessors,
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.driver_release.as_deref().unwrap_or("?"),
+        d.driver_cuda_version,
+        d.nvrtc_version,
+        results.date
+    );
+    if let Some(peak) = results.theoretical_gbs {
+        let _ = write!(line, " Theoretical DRAM bandwidth: {peak:.0} GB/s.");
+    }
+    line
+}
+
+/// The chapter table of one results file: every step at every size, with the copy roof of the
+/// same size from the same run.
+pub fn technique_table(results: &BenchResults) -> String {
+    let mut out = measured_on(results) + "\n\n";
+    out += "| size | step | time (ms) | GB/s | % of copy |\n|---:|:---|---:|---:|---:|\n";
+    for r in &results.records {
+        let step = if r.step == "copy" { "copy (roof)".to_string() } else { format!("**{}**", r.step) };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.4} | {:.0} | {:.1}% |",
+            size_label(r.n as usize),
+            step,
+            r.median_ms,
+            r.gbs,
+            100.0 * r.gbs / r.copy_gbs
+        );
+    }
+    out
+}
+
+/// Every `(path of the .md, its text)` the data folder should hold.
+pub fn render_book_tables(data_dir: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let mut outputs = Vec::new();
+    for json in files_with_extension(data_dir, "json")? {
+        let text = std::fs::read_to_string(&json).map_err(|e| io_error(&json, e))?;
+        let results: BenchResults = serde_json::from_str(&text)
+            .map_err(|e| GpuError::BadInput(format!("{} is not a results file: {e}", json.display())))?;
+        outputs.push((json.with_extension("md"), technique_table(&results)));
+    }
+    Ok(outputs)
+}
+
+/// Files with `extension` in the sub-folders of `dir` (one level down), sorted.
+fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for gpu in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
+        let gpu = gpu.map_err(|e| io_error(dir, e))?.path();
+        if !gpu.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&gpu).map_err(|e| io_error(&gpu, e))? {
+            let file = file.map_err(|e| io_error(&gpu, e))?.path();
+            if file.extension().is_some_and(|e| e == extension) {
+                files.push(file);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> GpuError {
+    GpuError::BadInput(format!("{}: {e}", path.display()))
+}
+
+/// The book's data folder in this workspace.
+pub fn book_data_dir() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/data"))
+}

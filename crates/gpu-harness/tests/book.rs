@@ -1,0 +1,68 @@
+//! The book stays true to the code and the data: its tables are the ones the committed data
+//! produces, and every include names a real file and anchor.
+
+use gpu_harness::report::{book_data_dir, render_book_tables};
+
+#[test]
+fn committed_tables_match_committed_data() {
+    let outputs = render_book_tables(&book_data_dir()).expect("book data is readable");
+    assert!(!outputs.is_empty(), "no results files under book/src/data");
+    for (path, expected) in outputs {
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == expected,
+            "{} is out of date: run `cargo run -p gpu-harness --bin book-tables`",
+            path.display()
+        );
+    }
+}
+
+/// Every `{{#include path}}` and `{{#include path:anchor}}` in the book names a file that exists
+/// and, where given, an anchor that file marks (mdbook itself includes nothing, silently, for a
+/// missing anchor).
+#[test]
+fn every_include_names_an_existing_file_and_anchor() {
+    let src = book_data_dir().join("..");
+    let mut chapters = Vec::new();
+    let mut folders = vec![src.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("readable book folder") {
+            let path = entry.expect("readable entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                chapters.push(path);
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    let mut includes = 0;
+    for chapter in &chapters {
+        let text = std::fs::read_to_string(chapter).expect("readable chapter");
+        for directive in text.split("{{#include ").skip(1) {
+            let Some(end) = directive.find("}}") else { continue };
+            let target = directive[..end].trim();
+            let (file, anchor) = match target.rsplit_once(':') {
+                Some((file, anchor)) if !anchor.chars().all(|c| c.is_ascii_digit()) => (file, Some(anchor)),
+                _ => (target, None),
+            };
+            includes += 1;
+            let path = chapter.parent().unwrap().join(file);
+            match std::fs::read_to_string(&path) {
+                Err(e) => problems.push(format!("{}: {file}: {e}", chapter.display())),
+                Ok(included) => {
+                    if let Some(anchor) = anchor {
+                        let opens = included.contains(&format!("ANCHOR: {anchor}\n"));
+                        let closes = included.contains(&format!("ANCHOR_END: {anchor}\n"));
+                        if !(opens && closes) {
+                            problems
+                                .push(format!("{}: {file} has no ANCHOR {anchor} ... ANCHOR_END", chapter.display()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(includes > 0, "no includes found under {}", src.display());
+    assert!(problems.is_empty(), "broken includes:\n{}", problems.join("\n"));
+}
