@@ -107,12 +107,19 @@ pub fn target_for_device(major: u32, minor: u32) -> Result<Target> {
     }
 }
 
-type CacheKey = (KernelSource, Target, Vec<(String, String)>);
+/// `-D NAME=VALUE` defines, owned, as part of a cache key.
+pub(crate) type OwnedDefines = Vec<(String, String)>;
+
+pub(crate) fn owned_defines(defines: &[(&str, String)]) -> OwnedDefines {
+    defines.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+type CacheKey = (KernelSource, Target, OwnedDefines);
 
 /// Compiles `source` for `target` with the given `-D NAME=VALUE` defines, through the process cache.
 pub fn compile(source: &KernelSource, target: Target, defines: &[(&str, String)]) -> Result<Arc<CompiledImage>> {
     static CACHE: OnceLock<Mutex<HashMap<CacheKey, Arc<CompiledImage>>>> = OnceLock::new();
-    let key: CacheKey = (*source, target, defines.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+    let key: CacheKey = (*source, target, owned_defines(defines));
     let cache = CACHE.get_or_init(Default::default);
     if let Some(image) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(image.clone());

@@ -15,7 +15,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{self, KernelSource, Target};
+use crate::compile::{self, KernelSource, OwnedDefines, Target};
 use crate::error::{GpuError, Result};
 
 /// Element types that can live in a [`DeviceBuffer`]. Sealed: implemented for the plain numeric
@@ -72,7 +72,7 @@ struct Inner {
     stream: Arc<CudaStream>,
     facts: DeviceFacts,
     target: Target,
-    modules: Mutex<HashMap<(KernelSource, Vec<(String, String)>), Arc<CudaModule>>>,
+    modules: Mutex<HashMap<(KernelSource, OwnedDefines), Arc<CudaModule>>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -119,7 +119,7 @@ impl Device {
     /// Like [`Device::kernel`], compiling with `-D NAME=VALUE` for each define (for compile-time
     /// constants such as a block size).
     pub fn kernel_with_defines(&self, source: &KernelSource, name: &str, defines: &[(&str, String)]) -> Result<Kernel> {
-        let key = (*source, defines.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+        let key = (*source, compile::owned_defines(defines));
         let module = {
             let mut modules = self.inner.modules.lock().unwrap_or_else(|e| e.into_inner());
             match modules.get(&key) {

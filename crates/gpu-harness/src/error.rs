@@ -12,10 +12,7 @@ pub type Result<T, E = GpuError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GpuError {
     /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
-    #[error(
-        "no NVIDIA driver found (could not load {library}); install the NVIDIA driver to run kernels, \
-         or run only the GPU-free tests"
-    )]
+    #[error("no NVIDIA driver: could not load {library} (install the driver to run kernels)")]
     NoDriver { library: String },
 
     /// The driver loaded but reports no usable CUDA device.
