@@ -4,9 +4,11 @@
 //! one line in its test file: `TestSuite::new().sum_reduction_suite::<MyLauncher>()`.
 
 use std::fmt;
+use std::marker::PhantomData;
 
+use crate::bench::BenchRun;
 use crate::testing::{TestResult, TestRng, TestSuite, check_sum, exact_integer_bound};
-use crate::{Device, DeviceView, LaunchConfig, Result};
+use crate::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelSource, LaunchConfig, Result};
 
 /// One kernel launch of a reduction: which kernel, its shape, and how many values it turns into
 /// how many.
@@ -176,4 +178,161 @@ impl TestSuite {
                 check(&input, f32::NAN)
             })
     }
+}
+
+impl ReductionPlan {
+    /// The plan of a kernel that reduces `n` values to one partial per block in a single pass,
+    /// with `shared_bytes` of dynamic shared memory, the partials then added by the host.
+    /// `n == 0` launches nothing.
+    pub fn single_pass(kernel: &'static str, n: usize, blocks: u32, threads: u32, shared_bytes: u32) -> Self {
+        let pass = PassPlan {
+            kernel,
+            config: LaunchConfig::linear(blocks, threads, shared_bytes),
+            inputs: n as u64,
+            outputs: u64::from(blocks),
+        };
+        let passes = if n == 0 { vec![] } else { vec![pass] };
+        let host_adds = if n == 0 { 0 } else { u64::from(blocks) };
+        ReductionPlan { n: n as u64, passes, host_adds }
+    }
+
+    /// Bytes a host-finished reduction must move: each input read once, each partial written once.
+    pub fn bytes_moved(&self) -> u64 {
+        4 * (self.n + self.host_adds)
+    }
+}
+
+/// Rejects inputs a kernel with 32-bit (`unsigned int`) element counts cannot address.
+pub fn check_fits_u32(step: &str, n: usize) -> Result<()> {
+    if n as u64 > u64::from(u32::MAX) {
+        return Err(GpuError::TooLarge { what: step.to_string(), n: n as u64, max: u64::from(u32::MAX) });
+    }
+    Ok(())
+}
+
+/// One step of the reduction ladder whose kernel writes one partial sum per block, for the host
+/// to add. A step is its kernel and its launch plan; [`HostFinishedSum`] does the rest.
+///
+/// The kernel's parameters are `(const float* input, float* partial, unsigned int n)`.
+pub trait HostFinishedStep: Send + Sync + 'static {
+    /// The step's name in benches and the book, e.g. `naive`.
+    const STEP: &'static str;
+    /// The kernel source file.
+    const SOURCE: KernelSource;
+    /// The kernel's name in [`Self::SOURCE`].
+    const KERNEL: &'static str;
+
+    /// How `n` elements are reduced on a GPU with `multiprocessors` SMs. A pure function, so that
+    /// plans are snapshot-tested without a GPU.
+    fn plan(n: usize, multiprocessors: u32) -> Result<ReductionPlan>;
+
+    /// `-D NAME=VALUE` defines the kernel is compiled with (compile-time constants).
+    fn defines() -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// Sizes on this step's own boundaries, added to the shared suite's [`EDGE_SIZES`].
+    fn boundary_sizes() -> Vec<usize> {
+        Vec::new()
+    }
+}
+
+// ANCHOR: host_finished
+/// The launcher of a [`HostFinishedStep`]: the compiled kernel and a scratch buffer of block
+/// partials, which grows only when a larger input arrives (never inside a timed loop that was
+/// warmed up). The host adds the partials in f64: they are a small fraction of the input, and
+/// finishing on the device is what reduce-multi-level and reduce-atomic teach.
+pub struct HostFinishedSum<S: HostFinishedStep> {
+    device: Device,
+    kernel: Kernel,
+    partials: DeviceBuffer<f32>,
+    step: PhantomData<S>,
+}
+
+impl<S: HostFinishedStep> HostFinishedSum<S> {
+    /// Compiles the step's kernel (once per process) and starts with no scratch.
+    pub fn new(device: &Device) -> Result<Self> {
+        let kernel = device.kernel_with_defines(&S::SOURCE, S::KERNEL, &S::defines())?;
+        Ok(HostFinishedSum { device: device.clone(), kernel, partials: device.alloc(0)?, step: PhantomData })
+    }
+
+    /// The plan for `n` elements on this device.
+    pub fn plan(&self, n: usize) -> Result<ReductionPlan> {
+        S::plan(n, self.device.facts().multiprocessors)
+    }
+
+    /// Makes the partials buffer large enough for `n` inputs.
+    pub fn reserve(&mut self, n: usize) -> Result<()> {
+        let needed = self.plan(n)?.host_adds as usize;
+        if self.partials.len() < needed {
+            self.partials = self.device.alloc(needed)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the kernel; afterwards [`Self::partials`] holds one sum per block. Returns the number
+    /// of partials. Does not wait for the GPU.
+    pub fn block_partials(&mut self, input: DeviceView<'_, f32>) -> Result<usize> {
+        let plan = self.plan(input.len())?;
+        self.reserve(input.len())?;
+        for pass in &plan.passes {
+            self.device
+                .launch(&self.kernel, pass.config)
+                .arg(input)
+                .arg(&mut self.partials)
+                .arg(input.len() as u32)
+                .run()?;
+        }
+        Ok(plan.host_adds as usize)
+    }
+
+    /// Sums `input` on the device: the kernel, then the partials added on the host in f64.
+    pub fn sum_device(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
+        let count = self.block_partials(input)?;
+        let partials = self.partials.view(..count)?.to_host()?;
+        Ok(partials.iter().map(|&p| f64::from(p)).sum::<f64>() as f32)
+    }
+
+    /// Sums a host slice: uploads it, then [`Self::sum_device`].
+    pub fn sum(&mut self, input: &[f32]) -> Result<f32> {
+        let input = self.device.upload(input)?;
+        self.sum_device(input.as_view())
+    }
+
+    /// The first `count` block partials of the last launch.
+    pub fn partials(&self, count: usize) -> Result<DeviceView<'_, f32>> {
+        self.partials.view(..count)
+    }
+}
+// ANCHOR_END: host_finished
+
+impl<S: HostFinishedStep> SumReduction for HostFinishedSum<S> {
+    fn create(device: &Device) -> Result<Self> {
+        Self::new(device)
+    }
+
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        HostFinishedSum::reserve(self, n)
+    }
+
+    fn poison_scratch(&mut self) -> Result<()> {
+        self.partials.fill(f32::NAN)
+    }
+
+    fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
+        self.sum_device(input)
+    }
+
+    fn boundary_sizes() -> Vec<usize> {
+        S::boundary_sizes()
+    }
+}
+
+/// Benches step `S` on `input` (the kernel alone: the host's final additions are not timed),
+/// recording its effective bandwidth against the copy roof of the same size.
+pub fn bench_step<S: HostFinishedStep>(bench: &mut BenchRun, input: &DeviceBuffer<f32>) -> Result<()> {
+    let mut reducer = HostFinishedSum::<S>::new(bench.device())?;
+    reducer.reserve(input.len())?;
+    let bytes = reducer.plan(input.len())?.bytes_moved();
+    bench.case(S::STEP, input.len(), bytes, || reducer.block_partials(input.as_view()).map(drop))
 }

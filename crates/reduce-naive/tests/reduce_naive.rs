@@ -2,8 +2,9 @@
 //! a fixed integer input, and its error messages, frozen as insta snapshots.
 
 use gpu_harness::GpuError;
+use gpu_harness::reduction::HostFinishedStep;
 use gpu_harness::testing::{TestResult, TestSuite, rows};
-use reduce_naive::{BLOCK_SIZE, ReduceNaive, plan};
+use reduce_naive::{BLOCK_SIZE, Naive, ReduceNaive};
 
 /// A fixed integer-valued input: 6 full blocks and a partial one of 100 elements.
 fn fixed_input() -> Vec<f32> {
@@ -20,12 +21,13 @@ fn main() -> std::process::ExitCode {
         .sum_reduction_suite::<ReduceNaive>()
         .cpu("launch_plans", || {
             let sizes = [0usize, 1, 255, 256, 257, 1 << 20, (1 << 20) + 3, 1 << 28];
-            let plans: Vec<String> = sizes.iter().map(|&n| plan(n).map(|p| p.to_string())).collect::<Result<_, _>>()?;
+            let plans: Vec<String> =
+                sizes.iter().map(|&n| Naive::plan(n, 132).map(|p| p.to_string())).collect::<Result<_, _>>()?;
             insta::assert_snapshot!("launch_plans", plans.join("\n"));
             Ok(())
         })
         .cpu("bad_input_error_messages", || {
-            let too_large = plan(1 << 32).expect_err("2^32 elements overflow 32-bit indexing");
+            let too_large = Naive::plan(1 << 32, 132).expect_err("2^32 elements overflow 32-bit indexing");
             let messages = [
                 too_large.to_string(),
                 GpuError::NoDriver { library: "libcuda.so.1".into() }.to_string(),
