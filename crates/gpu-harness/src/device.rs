@@ -36,6 +36,9 @@ pub struct DeviceFacts {
     /// (major, minor), e.g. (9, 0) for Hopper.
     pub compute_capability: (u32, u32),
     pub multiprocessors: u32,
+    /// Threads that can be resident on one SM at once (2048 on A100, H100 and H200).
+    #[serde(default = "default_threads_per_multiprocessor")]
+    pub max_threads_per_multiprocessor: u32,
     pub l2_cache_bytes: u64,
     pub memory_bytes: u64,
     /// Memory clock in MHz, where the driver reports it.
@@ -50,7 +53,36 @@ pub struct DeviceFacts {
     pub nvrtc_version: String,
 }
 
+fn default_threads_per_multiprocessor() -> u32 {
+    2048
+}
+
+/// What launch plans need to know about a GPU: how many SMs, and how many threads each holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuShape {
+    pub multiprocessors: u32,
+    pub max_threads_per_multiprocessor: u32,
+}
+
+impl GpuShape {
+    /// An H100 SXM or H200: 132 SMs of 2048 threads. Launch-plan snapshots use this shape.
+    pub const HOPPER_132_SMS: GpuShape = GpuShape { multiprocessors: 132, max_threads_per_multiprocessor: 2048 };
+
+    /// Blocks of `threads` that fill every SM once: the grid of a grid-stride kernel.
+    pub fn resident_blocks(&self, threads: u32) -> u32 {
+        self.multiprocessors * (self.max_threads_per_multiprocessor / threads.max(1)).max(1)
+    }
+}
+
 impl DeviceFacts {
+    /// The SM count and threads per SM that launch plans use.
+    pub fn shape(&self) -> GpuShape {
+        GpuShape {
+            multiprocessors: self.multiprocessors,
+            max_threads_per_multiprocessor: self.max_threads_per_multiprocessor,
+        }
+    }
+
     /// Theoretical DRAM bandwidth in GB/s (10^9 bytes/s): two transfers per memory clock
     /// (double data rate) times the bus width in bytes.
     pub fn theoretical_bandwidth_gbs(&self) -> Option<f64> {
@@ -240,6 +272,7 @@ fn open_uncaught() -> Result<Device> {
         name: context.name().map_err(|e| GpuError::driver("cuDeviceGetName", e))?,
         compute_capability: (major, minor),
         multiprocessors: attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        max_threads_per_multiprocessor: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
         l2_cache_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
         memory_bytes: context.total_mem().map_err(|e| GpuError::driver("cuDeviceTotalMem", e))? as u64,
         memory_clock_mhz: attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)

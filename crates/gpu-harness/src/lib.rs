@@ -20,5 +20,7 @@ pub mod report;
 pub mod testing;
 
 pub use compile::KernelSource;
-pub use device::{Device, DeviceBuffer, DeviceFacts, DeviceView, Element, Kernel, KernelArg, Launch, LaunchConfig};
+pub use device::{
+    Device, DeviceBuffer, DeviceFacts, DeviceView, Element, GpuShape, Kernel, KernelArg, Launch, LaunchConfig,
+};
 pub use error::{GpuError, Result};

@@ -7,8 +7,8 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::bench::BenchRun;
-use crate::testing::{TestResult, TestRng, TestSuite, check_sum, exact_integer_bound};
-use crate::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelSource, LaunchConfig, Result};
+use crate::testing::{Failed, TestResult, TestRng, TestSuite, check_sum, exact_integer_bound, rows};
+use crate::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result};
 
 /// One kernel launch of a reduction: which kernel, its shape, and how many values it turns into
 /// how many.
@@ -202,6 +202,17 @@ impl ReductionPlan {
     }
 }
 
+/// Blocks of `items_per_block` elements that cover `n`.
+pub fn blocks_covering(n: usize, items_per_block: u32) -> u32 {
+    n.div_ceil(items_per_block as usize) as u32
+}
+
+/// The grid of a grid-stride kernel: enough blocks of `threads` to fill the GPU once, or fewer
+/// when `n` gives each thread less than `items_per_thread` elements.
+pub fn grid_stride_blocks(n: usize, threads: u32, items_per_thread: u32, gpu: GpuShape) -> u32 {
+    blocks_covering(n, threads * items_per_thread).min(gpu.resident_blocks(threads))
+}
+
 /// Rejects inputs a kernel with 32-bit (`unsigned int`) element counts cannot address.
 pub fn check_fits_u32(step: &str, n: usize) -> Result<()> {
     if n as u64 > u64::from(u32::MAX) {
@@ -222,9 +233,9 @@ pub trait HostFinishedStep: Send + Sync + 'static {
     /// The kernel's name in [`Self::SOURCE`].
     const KERNEL: &'static str;
 
-    /// How `n` elements are reduced on a GPU with `multiprocessors` SMs. A pure function, so that
-    /// plans are snapshot-tested without a GPU.
-    fn plan(n: usize, multiprocessors: u32) -> Result<ReductionPlan>;
+    /// How `n` elements are reduced on a GPU of this shape. A pure function, so that plans are
+    /// snapshot-tested without a GPU.
+    fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan>;
 
     /// `-D NAME=VALUE` defines the kernel is compiled with (compile-time constants).
     fn defines() -> Vec<(&'static str, String)> {
@@ -258,7 +269,7 @@ impl<S: HostFinishedStep> HostFinishedSum<S> {
 
     /// The plan for `n` elements on this device.
     pub fn plan(&self, n: usize) -> Result<ReductionPlan> {
-        S::plan(n, self.device.facts().multiprocessors)
+        S::plan(n, self.device.facts().shape())
     }
 
     /// Makes the partials buffer large enough for `n` inputs.
@@ -335,4 +346,66 @@ pub fn bench_step<S: HostFinishedStep>(bench: &mut BenchRun, input: &DeviceBuffe
     reducer.reserve(input.len())?;
     let bytes = reducer.plan(input.len())?.bytes_moved();
     bench.case(S::STEP, input.len(), bytes, || reducer.block_partials(input.as_view()).map(drop))
+}
+
+/// Sizes whose launch plans are frozen in each step's snapshot.
+pub const PLAN_SNAPSHOT_SIZES: &[usize] = &[0, 1, 255, 256, 257, 4096, 1 << 20, (1 << 20) + 3, 1 << 28];
+
+/// The launch plans of step `S` at [`PLAN_SNAPSHOT_SIZES`] on an H100/H200-shaped GPU, as text.
+pub fn plan_snapshot<S: HostFinishedStep>() -> Result<String> {
+    let plans = PLAN_SNAPSHOT_SIZES
+        .iter()
+        .map(|&n| S::plan(n, GpuShape::HOPPER_132_SMS).map(|p| p.to_string()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(plans.join("\n"))
+}
+
+/// A fixed integer-valued input of 5000 elements (values -8..=8), whose block partials are
+/// exact in f32 and therefore the same on every run and every GPU.
+pub fn fixed_integer_input() -> Vec<f32> {
+    (0..5000).map(|i| ((i * 7) % 17) as f32 - 8.0).collect()
+}
+
+/// Runs step `S` on [`fixed_integer_input`] (scratch poisoned first) and returns its block
+/// partials as text, after checking that they add up to the exact sum.
+pub fn partials_snapshot<S: HostFinishedStep>(device: &Device) -> std::result::Result<String, Failed> {
+    let input = fixed_integer_input();
+    let buffer = device.upload(&input)?;
+    let mut reducer = HostFinishedSum::<S>::new(device)?;
+    reducer.reserve(input.len())?;
+    SumReduction::poison_scratch(&mut reducer)?;
+    let count = reducer.block_partials(buffer.as_view())?;
+    let partials = reducer.partials(count)?.to_host()?;
+    let total: f64 = partials.iter().map(|&p| f64::from(p)).sum();
+    let expected: f64 = input.iter().map(|&x| f64::from(x)).sum();
+    if total != expected {
+        return Err(format!("{}: partials add up to {total}, expected {expected}: {partials:?}", S::STEP).into());
+    }
+    Ok(rows(&partials, 10))
+}
+
+/// Adds, for each listed [`HostFinishedStep`], two snapshot tests to a [`TestSuite`]: its launch
+/// plans (no GPU needed) and its block partials of [`fixed_integer_input`] (on the GPU). A macro,
+/// so that the snapshots live in the calling crate's `tests/snapshots` (the crate needs `insta`
+/// as a dev-dependency).
+#[macro_export]
+macro_rules! step_snapshot_tests {
+    ($suite:expr, $($step:ty),+ $(,)?) => {{
+        let suite = $suite;
+        $(
+            let step = <$step as $crate::reduction::HostFinishedStep>::STEP;
+            let suite = suite
+                .cpu(format!("{step}::launch_plans"), move || {
+                    let plans = $crate::reduction::plan_snapshot::<$step>()?;
+                    insta::assert_snapshot!(format!("{step}_launch_plans"), plans);
+                    Ok(())
+                })
+                .gpu(format!("{step}::partials_of_fixed_input"), move |device| {
+                    let partials = $crate::reduction::partials_snapshot::<$step>(device)?;
+                    insta::assert_snapshot!(format!("{step}_partials_of_fixed_input"), partials);
+                    Ok(())
+                });
+        )+
+        suite
+    }};
 }

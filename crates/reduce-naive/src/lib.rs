@@ -21,8 +21,8 @@
 //! # Ok::<(), gpu_harness::GpuError>(())
 //! ```
 
-use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32};
-use gpu_harness::{KernelSource, Result, kernel_source};
+use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32};
+use gpu_harness::{GpuShape, KernelSource, Result, kernel_source};
 
 /// Threads per block, and so elements per block: one element per thread.
 pub const BLOCK_SIZE: u32 = 256;
@@ -41,9 +41,9 @@ impl HostFinishedStep for Naive {
 
     /// One block per [`BLOCK_SIZE`] elements, 4 bytes of shared memory per thread, one partial per
     /// block. The kernel counts elements in 32 bits, so 2^32 or more are rejected.
-    fn plan(n: usize, _multiprocessors: u32) -> Result<ReductionPlan> {
+    fn plan(n: usize, _gpu: GpuShape) -> Result<ReductionPlan> {
         check_fits_u32("reduce-naive", n)?;
-        let blocks = n.div_ceil(BLOCK_SIZE as usize) as u32;
+        let blocks = blocks_covering(n, BLOCK_SIZE);
         Ok(ReductionPlan::single_pass(Self::KERNEL, n, blocks, BLOCK_SIZE, BLOCK_SIZE * 4))
     }
 

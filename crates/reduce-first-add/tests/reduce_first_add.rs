@@ -1,0 +1,12 @@
+//! reduce-first-add's tests: the shared reduction suite for both kernels (the grid-stride one at
+//! sizes below, at and above one full grid), and snapshots of their launch plans and of their
+//! block partials of a fixed integer input.
+
+use gpu_harness::step_snapshot_tests;
+use gpu_harness::testing::TestSuite;
+use reduce_first_add::{FirstAdd, GridStride, ReduceFirstAdd, ReduceGridStride};
+
+fn main() -> std::process::ExitCode {
+    let suite = TestSuite::new().sum_reduction_suite::<ReduceFirstAdd>().sum_reduction_suite::<ReduceGridStride>();
+    step_snapshot_tests!(suite, FirstAdd, GridStride).run()
+}

@@ -1,0 +1,84 @@
+// reduce-first-add: step 3 of the reduction ladder. Two kernels, in the order the book shows them.
+//
+// reduce-interleaved leaves half its threads idle after the load: the first tree round uses only
+// blockDim.x / 2 of them. These kernels give every thread real work before the tree starts.
+// The tree itself is reduce-interleaved's, unchanged.
+
+// ANCHOR: first_add
+// reduce_first_add: each thread loads two elements, blockDim.x apart, and adds them while loading.
+// A block now covers 2 * blockDim.x elements, so half as many blocks run, and no thread is idle
+// when the tree starts.
+// What it leaves slow: still one short-lived block per 512 elements; each block pays its launch,
+// its barriers and its tree for very little loading, so the loads come in bursts.
+// Launch: blockDim.x a power of two, blockDim.x * 4 bytes of dynamic shared memory,
+// gridDim.x = ceil(n / (2 * blockDim.x)). 32-bit indexing: n < 2^32.
+extern "C" __global__ void reduce_first_add(const float* __restrict__ input,
+                                            float* __restrict__ partial,
+                                            unsigned int n)
+{
+    extern __shared__ float sdata[];
+
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+
+    float sum = (i < n) ? input[i] : 0.0f;
+    if (i + blockDim.x < n) {
+        sum += input[i + blockDim.x];
+    }
+    sdata[tid] = sum;
+    __syncthreads();
+
+    for (unsigned int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) {
+            sdata[tid] += sdata[tid + stride];
+        }
+        __syncthreads();
+    }
+
+    if (tid == 0) {
+        partial[blockIdx.x] = sdata[0];
+    }
+}
+// ANCHOR_END: first_add
+
+// ANCHOR: kernel
+// reduce_grid_stride: a fixed grid, sized by the launcher to fill the GPU once (8 blocks of 256
+// threads per SM), loops over the input in strides of the whole grid, each thread adding many
+// elements into a register before the tree. The tree and its barriers now run once per
+// thread-block for the whole input, and the partials shrink to a few per SM.
+// What it leaves slow: the tree itself (8 rounds, 8 barriers, most warps idle in the last rounds)
+// is now the largest fixed cost per block, and each thread has one 4-byte load in flight at a time
+// unless the compiler overlaps loop iterations.
+// Launch: blockDim.x = 256, 1024 bytes of dynamic shared memory, any gridDim.x. The loop index is
+// 64-bit so that i + stride cannot wrap around for n near 2^32.
+extern "C" __global__ void __launch_bounds__(256, 8)
+reduce_grid_stride(const float* __restrict__ input,
+                   float* __restrict__ partial,
+                   unsigned int n)
+{
+    extern __shared__ float sdata[];
+
+    unsigned int tid = threadIdx.x;
+
+    // ANCHOR: loop
+    float sum = 0.0f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + tid; i < n; i += stride) {
+        sum += input[i];
+    }
+    // ANCHOR_END: loop
+    sdata[tid] = sum;
+    __syncthreads();
+
+    for (unsigned int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (tid < stride) {
+            sdata[tid] += sdata[tid + stride];
+        }
+        __syncthreads();
+    }
+
+    if (tid == 0) {
+        partial[blockIdx.x] = sdata[0];
+    }
+}
+// ANCHOR_END: kernel
