@@ -51,14 +51,26 @@ pub fn technique_table(results: &BenchResults) -> String {
     out
 }
 
-/// Every `(path of the .md, its text)` the data folder should hold.
+/// Every `(path of the .md, its text)` the data folder should hold: a table per results file, and
+/// per GPU folder a `reduction-summary.md` of the ladder.
 pub fn render_book_tables(data_dir: &Path) -> Result<Vec<(PathBuf, String)>> {
     let mut outputs = Vec::new();
+    let mut by_gpu: Vec<(PathBuf, Vec<BenchResults>)> = Vec::new();
     for json in files_with_extension(data_dir, "json")? {
         let text = std::fs::read_to_string(&json).map_err(|e| io_error(&json, e))?;
         let results: BenchResults = serde_json::from_str(&text)
             .map_err(|e| GpuError::BadInput(format!("{} is not a results file: {e}", json.display())))?;
         outputs.push((json.with_extension("md"), technique_table(&results)));
+        let folder = json.parent().unwrap_or(data_dir).to_path_buf();
+        match by_gpu.iter_mut().find(|(f, _)| *f == folder) {
+            Some((_, all)) => all.push(results),
+            None => by_gpu.push((folder, vec![results])),
+        }
+    }
+    for (folder, results) in by_gpu {
+        if let Some(table) = ladder_table(&results) {
+            outputs.push((folder.join("reduction-summary.md"), table));
+        }
     }
     Ok(outputs)
 }
@@ -89,4 +101,56 @@ fn io_error(path: &Path, e: std::io::Error) -> GpuError {
 /// The book's data folder in this workspace.
 pub fn book_data_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/data"))
+}
+
+/// The reduction ladder in teaching order: (technique crate, step). Drives the summary table.
+pub const REDUCTION_LADDER: &[(&str, &str)] = &[
+    ("reduce-naive", "naive"),
+    ("reduce-interleaved", "strided-index"),
+    ("reduce-interleaved", "interleaved"),
+    ("reduce-first-add", "first-add"),
+    ("reduce-first-add", "grid-stride"),
+    ("reduce-unroll", "unroll-last-warp"),
+    ("reduce-unroll", "complete-unroll"),
+    ("reduce-shuffle", "shuffle"),
+    ("reduce-shuffle", "shuffle-vec4"),
+];
+
+/// The size the summary table compares steps at: 2^28 floats, 1 GiB, far beyond the L2.
+pub const SUMMARY_SIZE: u64 = 1 << 28;
+
+/// A Harris-style table of every ladder step found in `results` at [`SUMMARY_SIZE`]: time, GB/s,
+/// % of copy, speedup over the previous step and over the first. `None` if no step is there.
+pub fn ladder_table(results: &[BenchResults]) -> Option<String> {
+    let mut rows = Vec::new();
+    for &(technique, step) in REDUCTION_LADDER {
+        let file = results.iter().find(|r| r.technique == technique);
+        if let Some(record) = file.and_then(|f| f.records.iter().find(|r| r.step == step && r.n == SUMMARY_SIZE)) {
+            rows.push((technique, step, record));
+        }
+    }
+    let first = results.iter().find(|r| r.records.iter().any(|x| x.n == SUMMARY_SIZE))?;
+    let (_, _, first_record) = rows.first()?;
+    let first_ms = first_record.median_ms;
+    let mut out = measured_on(first) + "\n\n";
+    out += &format!(
+        "Sum of {} floats; each bench binary measured its own copy roof in the same run.\n\n",
+        size_label(SUMMARY_SIZE as usize)
+    );
+    out += "| step | crate | time (ms) | GB/s | % of copy | step speedup | cumulative speedup |\n";
+    out += "|:---|:---|---:|---:|---:|---:|---:|\n";
+    let mut previous_ms = first_ms;
+    for (technique, step, r) in rows {
+        let _ = writeln!(
+            out,
+            "| {step} | {technique} | {:.3} | {:.0} | {:.1}% | {:.2}x | {:.2}x |",
+            r.median_ms,
+            r.gbs,
+            100.0 * r.gbs / r.copy_gbs,
+            previous_ms / r.median_ms,
+            first_ms / r.median_ms
+        );
+        previous_ms = r.median_ms;
+    }
+    Some(out)
 }
