@@ -1,34 +1,79 @@
-// block_reduce.cuh: warp and block reductions with shuffles, shared by reduce-shuffle and the steps
-// that finish on the device (reduce-multi-level, reduce-atomic).
+// block_reduce.cuh: operations, warp and block reductions with shuffles, and vectorised grid-stride
+// loads, shared by reduce-shuffle and the steps that finish on the device (reduce-multi-level,
+// reduce-atomic).
 //
-// An operation is a struct with `identity()` and `combine(a, b)`:
-//   SumOp: 0 and a + b.
-//   MaxOp / MinOp: -inf / +inf and the larger / smaller value, where NaN wins: if either value
-//   is NaN the result is NaN, so a NaN anywhere in the input makes the result NaN (as numpy's
-//   max does; fmaxf would drop it instead).
+// An operation is a struct with an input type `In`, a value type `Value` (what is accumulated:
+// the same as `In`, or wider), and
+//   lift(x)        an input element as a value,
+//   identity()     the value that changes nothing,
+//   combine(a, b)  two values into one.
+// Operations:
+//   Sum<In, Value>  0 and a + b. Integer sums wrap around modulo 2^32 (or 2^64 for 64-bit values),
+//                   as unsigned arithmetic does in C; Sum<int, long long> and
+//                   Sum<unsigned, unsigned long long> accumulate 32-bit inputs in 64 bits.
+//   Max<T>, Min<T>  the lowest / highest value of T and the larger / smaller value. For float NaN
+//                   wins: if either value is NaN the result is NaN, so a NaN anywhere in the input
+//                   makes the result NaN (as numpy's max does; fmaxf would drop it instead).
 #pragma once
 
-struct SumOp {
-    __device__ static float identity() { return 0.0f; }
-    __device__ static float combine(float a, float b) { return a + b; }
+// Additions that wrap around for integers (signed overflow is undefined in C++, unsigned is not).
+__device__ __forceinline__ float wrapping_add(float a, float b) { return a + b; }
+__device__ __forceinline__ int wrapping_add(int a, int b) { return (int)((unsigned int)a + (unsigned int)b); }
+__device__ __forceinline__ unsigned int wrapping_add(unsigned int a, unsigned int b) { return a + b; }
+__device__ __forceinline__ long long wrapping_add(long long a, long long b)
+{
+    return (long long)((unsigned long long)a + (unsigned long long)b);
+}
+__device__ __forceinline__ unsigned long long wrapping_add(unsigned long long a, unsigned long long b) { return a + b; }
+
+template <class T> struct Limits;
+template <> struct Limits<float> {
+    __device__ static float lowest() { return __int_as_float(0xff800000); }  // -inf
+    __device__ static float highest() { return __int_as_float(0x7f800000); } // +inf
+};
+template <> struct Limits<int> {
+    __device__ static int lowest() { return -2147483647 - 1; }
+    __device__ static int highest() { return 2147483647; }
+};
+template <> struct Limits<unsigned int> {
+    __device__ static unsigned int lowest() { return 0u; }
+    __device__ static unsigned int highest() { return 0xffffffffu; }
 };
 
-struct MaxOp {
-    __device__ static float identity() { return __int_as_float(0xff800000); }  // -inf
-    __device__ static float combine(float a, float b) { return (a > b || a != a) ? a : b; }
+template <class In, class Acc = In>
+struct Sum {
+    typedef In Input;
+    typedef Acc Value;
+    __device__ static Acc lift(In x) { return (Acc)x; }
+    __device__ static Acc identity() { return (Acc)0; }
+    __device__ static Acc combine(Acc a, Acc b) { return wrapping_add(a, b); }
 };
 
-struct MinOp {
-    __device__ static float identity() { return __int_as_float(0x7f800000); }  // +inf
-    __device__ static float combine(float a, float b) { return (a < b || a != a) ? a : b; }
+// NaN wins for float: `a != a` is true only for NaN; for integers it is always false.
+template <class T>
+struct Max {
+    typedef T Input;
+    typedef T Value;
+    __device__ static T lift(T x) { return x; }
+    __device__ static T identity() { return Limits<T>::lowest(); }
+    __device__ static T combine(T a, T b) { return (a > b || a != a) ? a : b; }
+};
+
+template <class T>
+struct Min {
+    typedef T Input;
+    typedef T Value;
+    __device__ static T lift(T x) { return x; }
+    __device__ static T identity() { return Limits<T>::highest(); }
+    __device__ static T combine(T a, T b) { return (a < b || a != a) ? a : b; }
 };
 
 // ANCHOR: warp_reduce
-// Reduces one value per lane to one value, held by lane 0. Each step adds the value `offset`
+// Reduces one value per lane to one value, held by lane 0. Each step combines the value `offset`
 // lanes up: 16, 8, 4, 2, 1. __shfl_down_sync moves registers between the lanes named by the mask
 // (all 32 here) and waits for them, so there is no shared memory and no race.
 template <class Op>
-__device__ __forceinline__ float warp_reduce(float value)
+__device__ __forceinline__ typename Op::Value warp_reduce(typename Op::Value value)
 {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
@@ -44,9 +89,10 @@ __device__ __forceinline__ float warp_reduce(float value)
 // parks the result in one shared slot per warp, and warp 0 reduces those slots: one barrier in
 // all. Calling it twice in one kernel needs a __syncthreads() in between (the slots are reused).
 template <class Op>
-__device__ __forceinline__ float block_reduce(float value)
+__device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value value)
 {
-    __shared__ float warp_results[32];
+    typedef typename Op::Value Value;
+    __shared__ Value warp_results[32];
     const unsigned int lane = threadIdx.x % 32;
     const unsigned int warp = threadIdx.x / 32;
 
@@ -64,35 +110,44 @@ __device__ __forceinline__ float block_reduce(float value)
 }
 // ANCHOR_END: block_reduce
 
+// The 16-byte vector type of each 4-byte element type.
+template <class T> struct Vec4;
+template <> struct Vec4<float> { typedef float4 Type; };
+template <> struct Vec4<int> { typedef int4 Type; };
+template <> struct Vec4<unsigned int> { typedef uint4 Type; };
+
 // ANCHOR: vec4_loads
-// Combines this thread's share of input[0, n) in a grid-stride loop over 16-byte float4 loads, four
-// of them in flight per iteration. The float4 loop needs 16-byte aligned addresses, so the first
-// elements up to the first 16-byte boundary (the head, at most 3, for inputs that start inside a
-// vector) and the last n % 4 after the vectors (the tail) are read one by one.
-template <class Op>
-__device__ __forceinline__ float combine4(float4 q)
+// Combines this thread's share of input[0, n) in a grid-stride loop over 16-byte vector loads, four
+// of them in flight per iteration. Vector loads need 16-byte aligned addresses, so the elements
+// before the first 16-byte boundary (the head, at most 3, for inputs that start inside a vector)
+// and the last n % 4 after the vectors (the tail) are read one by one.
+template <class Op, class V>
+__device__ __forceinline__ typename Op::Value combine4(V q)
 {
-    return Op::combine(Op::combine(q.x, q.y), Op::combine(q.z, q.w));
+    return Op::combine(Op::combine(Op::lift(q.x), Op::lift(q.y)), Op::combine(Op::lift(q.z), Op::lift(q.w)));
 }
 
 template <class Op>
-__device__ __forceinline__ float thread_reduce_vec4(const float* __restrict__ input, size_t n)
+__device__ __forceinline__ typename Op::Value thread_reduce_vec4(const typename Op::Input* __restrict__ input,
+                                                                 unsigned long long n)
 {
-    const size_t thread = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const size_t threads = (size_t)gridDim.x * blockDim.x;
+    typedef typename Op::Input In;
+    typedef typename Vec4<In>::Type V;
+    const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
 
-    const size_t misaligned = (reinterpret_cast<unsigned long long>(input) / sizeof(float)) % 4;
-    const size_t head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
-    const size_t vectors = (n - head) / 4;
-    const float4* __restrict__ vec = reinterpret_cast<const float4*>(input + head);
+    const unsigned long long misaligned = (reinterpret_cast<unsigned long long>(input) / sizeof(In)) % 4;
+    const unsigned long long head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
+    const unsigned long long vectors = (n - head) / 4;
+    const V* __restrict__ vec = reinterpret_cast<const V*>(input + head);
 
-    float acc = Op::identity();
-    size_t v = thread;
+    typename Op::Value acc = Op::identity();
+    unsigned long long v = thread;
     for (; v + 3 * threads < vectors; v += 4 * threads) {
-        const float4 a = vec[v];
-        const float4 b = vec[v + threads];
-        const float4 c = vec[v + 2 * threads];
-        const float4 d = vec[v + 3 * threads];
+        const V a = vec[v];
+        const V b = vec[v + threads];
+        const V c = vec[v + 2 * threads];
+        const V d = vec[v + 3 * threads];
         acc = Op::combine(acc, Op::combine(Op::combine(combine4<Op>(a), combine4<Op>(b)),
                                            Op::combine(combine4<Op>(c), combine4<Op>(d))));
     }
@@ -101,12 +156,54 @@ __device__ __forceinline__ float thread_reduce_vec4(const float* __restrict__ in
     }
 
     if (thread < head) {
-        acc = Op::combine(acc, input[thread]);
+        acc = Op::combine(acc, Op::lift(input[thread]));
     }
-    const size_t tail = head + 4 * vectors + thread;
+    const unsigned long long tail = head + 4 * vectors + thread;
     if (tail < n) {
-        acc = Op::combine(acc, input[tail]);
+        acc = Op::combine(acc, Op::lift(input[tail]));
     }
     return acc;
 }
 // ANCHOR_END: vec4_loads
+
+// ANCHOR: dot_loads
+// This thread's share of the dot product sum(a[i] * b[i]). When a and b start at the same offset
+// within 16 bytes, both are read as float4 (two loads in flight per iteration, each from its own
+// array); otherwise every element is read alone, which is correct for any pair of views but slower.
+__device__ __forceinline__ float thread_dot(const float* __restrict__ a, const float* __restrict__ b,
+                                            unsigned long long n)
+{
+    const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long a_misaligned = (reinterpret_cast<unsigned long long>(a) / sizeof(float)) % 4;
+    const unsigned long long b_misaligned = (reinterpret_cast<unsigned long long>(b) / sizeof(float)) % 4;
+
+    float acc = 0.0f;
+    unsigned long long scalar_from = 0;
+    if (a_misaligned == b_misaligned) {
+        const unsigned long long head = a_misaligned == 0 ? 0 : (4 - a_misaligned < n ? 4 - a_misaligned : n);
+        const unsigned long long vectors = (n - head) / 4;
+        const float4* __restrict__ va = reinterpret_cast<const float4*>(a + head);
+        const float4* __restrict__ vb = reinterpret_cast<const float4*>(b + head);
+        unsigned long long v = thread;
+        for (; v + threads < vectors; v += 2 * threads) {
+            const float4 x0 = va[v], y0 = vb[v];
+            const float4 x1 = va[v + threads], y1 = vb[v + threads];
+            acc += (x0.x * y0.x + x0.y * y0.y) + (x0.z * y0.z + x0.w * y0.w);
+            acc += (x1.x * y1.x + x1.y * y1.y) + (x1.z * y1.z + x1.w * y1.w);
+        }
+        for (; v < vectors; v += threads) {
+            const float4 x = va[v], y = vb[v];
+            acc += (x.x * y.x + x.y * y.y) + (x.z * y.z + x.w * y.w);
+        }
+        if (thread < head) {
+            acc += a[thread] * b[thread];
+        }
+        scalar_from = head + 4 * vectors;
+    }
+    for (unsigned long long i = scalar_from + thread; i < n; i += threads) {
+        acc += a[i] * b[i];
+    }
+    return acc;
+}
+// ANCHOR_END: dot_loads

@@ -19,7 +19,7 @@ reduce_shuffle(const float* __restrict__ input, float* __restrict__ partial, uns
         sum += input[i];
     }
 
-    sum = block_reduce<SumOp>(sum);
+    sum = block_reduce<Sum<float> >(sum);
     if (threadIdx.x == 0) {
         partial[blockIdx.x] = sum;
     }
@@ -44,7 +44,7 @@ __device__ __forceinline__ void reduce_vec4(const float* __restrict__ input, flo
 extern "C" __global__ void __launch_bounds__(256, 8)
 reduce_shuffle_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
-    reduce_vec4<SumOp>(input, partial, n);
+    reduce_vec4<Sum<float> >(input, partial, n);
 }
 // ANCHOR_END: vec4
 
@@ -53,19 +53,19 @@ reduce_shuffle_vec4(const float* __restrict__ input, float* __restrict__ partial
 extern "C" __global__ void __launch_bounds__(256, 8)
 reduce_max_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
-    reduce_vec4<MaxOp>(input, partial, n);
+    reduce_vec4<Max<float> >(input, partial, n);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
 reduce_min_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
-    reduce_vec4<MinOp>(input, partial, n);
+    reduce_vec4<Min<float> >(input, partial, n);
 }
 // ANCHOR_END: extremes
 
 // ANCHOR: argmax
 // argmax: the largest value and the index of its first occurrence. A candidate is a (value, index)
-// pair; NaN beats every number (as in MaxOp), and between equal values (or two NaNs) the smaller
+// pair; NaN beats every number (as in Max<float>), and between equal values (or two NaNs) the smaller
 // index wins, so the result is the first maximum whatever order the threads combine in. Unused
 // threads hold (-inf, 0xffffffff), which loses to every real element, even a -inf one.
 struct Candidate {

@@ -362,6 +362,24 @@ impl<T: Element> DeviceBuffer<T> {
         self.device.inner.stream.memcpy_htod(host, &mut self.slice).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
     }
 
+    /// Sets every 32-bit word of the buffer to `word` on the device's stream, without a host copy
+    /// and without waiting. For element types whose size is a multiple of 4 bytes.
+    pub fn fill_words(&mut self, word: u32) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        if size % 4 != 0 {
+            return Err(GpuError::BadInput(format!("fill_words on {size}-byte elements")));
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        let words = self.len() * size / 4;
+        let stream = &self.device.inner.stream;
+        let (address, _write) = self.slice.device_ptr_mut(stream);
+        unsafe { sys::cuMemsetD32Async(address, word, words, stream.cu_stream()) }
+            .result()
+            .map_err(|e| GpuError::driver("cuMemsetD32Async", e))
+    }
+
     /// Sets every element to `value`; tests use it to poison outputs before a launch.
     pub fn fill(&mut self, value: T) -> Result<()> {
         self.copy_from_host(&vec![value; self.len()])
@@ -442,8 +460,10 @@ impl LaunchConfig {
 }
 
 /// One kernel argument: a device address or a scalar, built with `From`.
+#[derive(Clone, Copy)]
 pub struct KernelArg(ArgValue);
 
+#[derive(Clone, Copy)]
 enum ArgValue {
     Address(u64),
     U32(u32),

@@ -14,6 +14,7 @@ pub mod bench;
 pub mod compile;
 mod device;
 mod error;
+pub mod full;
 pub mod measure;
 pub mod reduction;
 pub mod report;

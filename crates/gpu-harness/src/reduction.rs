@@ -26,7 +26,10 @@ pub struct PassPlan {
 pub struct ReductionPlan {
     pub n: u64,
     pub passes: Vec<PassPlan>,
+    /// How many values the host adds at the end (0 when the device finishes).
     pub host_adds: u64,
+    /// Whether the last pass leaves the final result on the device.
+    pub on_device: bool,
 }
 
 impl fmt::Display for ReductionPlan {
@@ -193,7 +196,7 @@ impl ReductionPlan {
         };
         let passes = if n == 0 { vec![] } else { vec![pass] };
         let host_adds = if n == 0 { 0 } else { u64::from(blocks) };
-        ReductionPlan { n: n as u64, passes, host_adds }
+        ReductionPlan { n: n as u64, passes, host_adds, on_device: false }
     }
 
     /// Bytes a host-finished reduction must move: each input read once, each partial written once.

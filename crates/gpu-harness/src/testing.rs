@@ -76,6 +76,27 @@ impl TestSuite {
         self
     }
 
+    /// A GPU test that runs only where `requirement` returns `None`; elsewhere it is reported as
+    /// ignored with the reason it returns (too little memory, say).
+    pub fn gpu_if(
+        mut self,
+        name: impl Into<String>,
+        requirement: impl FnOnce(&Device) -> Option<String> + Send + 'static,
+        test: impl FnOnce(&Device) -> TestResult + Send + 'static,
+    ) -> Self {
+        self.trials.push(Trial::ignorable_test(name, move || match Device::shared() {
+            Ok(device) => match requirement(&device) {
+                None => test(&device).map(|()| Completion::Completed),
+                Some(reason) => Ok(Completion::ignored_with(reason)),
+            },
+            Err(e) if env_flag("CUDA_REQUIRED") || !e.is_unavailable() => {
+                Err(format!("CUDA_REQUIRED=1 but the GPU is unavailable: {e}").into())
+            }
+            Err(e) => Ok(Completion::ignored_with(format!("no CUDA GPU: {}", first_line(&e)))),
+        }));
+        self
+    }
+
     /// Runs the tests selected by the command line and returns the process exit code.
     pub fn run(self) -> ExitCode {
         libtest_mimic::run(&Arguments::from_args(), self.trials).exit_code()
@@ -126,6 +147,11 @@ impl TestRng {
     /// `n * max_abs < 2^24`, so a reduction of them must match the reference bit for bit.
     pub fn small_integers_f32(&mut self, n: usize, max_abs: i32) -> Vec<f32> {
         (0..n).map(|_| self.rng.random_range(-max_abs..=max_abs) as f32).collect()
+    }
+
+    /// `n` random 32-bit patterns (for integer inputs over their full range).
+    pub fn random_bits(&mut self, n: usize) -> Vec<u32> {
+        (0..n).map(|_| self.rng.random::<u32>()).collect()
     }
 
     /// A size drawn uniformly from `range`.

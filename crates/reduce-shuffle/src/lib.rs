@@ -81,12 +81,12 @@ pub fn extremes_plan(kernel: &'static str, n: usize, gpu: GpuShape) -> Result<Re
     vec4_plan(kernel, n, gpu)
 }
 
-/// The larger of two values, NaN winning (the kernels' `MaxOp`).
+/// The larger of two values, NaN winning (the kernels' `Max<float>`).
 pub fn nan_max(a: f32, b: f32) -> f32 {
     if a > b || a.is_nan() { a } else { b }
 }
 
-/// The smaller of two values, NaN winning (the kernels' `MinOp`).
+/// The smaller of two values, NaN winning (the kernels' `Min<float>`).
 pub fn nan_min(a: f32, b: f32) -> f32 {
     if a < b || a.is_nan() { a } else { b }
 }

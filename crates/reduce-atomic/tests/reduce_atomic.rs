@@ -1,0 +1,55 @@
+//! reduce-atomic's tests: the full-reduction suite (sum, min, max, mean over f32, i32, u32, the dot
+//! product, more than 2^31 elements) and the ladder's sum suite for both finishes; bit-identical
+//! results of the deterministic finish; the launch plans.
+
+use gpu_harness::GpuShape;
+use gpu_harness::testing::{TestRng, TestSuite};
+use reduce_atomic::{AtomicFamily, AtomicReduce, DeterministicFamily, DeterministicReduce, plan};
+
+fn main() -> std::process::ExitCode {
+    TestSuite::new()
+        .full_reduction_suite::<AtomicFamily>()
+        .full_reduction_suite::<DeterministicFamily>()
+        .sum_reduction_suite::<AtomicReduce<f32>>()
+        .sum_reduction_suite::<DeterministicReduce<f32>>()
+        .cpu("launch_plans", || {
+            let sizes = [0usize, 1, 4096, 1 << 20, 1 << 28, 1_000_000_007];
+            let plans: Vec<String> =
+                sizes.iter().map(|&n| plan("last_block_sum_f32", n, GpuShape::HOPPER_132_SMS).to_string()).collect();
+            insta::assert_snapshot!("launch_plans", plans.join("\n"));
+            Ok(())
+        })
+        .gpu("deterministic::bit_identical_from_run_to_run", |device| {
+            let mut rng = TestRng::new();
+            let mut reducer = DeterministicReduce::<f32>::new(device)?;
+            for n in [1 << 24, rng.size_in(1_000_000..=30_000_000)] {
+                let host = rng.uniform_f32(n, -1.0, 1.0);
+                let input = device.upload(&host)?;
+                let first = reducer.sum(input.as_view())?.to_bits();
+                let dot_first = reducer.dot(input.as_view(), input.view(..)?)?.to_bits();
+                for run in 1..50 {
+                    let again = reducer.sum(input.as_view())?.to_bits();
+                    let dot_again = reducer.dot(input.as_view(), input.view(..)?)?.to_bits();
+                    if again != first || dot_again != dot_first {
+                        return Err(rng.fail(format!(
+                            "n = {n}, run {run}: sum bits {again:#x} vs {first:#x}, dot bits {dot_again:#x} vs {dot_first:#x}"
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        })
+        .gpu("deterministic::matches_across_launchers", |device| {
+            // Two launchers (two ticket counters) interleaved on one stream give the same bits.
+            let mut rng = TestRng::new();
+            let host = rng.uniform_f32(5_000_011, -1.0, 1.0);
+            let input = device.upload(&host)?;
+            let (mut a, mut b) = (DeterministicReduce::<f32>::new(device)?, DeterministicReduce::<f32>::new(device)?);
+            let (x, y) = (a.sum(input.as_view())?, b.sum(input.as_view())?);
+            if x.to_bits() != y.to_bits() {
+                return Err(rng.fail(format!("{x} vs {y}")));
+            }
+            Ok(())
+        })
+        .run()
+}

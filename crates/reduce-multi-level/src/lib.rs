@@ -1,0 +1,417 @@
+//! # reduce-multi-level: the whole reduction on the device, pass after pass
+//!
+//! The first five steps leave one partial per block for the host. This crate launches the block
+//! reduction again on the partials until one value remains, all on the device; the host reads only
+//! the final value. Every pass is reduce-shuffle's final kernel shape (16-byte grid-stride loads,
+//! shuffle block reduction), from `cuda/reduce_multi_level.cu`.
+//!
+//! - [`MultiLevel`]: sum, min, max and mean over f32, i32 and u32, and the dot product of two f32
+//!   vectors (see `gpu_harness::full` for the exact semantics: wrapping integer sums, NaN-wins min
+//!   and max, 64-bit sums for integer means). Any size up to the device's memory: indices are 64-bit.
+//! - [`RowSums`]: a row-major `(rows, cols)` matrix reduced to one sum per row. Many short rows get
+//!   one block per row; few long rows are cut into chunks, reduced, and the chunk sums reduced again.
+//!
+//! Scratch buffers follow the plan of the largest input seen (see [`plan`]), so a timed loop that
+//! was warmed up never allocates.
+
+use std::collections::HashMap;
+
+use gpu_harness::full::{DotProduct, FullReduction, FullReductionFamily, POISON_WORD, ReduceElement, ReduceOp};
+use gpu_harness::reduction::{PassPlan, ReductionPlan, grid_stride_blocks};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result,
+    kernel_source,
+};
+
+/// Threads per block in every pass.
+pub const BLOCK_SIZE: u32 = 256;
+/// Inputs up to this many elements are reduced by a single block (16 float4 per thread).
+pub const SINGLE_BLOCK_LIMIT: usize = 16 * 4 * BLOCK_SIZE as usize;
+
+const SOURCE: KernelSource = kernel_source!("reduce_multi_level.cu");
+
+// ANCHOR: plan
+/// The passes that reduce `n` values to one: while more than one value is left, a pass of the block
+/// reduction, with a grid that fills the GPU once (four elements per thread at least), or a single
+/// block once few enough remain. `first` and `later` name the kernels, for display.
+pub fn plan(first: &'static str, later: &'static str, n: usize, gpu: GpuShape) -> ReductionPlan {
+    let mut passes = Vec::new();
+    let mut count = n;
+    while count > 1 || (count == 1 && passes.is_empty()) {
+        let blocks = if count <= SINGLE_BLOCK_LIMIT { 1 } else { grid_stride_blocks(count, BLOCK_SIZE, 4, gpu) };
+        let kernel = if passes.is_empty() { first } else { later };
+        let config = LaunchConfig::linear(blocks, BLOCK_SIZE, 0);
+        passes.push(PassPlan { kernel, config, inputs: count as u64, outputs: u64::from(blocks) });
+        count = blocks as usize;
+    }
+    ReductionPlan { n: n as u64, passes, host_adds: 0, on_device: true }
+}
+// ANCHOR_END: plan
+
+/// Scratch elements a plan needs: the outputs of every pass but the last (which writes the result).
+fn scratch_needed(plan: &ReductionPlan) -> usize {
+    let before_last = plan.passes.len().saturating_sub(1);
+    plan.passes[..before_last].iter().map(|p| p.outputs as usize).max().unwrap_or(0)
+}
+
+// ANCHOR: passes
+/// Queues the passes of `plan`. `first_pass` launches pass 1 (reading the input) into the buffer
+/// it is given; every later pass reduces the previous pass's output with `later`, alternating
+/// between the two scratch buffers; the last pass writes `result`.
+fn queue_passes<V: Element>(
+    device: &Device,
+    plan: &ReductionPlan,
+    first_pass: impl FnOnce(&mut DeviceBuffer<V>, &PassPlan) -> Result<()>,
+    later: &Kernel,
+    scratch: &mut [DeviceBuffer<V>; 2],
+    result: &mut DeviceBuffer<V>,
+) -> Result<()> {
+    let [even, odd] = scratch;
+    let mut first_pass = Some(first_pass);
+    for (i, pass) in plan.passes.iter().enumerate() {
+        let (previous, this) = if i % 2 == 0 { (&*odd, &mut *even) } else { (&*even, &mut *odd) };
+        let output = if i + 1 == plan.passes.len() { &mut *result } else { this };
+        match first_pass.take() {
+            Some(launch_first) => launch_first(output, pass)?,
+            None => device
+                .launch(later, pass.config)
+                .arg(previous.view(..pass.inputs as usize)?)
+                .arg(output)
+                .arg(pass.inputs)
+                .run()?,
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: passes
+
+/// Full reductions of `T` on the device, by repeated passes.
+pub struct MultiLevel<T: ReduceElement> {
+    device: Device,
+    kernels: HashMap<ReduceOp, Kernel>,
+    wide_first: Kernel,
+    wide_later: Kernel,
+    dot: Kernel,
+    scratch: [DeviceBuffer<T>; 2],
+    wide_scratch: [DeviceBuffer<T::Wide>; 2],
+    result: DeviceBuffer<T>,
+    wide_result: DeviceBuffer<T::Wide>,
+}
+
+/// The kernel of an operation and type suffix, e.g. `multi_level_sum_f32`.
+fn kernel_name(op_and_type: &str) -> String {
+    format!("multi_level_{op_and_type}")
+}
+
+impl<T: ReduceElement> MultiLevel<T> {
+    /// Loads the kernels for `T` (compiled once per process).
+    pub fn new(device: &Device) -> Result<Self> {
+        let mut kernels = HashMap::new();
+        for op in ReduceOp::ALL {
+            let name = kernel_name(&format!("{}_{}", op.name(), T::SUFFIX));
+            kernels.insert(op, device.kernel(&SOURCE, &name)?);
+        }
+        Ok(MultiLevel {
+            device: device.clone(),
+            kernels,
+            wide_first: device.kernel(&SOURCE, &kernel_name(T::WIDE_SUM))?,
+            wide_later: device.kernel(&SOURCE, &kernel_name(T::WIDE_LATER))?,
+            dot: device.kernel(&SOURCE, "multi_level_dot_f32")?,
+            scratch: [device.alloc(0)?, device.alloc(0)?],
+            wide_scratch: [device.alloc(0)?, device.alloc(0)?],
+            result: device.alloc(1)?,
+            wide_result: device.alloc(1)?,
+        })
+    }
+
+    /// The plan for `n` elements on this device.
+    pub fn plan(&self, n: usize) -> ReductionPlan {
+        plan("multi_level_<op>", "multi_level_<op>", n, self.device.facts().shape())
+    }
+
+    /// Grows the scratch buffers to what `n` elements need (never inside a warmed-up loop).
+    pub fn reserve(&mut self, n: usize) -> Result<()> {
+        let needed = scratch_needed(&self.plan(n));
+        if self.scratch[0].len() < needed {
+            self.scratch = [self.device.alloc(needed)?, self.device.alloc(needed)?];
+            self.wide_scratch = [self.device.alloc(needed)?, self.device.alloc(needed)?];
+        }
+        Ok(())
+    }
+
+    /// Queues `op` over `input` (non-empty); the result stays on the device in [`Self::result`].
+    pub fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()> {
+        let plan = self.plan(input.len());
+        self.reserve(input.len())?;
+        let kernel = &self.kernels[&op];
+        let device = &self.device;
+        let first_pass = |output: &mut DeviceBuffer<T>, pass: &PassPlan| {
+            device.launch(kernel, pass.config).arg(input).arg(output).arg(pass.inputs).run()
+        };
+        queue_passes(device, &plan, first_pass, kernel, &mut self.scratch, &mut self.result)
+    }
+
+    /// The device buffer holding the last result (one element).
+    pub fn result(&self) -> &DeviceBuffer<T> {
+        &self.result
+    }
+
+    /// `op` over `input`, finished on the device; only the final value is read back.
+    pub fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
+        op.check_not_empty(input.len())?;
+        if input.is_empty() {
+            return Ok(T::identity(op));
+        }
+        self.queue(op, input)?;
+        Ok(self.result.to_host()?[0])
+    }
+
+    pub fn sum(&mut self, input: DeviceView<'_, T>) -> Result<T> {
+        self.reduce(ReduceOp::Sum, input)
+    }
+
+    pub fn min(&mut self, input: DeviceView<'_, T>) -> Result<T> {
+        self.reduce(ReduceOp::Min, input)
+    }
+
+    pub fn max(&mut self, input: DeviceView<'_, T>) -> Result<T> {
+        self.reduce(ReduceOp::Max, input)
+    }
+
+    /// The mean, `sum / n`, with integer sums accumulated in 64 bits.
+    pub fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
+        if input.is_empty() {
+            return Err(GpuError::BadInput("the mean of an empty input is undefined".into()));
+        }
+        let plan = self.plan(input.len());
+        self.reserve(input.len())?;
+        let (first, device) = (&self.wide_first, &self.device);
+        let first_pass = |output: &mut DeviceBuffer<T::Wide>, pass: &PassPlan| {
+            device.launch(first, pass.config).arg(input).arg(output).arg(pass.inputs).run()
+        };
+        queue_passes(device, &plan, first_pass, &self.wide_later, &mut self.wide_scratch, &mut self.wide_result)?;
+        Ok(T::wide_to_f64(self.wide_result.to_host()?[0]) / input.len() as f64)
+    }
+
+    /// Fills every scratch and result buffer with [`POISON_WORD`].
+    fn poison_buffers(&mut self) -> Result<()> {
+        for buffer in &mut self.scratch {
+            buffer.fill_words(POISON_WORD)?;
+        }
+        for buffer in &mut self.wide_scratch {
+            buffer.fill_words(POISON_WORD)?;
+        }
+        self.result.fill_words(POISON_WORD)?;
+        self.wide_result.fill_words(POISON_WORD)
+    }
+}
+
+impl MultiLevel<f32> {
+    /// The dot product `sum(a[i] * b[i])`: a first pass of products, then sum passes.
+    pub fn dot(&mut self, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+        if a.len() != b.len() {
+            return Err(GpuError::BadInput(format!("dot product of lengths {} and {}", a.len(), b.len())));
+        }
+        if a.is_empty() {
+            return Ok(0.0);
+        }
+        let plan = self.plan(a.len());
+        self.reserve(a.len())?;
+        let (dot, device) = (&self.dot, &self.device);
+        let first_pass = |output: &mut DeviceBuffer<f32>, pass: &PassPlan| {
+            device.launch(dot, pass.config).arg(a).arg(b).arg(output).arg(pass.inputs).run()
+        };
+        let sum = &self.kernels[&ReduceOp::Sum];
+        queue_passes(device, &plan, first_pass, sum, &mut self.scratch, &mut self.result)?;
+        Ok(self.result.to_host()?[0])
+    }
+}
+
+impl<T: ReduceElement> FullReduction<T> for MultiLevel<T> {
+    fn create(device: &Device) -> Result<Self> {
+        Self::new(device)
+    }
+    fn poison_scratch(&mut self, n: usize) -> Result<()> {
+        self.reserve(n)?;
+        self.poison_buffers()
+    }
+    fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
+        MultiLevel::reduce(self, op, input)
+    }
+    fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
+        MultiLevel::mean(self, input)
+    }
+}
+
+impl DotProduct for MultiLevel<f32> {
+    fn dot(&mut self, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+        MultiLevel::dot(self, a, b)
+    }
+}
+
+/// [`MultiLevel`] for every element type, for the shared full-reduction suite.
+pub struct MultiLevelFamily;
+
+impl FullReductionFamily for MultiLevelFamily {
+    type For<T: ReduceElement> = MultiLevel<T>;
+}
+
+/// The f32 sum as a [`gpu_harness::reduction::SumReduction`], so the ladder's suite runs on it too.
+impl gpu_harness::reduction::SumReduction for MultiLevel<f32> {
+    fn create(device: &Device) -> Result<Self> {
+        Self::new(device)
+    }
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        MultiLevel::reserve(self, n)
+    }
+    fn poison_scratch(&mut self) -> Result<()> {
+        self.poison_buffers()
+    }
+    fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
+        MultiLevel::sum(self, input)
+    }
+}
+
+// ANCHOR: rows_plan
+/// Rows shorter than this many columns are never cut into chunks.
+pub const MIN_CHUNK_COLUMNS: usize = 8192;
+
+/// How a `(rows, cols)` matrix is summed row by row: each row is cut into `chunks` pieces, one block
+/// each. Enough rows to fill the GPU: one block per row. Fewer: each row cut into as many chunks as
+/// fill the GPU (none shorter than [`MIN_CHUNK_COLUMNS`]), and a second pass sums each row's chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowsPlan {
+    pub rows: usize,
+    pub cols: usize,
+    pub chunks: usize,
+    pub passes: Vec<PassPlan>,
+}
+
+pub fn rows_plan(rows: usize, cols: usize, gpu: GpuShape) -> Result<RowsPlan> {
+    let resident = gpu.resident_blocks(BLOCK_SIZE) as usize;
+    let chunks =
+        if rows >= resident { 1 } else { resident.div_ceil(rows.max(1)).min(cols.div_ceil(MIN_CHUNK_COLUMNS)).max(1) };
+    let blocks = rows.checked_mul(chunks).filter(|&b| b <= i32::MAX as usize).ok_or_else(|| GpuError::TooLarge {
+        what: "reduce-multi-level rows (one block per row)".into(),
+        n: rows as u64,
+        max: i32::MAX as u64,
+    })?;
+    let mut passes = Vec::new();
+    if rows > 0 && cols > 0 {
+        let pass = |blocks: usize, inputs: usize| PassPlan {
+            kernel: "reduce_rows_sum_f32",
+            config: LaunchConfig::linear(blocks as u32, BLOCK_SIZE, 0),
+            inputs: inputs as u64,
+            outputs: blocks as u64,
+        };
+        passes.push(pass(blocks, rows * cols));
+        if chunks > 1 {
+            passes.push(pass(rows, blocks));
+        }
+    }
+    Ok(RowsPlan { rows, cols, chunks, passes })
+}
+// ANCHOR_END: rows_plan
+
+impl std::fmt::Display for RowsPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{} x {}: {} chunk(s) per row", self.rows, self.cols, self.chunks)?;
+        for (i, p) in self.passes.iter().enumerate() {
+            writeln!(
+                f,
+                "  pass {}: {} blocks of {}: {} -> {}",
+                i + 1,
+                p.config.grid.0,
+                p.config.block.0,
+                p.inputs,
+                p.outputs
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Sums of the rows of a row-major f32 matrix, on the device.
+pub struct RowSums {
+    device: Device,
+    kernel: Kernel,
+    chunk_sums: DeviceBuffer<f32>,
+    sums: DeviceBuffer<f32>,
+}
+
+impl RowSums {
+    pub fn new(device: &Device) -> Result<Self> {
+        Ok(RowSums {
+            device: device.clone(),
+            kernel: device.kernel(&SOURCE, "reduce_rows_sum_f32")?,
+            chunk_sums: device.alloc(0)?,
+            sums: device.alloc(0)?,
+        })
+    }
+
+    /// The plan for a `(rows, cols)` matrix on this device.
+    pub fn plan(&self, rows: usize, cols: usize) -> Result<RowsPlan> {
+        rows_plan(rows, cols, self.device.facts().shape())
+    }
+
+    /// Queues the row sums of `input` (row-major, `rows * cols` elements); they land in
+    /// [`Self::sums`]. Does not wait for the GPU.
+    pub fn queue(&mut self, input: DeviceView<'_, f32>, rows: usize, cols: usize) -> Result<()> {
+        if rows.checked_mul(cols) != Some(input.len()) {
+            return Err(GpuError::BadInput(format!(
+                "a {rows} x {cols} matrix needs {rows} * {cols} elements, got {}",
+                input.len()
+            )));
+        }
+        let plan = self.plan(rows, cols)?;
+        if self.sums.len() < rows {
+            self.sums = self.device.alloc(rows)?;
+        }
+        if plan.chunks > 1 && self.chunk_sums.len() < rows * plan.chunks {
+            self.chunk_sums = self.device.alloc(rows * plan.chunks)?;
+        }
+        if plan.passes.is_empty() {
+            // No columns: every row sums to 0 (and no rows: nothing to do).
+            return self.sums.fill_words(0);
+        }
+        let (rows64, cols64, chunks64) = (rows as u64, cols as u64, plan.chunks as u64);
+        let first = self.device.launch(&self.kernel, plan.passes[0].config).arg(input);
+        if plan.chunks == 1 {
+            first.arg(&mut self.sums).arg(rows64).arg(cols64).arg(1u64).run()
+        } else {
+            first.arg(&mut self.chunk_sums).arg(rows64).arg(cols64).arg(chunks64).run()?;
+            self.device
+                .launch(&self.kernel, plan.passes[1].config)
+                .arg(self.chunk_sums.view(..rows * plan.chunks)?)
+                .arg(&mut self.sums)
+                .arg(rows64)
+                .arg(chunks64)
+                .arg(1u64)
+                .run()
+        }
+    }
+
+    /// The row sums of the last [`Self::queue`].
+    pub fn sums(&self, rows: usize) -> Result<DeviceView<'_, f32>> {
+        self.sums.view(..rows)
+    }
+
+    /// One sum per row of a row-major `(rows, cols)` matrix.
+    pub fn sum_rows(&mut self, input: DeviceView<'_, f32>, rows: usize, cols: usize) -> Result<Vec<f32>> {
+        self.queue(input, rows, cols)?;
+        self.sums(rows)?.to_host()
+    }
+
+    /// Fills the scratch and output buffers with [`POISON_WORD`] (NaN).
+    pub fn poison(&mut self, rows: usize, cols: usize) -> Result<()> {
+        let plan = self.plan(rows, cols)?;
+        if self.sums.len() < rows {
+            self.sums = self.device.alloc(rows)?;
+        }
+        if self.chunk_sums.len() < rows * plan.chunks {
+            self.chunk_sums = self.device.alloc(rows * plan.chunks)?;
+        }
+        self.sums.fill_words(POISON_WORD)?;
+        self.chunk_sums.fill_words(POISON_WORD)
+    }
+}

@@ -1,0 +1,175 @@
+// reduce-atomic: the whole reduction in a single kernel launch, two ways.
+//
+// Both start like reduce-shuffle's final step (16-byte grid-stride loads, shuffle block reduction)
+// with a grid that fills the GPU once, and differ in how the per-block values are combined:
+//
+// - reduce_atomic: thread 0 of each block combines its block's value into the result with one
+//   atomic operation. Fast and simple, but for floats the order of the additions depends on which
+//   block finishes first, so the last bits of a float sum can change from run to run.
+// - reduce_last_block: each block writes its value to a partials array; the last block to finish
+//   (found with an atomic ticket counter, after a memory fence) reduces the partials in a fixed
+//   order. The result is bit-identical from run to run.
+//
+// Launch: blockDim.x = 256, no dynamic shared memory, gridDim.x at most 2^31 - 1 (the launcher uses
+// 8 blocks per SM); n is 64-bit. reduce_atomic needs *result set to the operation's identity
+// before the launch; reduce_last_block needs *ticket = 0 (it leaves it 0 again).
+#include "block_reduce.cuh"
+
+// ANCHOR: atomics
+// How one block's value is combined into the result, per operation. Integer sums, minima and maxima
+// have hardware atomics; 64-bit sums use the unsigned 64-bit atomic add (two's complement makes it
+// right for signed values too); float min and max use a compare-and-swap loop with the same NaN rule
+// as Max<float> and Min<float>.
+template <class Op> struct Atomic;
+template <> struct Atomic<Sum<float> > {
+    __device__ static void apply(float* r, float v) { atomicAdd(r, v); }
+};
+template <> struct Atomic<Sum<int> > {
+    __device__ static void apply(int* r, int v) { atomicAdd(r, v); }
+};
+template <> struct Atomic<Sum<unsigned int> > {
+    __device__ static void apply(unsigned int* r, unsigned int v) { atomicAdd(r, v); }
+};
+template <> struct Atomic<Sum<int, long long> > {
+    __device__ static void apply(long long* r, long long v)
+    {
+        atomicAdd(reinterpret_cast<unsigned long long*>(r), (unsigned long long)v);
+    }
+};
+template <> struct Atomic<Sum<unsigned int, unsigned long long> > {
+    __device__ static void apply(unsigned long long* r, unsigned long long v) { atomicAdd(r, v); }
+};
+template <> struct Atomic<Max<int> > {
+    __device__ static void apply(int* r, int v) { atomicMax(r, v); }
+};
+template <> struct Atomic<Min<int> > {
+    __device__ static void apply(int* r, int v) { atomicMin(r, v); }
+};
+template <> struct Atomic<Max<unsigned int> > {
+    __device__ static void apply(unsigned int* r, unsigned int v) { atomicMax(r, v); }
+};
+template <> struct Atomic<Min<unsigned int> > {
+    __device__ static void apply(unsigned int* r, unsigned int v) { atomicMin(r, v); }
+};
+
+template <class Op>
+__device__ __forceinline__ void atomic_combine_float(float* r, float v)
+{
+    unsigned int* word = reinterpret_cast<unsigned int*>(r);
+    unsigned int old = *word;
+    for (;;) {
+        const unsigned int wanted = __float_as_uint(Op::combine(__uint_as_float(old), v));
+        if (wanted == old) {
+            return;
+        }
+        const unsigned int seen = atomicCAS(word, old, wanted);
+        if (seen == old) {
+            return;
+        }
+        old = seen;
+    }
+}
+template <> struct Atomic<Max<float> > {
+    __device__ static void apply(float* r, float v) { atomic_combine_float<Max<float> >(r, v); }
+};
+template <> struct Atomic<Min<float> > {
+    __device__ static void apply(float* r, float v) { atomic_combine_float<Min<float> >(r, v); }
+};
+// ANCHOR_END: atomics
+
+// ANCHOR: atomic
+template <class Op>
+__device__ __forceinline__ void reduce_atomic(typename Op::Value block_value, typename Op::Value* result)
+{
+    block_value = block_reduce<Op>(block_value);
+    if (threadIdx.x == 0) {
+        Atomic<Op>::apply(result, block_value);
+    }
+}
+// ANCHOR_END: atomic
+
+// ANCHOR: last_block
+template <class Op>
+__device__ __forceinline__ void reduce_last_block(typename Op::Value block_value,
+                                                  typename Op::Value* __restrict__ partial,
+                                                  unsigned int* __restrict__ ticket,
+                                                  typename Op::Value* __restrict__ result)
+{
+    __shared__ bool is_last_block;
+
+    block_value = block_reduce<Op>(block_value);
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = block_value;
+        // Make this block's partial visible to every other block before taking a ticket: the block
+        // that draws the last ticket must see all partials.
+        __threadfence();
+        const unsigned int arrived = atomicAdd(ticket, 1);
+        is_last_block = (arrived == gridDim.x - 1);
+        if (is_last_block) {
+            __threadfence(); // order the reads below after every other block's fence
+        }
+    }
+    __syncthreads();
+
+    if (is_last_block) {
+        // Fixed order: thread t combines partials t, t + 256, t + 512, ..., then the block reduces.
+        // __ldcg reads from L2, where the other blocks' writes landed, never from a stale L1 line.
+        typename Op::Value value = Op::identity();
+        for (unsigned int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+            value = Op::combine(value, __ldcg(&partial[i]));
+        }
+        value = block_reduce<Op>(value);
+        if (threadIdx.x == 0) {
+            *result = value;
+            *ticket = 0; // ready for the next launch
+        }
+    }
+}
+// ANCHOR_END: last_block
+
+// One pair of extern "C" kernels per (operation, input type): atomic_<op>_<type> and
+// last_block_<op>_<type>.
+#define SINGLE_PASS(OP_NAME, OP)                                                                       \
+    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
+        atomic_##OP_NAME(const OP::Input* __restrict__ input, OP::Value* result, unsigned long long n)  \
+    {                                                                                                  \
+        reduce_atomic<OP>(thread_reduce_vec4<OP>(input, n), result);                                   \
+    }                                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
+        last_block_##OP_NAME(const OP::Input* __restrict__ input, OP::Value* __restrict__ partial,     \
+                             unsigned int* __restrict__ ticket, OP::Value* __restrict__ result,        \
+                             unsigned long long n)                                                     \
+    {                                                                                                  \
+        reduce_last_block<OP>(thread_reduce_vec4<OP>(input, n), partial, ticket, result);              \
+    }
+
+typedef Sum<int, long long> WideSumI32;
+typedef Sum<unsigned int, unsigned long long> WideSumU32;
+
+SINGLE_PASS(sum_f32, Sum<float>)
+SINGLE_PASS(min_f32, Min<float>)
+SINGLE_PASS(max_f32, Max<float>)
+SINGLE_PASS(sum_i32, Sum<int>)
+SINGLE_PASS(min_i32, Min<int>)
+SINGLE_PASS(max_i32, Max<int>)
+SINGLE_PASS(sum_u32, Sum<unsigned int>)
+SINGLE_PASS(min_u32, Min<unsigned int>)
+SINGLE_PASS(max_u32, Max<unsigned int>)
+SINGLE_PASS(wide_sum_i32, WideSumI32)
+SINGLE_PASS(wide_sum_u32, WideSumU32)
+
+// ANCHOR: dot
+// Dot product of two f32 vectors, both ways.
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_dot_f32(const float* __restrict__ a, const float* __restrict__ b, float* result, unsigned long long n)
+{
+    reduce_atomic<Sum<float> >(thread_dot(a, b, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_dot_f32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ partial,
+                   unsigned int* __restrict__ ticket, float* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Sum<float> >(thread_dot(a, b, n), partial, ticket, result);
+}
+// ANCHOR_END: dot

@@ -1,0 +1,111 @@
+// reduce-multi-level: the whole reduction on the device, by launching the block reduction again on
+// its own partial results until one value remains.
+//
+// Every pass is the same kernel shape as reduce-shuffle's final step (16-byte grid-stride loads,
+// shuffle block reduction, one value per block), instantiated per operation and element type.
+// The launcher plans the passes: the first fills the GPU once (8 blocks of 256 threads per SM) and
+// leaves one value per block; a second, single-block pass reduces those to the result. Only the
+// final value is ever read by the host.
+//
+// Launch: blockDim.x = 256, no dynamic shared memory, any gridDim.x; n is 64-bit, so inputs of more
+// than 2^32 elements work.
+#include "block_reduce.cuh"
+
+// ANCHOR: pass
+template <class Op>
+__device__ __forceinline__ void reduce_pass(const typename Op::Input* __restrict__ input,
+                                            typename Op::Value* __restrict__ output, unsigned long long n)
+{
+    typename Op::Value value = thread_reduce_vec4<Op>(input, n);
+    value = block_reduce<Op>(value);
+    if (threadIdx.x == 0) {
+        output[blockIdx.x] = value;
+    }
+}
+// ANCHOR_END: pass
+
+// One extern "C" kernel per (operation, input type), named multi_level_<op>_<type>.
+#define MULTI_LEVEL_PASS(NAME, OP)                                                                      \
+    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
+        NAME(const OP::Input* __restrict__ input, OP::Value* __restrict__ output, unsigned long long n) \
+    {                                                                                                  \
+        reduce_pass<OP>(input, output, n);                                                             \
+    }
+
+MULTI_LEVEL_PASS(multi_level_sum_f32, Sum<float>)
+MULTI_LEVEL_PASS(multi_level_min_f32, Min<float>)
+MULTI_LEVEL_PASS(multi_level_max_f32, Max<float>)
+MULTI_LEVEL_PASS(multi_level_sum_i32, Sum<int>)
+MULTI_LEVEL_PASS(multi_level_min_i32, Min<int>)
+MULTI_LEVEL_PASS(multi_level_max_i32, Max<int>)
+MULTI_LEVEL_PASS(multi_level_sum_u32, Sum<unsigned int>)
+MULTI_LEVEL_PASS(multi_level_min_u32, Min<unsigned int>)
+MULTI_LEVEL_PASS(multi_level_max_u32, Max<unsigned int>)
+// 32-bit integers summed in 64 bits (for the mean).
+typedef Sum<int, long long> WideSumI32;
+typedef Sum<unsigned int, unsigned long long> WideSumU32;
+MULTI_LEVEL_PASS(multi_level_wide_sum_i32, WideSumI32)
+MULTI_LEVEL_PASS(multi_level_wide_sum_u32, WideSumU32)
+
+// Later passes over 64-bit partial sums: scalar loads (there are only a few thousand of them).
+#define WIDE_PASS(NAME, T)                                                                             \
+    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
+        NAME(const T* __restrict__ input, T* __restrict__ output, unsigned long long n)                \
+    {                                                                                                  \
+        T value = 0;                                                                                   \
+        const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;                 \
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;  \
+             i += threads) {                                                                           \
+            value = wrapping_add(value, input[i]);                                                     \
+        }                                                                                              \
+        value = block_reduce<Sum<T> >(value);                                                          \
+        if (threadIdx.x == 0) {                                                                        \
+            output[blockIdx.x] = value;                                                                \
+        }                                                                                              \
+    }
+
+WIDE_PASS(multi_level_sum_i64, long long)
+WIDE_PASS(multi_level_sum_u64, unsigned long long)
+
+// ANCHOR: dot
+// The dot product's first pass: products summed per block. Later passes are multi_level_sum_f32.
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_dot_f32(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ output,
+                    unsigned long long n)
+{
+    float value = block_reduce<Sum<float> >(thread_dot(a, b, n));
+    if (threadIdx.x == 0) {
+        output[blockIdx.x] = value;
+    }
+}
+// ANCHOR_END: dot
+
+// ANCHOR: rows
+// Batched reduction of a row-major (rows, cols) matrix: block b sums chunk b % chunks of row
+// b / chunks, where each row is cut into `chunks` pieces of ceil(cols / chunks) columns. With
+// chunks = 1 this is one block per row (many short rows); with chunks > 1 the launcher reduces the
+// (rows, chunks) partial sums again with chunks = 1 (few long rows, the reshape (rows * chunks,
+// cols / chunks)). The grid is rows * chunks blocks, so rows * chunks < 2^31.
+extern "C" __global__ void __launch_bounds__(256, 8)
+reduce_rows_sum_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long rows,
+                    unsigned long long cols, unsigned long long chunks)
+{
+    const unsigned long long row = blockIdx.x / chunks;
+    const unsigned long long chunk = blockIdx.x % chunks;
+    const unsigned long long width = (cols + chunks - 1) / chunks;
+    const unsigned long long begin = chunk * width;
+    const unsigned long long end = begin + width < cols ? begin + width : cols;
+
+    float value = 0.0f;
+    if (row < rows) {
+        const float* __restrict__ row_start = input + row * cols;
+        for (unsigned long long c = begin + threadIdx.x; c < end; c += blockDim.x) {
+            value += row_start[c];
+        }
+    }
+    value = block_reduce<Sum<float> >(value);
+    if (threadIdx.x == 0) {
+        output[blockIdx.x] = value;
+    }
+}
+// ANCHOR_END: rows
