@@ -117,10 +117,11 @@ template <> struct Vec4<int> { typedef int4 Type; };
 template <> struct Vec4<unsigned int> { typedef uint4 Type; };
 
 // ANCHOR: vec4_loads
-// Combines this thread's share of input[0, n) in a grid-stride loop over 16-byte vector loads, four
-// of them in flight per iteration. Vector loads need 16-byte aligned addresses, so the elements
-// before the first 16-byte boundary (the head, at most 3, for inputs that start inside a vector)
-// and the last n % 4 after the vectors (the tail) are read one by one.
+// Combines the share of input[0, n) that belongs to `thread` of `threads` cooperating threads, in a
+// strided loop over 16-byte vector loads, four of them in flight per iteration. Vector loads need
+// 16-byte aligned addresses, so the elements before the first 16-byte boundary (the head, at most
+// 3, for inputs that start inside a vector) and the last n % 4 after the vectors (the tail) are
+// read one by one.
 template <class Op, class V>
 __device__ __forceinline__ typename Op::Value combine4(V q)
 {
@@ -128,14 +129,12 @@ __device__ __forceinline__ typename Op::Value combine4(V q)
 }
 
 template <class Op>
-__device__ __forceinline__ typename Op::Value thread_reduce_vec4(const typename Op::Input* __restrict__ input,
-                                                                 unsigned long long n)
+__device__ __forceinline__ typename Op::Value range_reduce_vec4(const typename Op::Input* __restrict__ input,
+                                                                unsigned long long n, unsigned long long thread,
+                                                                unsigned long long threads)
 {
     typedef typename Op::Input In;
     typedef typename Vec4<In>::Type V;
-    const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
-
     const unsigned long long misaligned = (reinterpret_cast<unsigned long long>(input) / sizeof(In)) % 4;
     const unsigned long long head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
     const unsigned long long vectors = (n - head) / 4;
@@ -163,6 +162,16 @@ __device__ __forceinline__ typename Op::Value thread_reduce_vec4(const typename 
         acc = Op::combine(acc, Op::lift(input[tail]));
     }
     return acc;
+}
+
+// The grid-stride form: every thread of the grid takes its share of the whole input.
+template <class Op>
+__device__ __forceinline__ typename Op::Value thread_reduce_vec4(const typename Op::Input* __restrict__ input,
+                                                                 unsigned long long n)
+{
+    const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
+    return range_reduce_vec4<Op>(input, n, thread, threads);
 }
 // ANCHOR_END: vec4_loads
 

@@ -81,27 +81,45 @@ multi_level_dot_f32(const float* __restrict__ a, const float* __restrict__ b, fl
 // ANCHOR_END: dot
 
 // ANCHOR: rows
-// Batched reduction of a row-major (rows, cols) matrix: block b sums chunk b % chunks of row
-// b / chunks, where each row is cut into `chunks` pieces of ceil(cols / chunks) columns. With
-// chunks = 1 this is one block per row (many short rows); with chunks > 1 the launcher reduces the
-// (rows, chunks) partial sums again with chunks = 1 (few long rows, the reshape (rows * chunks,
-// cols / chunks)). The grid is rows * chunks blocks, so rows * chunks < 2^31.
+// Batched reduction of a row-major (rows, cols) matrix to one sum per row, in two shapes.
+//
+// Many short rows (cols <= 2048): one warp per row, 8 rows per 256-thread block. Each lane reads its
+// share of the row with 16-byte loads and the warp reduces with shuffles: no shared memory, no
+// barrier, and thousands of rows in flight at once.
+extern "C" __global__ void __launch_bounds__(256)
+reduce_short_rows_sum_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long rows,
+                          unsigned long long cols)
+{
+    const unsigned int lane = threadIdx.x % 32;
+    const unsigned long long row = (unsigned long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) {
+        return; // the whole warp leaves together: all its lanes share the row
+    }
+    float value = range_reduce_vec4<Sum<float> >(input + row * cols, cols, lane, 32);
+    value = warp_reduce<Sum<float> >(value);
+    if (lane == 0) {
+        output[row] = value;
+    }
+}
+
+// Longer rows: block b sums chunk b % chunks of row b / chunks. Each row is cut into `chunks` pieces
+// of `width` columns (a multiple of 4, so every chunk starts on the row's own 16-byte alignment).
+// With chunks = 1 this is one block per row; with chunks > 1 the launcher reduces the (rows, chunks)
+// partial sums again with this kernel and chunks = 1 (few long rows: the reshape
+// (rows * chunks, cols / chunks)). The grid is rows * chunks blocks, so rows * chunks < 2^31.
 extern "C" __global__ void __launch_bounds__(256, 8)
 reduce_rows_sum_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long rows,
                     unsigned long long cols, unsigned long long chunks)
 {
     const unsigned long long row = blockIdx.x / chunks;
     const unsigned long long chunk = blockIdx.x % chunks;
-    const unsigned long long width = (cols + chunks - 1) / chunks;
-    const unsigned long long begin = chunk * width;
+    const unsigned long long width = ((cols + chunks - 1) / chunks + 3) / 4 * 4;
+    const unsigned long long begin = chunk * width < cols ? chunk * width : cols;
     const unsigned long long end = begin + width < cols ? begin + width : cols;
 
     float value = 0.0f;
     if (row < rows) {
-        const float* __restrict__ row_start = input + row * cols;
-        for (unsigned long long c = begin + threadIdx.x; c < end; c += blockDim.x) {
-            value += row_start[c];
-        }
+        value = range_reduce_vec4<Sum<float> >(input + row * cols + begin, end - begin, threadIdx.x, blockDim.x);
     }
     value = block_reduce<Sum<float> >(value);
     if (threadIdx.x == 0) {

@@ -273,12 +273,16 @@ impl gpu_harness::reduction::SumReduction for MultiLevel<f32> {
 }
 
 // ANCHOR: rows_plan
-/// Rows shorter than this many columns are never cut into chunks.
+/// Rows of at most this many columns get one warp each (8 rows per block).
+pub const SHORT_ROW_COLUMNS: usize = 2048;
+/// Longer rows are never cut into chunks shorter than this.
 pub const MIN_CHUNK_COLUMNS: usize = 8192;
 
-/// How a `(rows, cols)` matrix is summed row by row: each row is cut into `chunks` pieces, one block
-/// each. Enough rows to fill the GPU: one block per row. Fewer: each row cut into as many chunks as
-/// fill the GPU (none shorter than [`MIN_CHUNK_COLUMNS`]), and a second pass sums each row's chunks.
+/// How a `(rows, cols)` matrix is summed row by row.
+/// - Short rows (`cols <= SHORT_ROW_COLUMNS`): one warp per row, one pass.
+/// - Longer rows, enough to fill the GPU: one block per row (`chunks = 1`), one pass.
+/// - Fewer, longer rows: each row cut into as many chunks as fill the GPU (none shorter than
+///   [`MIN_CHUNK_COLUMNS`]), one block per chunk, then a second pass sums each row's chunks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowsPlan {
     pub rows: usize,
@@ -288,25 +292,32 @@ pub struct RowsPlan {
 }
 
 pub fn rows_plan(rows: usize, cols: usize, gpu: GpuShape) -> Result<RowsPlan> {
+    let warps_per_block = (BLOCK_SIZE / 32) as usize;
     let resident = gpu.resident_blocks(BLOCK_SIZE) as usize;
-    let chunks =
-        if rows >= resident { 1 } else { resident.div_ceil(rows.max(1)).min(cols.div_ceil(MIN_CHUNK_COLUMNS)).max(1) };
-    let blocks = rows.checked_mul(chunks).filter(|&b| b <= i32::MAX as usize).ok_or_else(|| GpuError::TooLarge {
-        what: "reduce-multi-level rows (one block per row)".into(),
-        n: rows as u64,
-        max: i32::MAX as u64,
-    })?;
+    let short = cols <= SHORT_ROW_COLUMNS;
+    let chunks = if short || rows >= resident {
+        1
+    } else {
+        resident.div_ceil(rows.max(1)).min(cols.div_ceil(MIN_CHUNK_COLUMNS)).max(1)
+    };
+    let first_blocks = if short { rows.div_ceil(warps_per_block) } else { rows.saturating_mul(chunks) };
+    if first_blocks > i32::MAX as usize {
+        return Err(GpuError::BadInput(format!(
+            "a {rows} x {cols} matrix needs {first_blocks} blocks, more than one launch holds (2^31 - 1)"
+        )));
+    }
+    let pass = |kernel, blocks: usize, inputs: usize| PassPlan {
+        kernel,
+        config: LaunchConfig::linear(blocks as u32, BLOCK_SIZE, 0),
+        inputs: inputs as u64,
+        outputs: if short { rows as u64 } else { blocks as u64 },
+    };
     let mut passes = Vec::new();
     if rows > 0 && cols > 0 {
-        let pass = |blocks: usize, inputs: usize| PassPlan {
-            kernel: "reduce_rows_sum_f32",
-            config: LaunchConfig::linear(blocks as u32, BLOCK_SIZE, 0),
-            inputs: inputs as u64,
-            outputs: blocks as u64,
-        };
-        passes.push(pass(blocks, rows * cols));
+        let first_kernel = if short { "reduce_short_rows_sum_f32" } else { "reduce_rows_sum_f32" };
+        passes.push(pass(first_kernel, first_blocks, rows * cols));
         if chunks > 1 {
-            passes.push(pass(rows, blocks));
+            passes.push(pass("reduce_rows_sum_f32", rows, first_blocks));
         }
     }
     Ok(RowsPlan { rows, cols, chunks, passes })
@@ -317,15 +328,8 @@ impl std::fmt::Display for RowsPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "{} x {}: {} chunk(s) per row", self.rows, self.cols, self.chunks)?;
         for (i, p) in self.passes.iter().enumerate() {
-            writeln!(
-                f,
-                "  pass {}: {} blocks of {}: {} -> {}",
-                i + 1,
-                p.config.grid.0,
-                p.config.block.0,
-                p.inputs,
-                p.outputs
-            )?;
+            let (blocks, threads) = (p.config.grid.0, p.config.block.0);
+            writeln!(f, "  pass {}: {} {blocks} blocks of {threads}: {} -> {}", i + 1, p.kernel, p.inputs, p.outputs)?;
         }
         Ok(())
     }
@@ -335,6 +339,7 @@ impl std::fmt::Display for RowsPlan {
 pub struct RowSums {
     device: Device,
     kernel: Kernel,
+    short_rows: Kernel,
     chunk_sums: DeviceBuffer<f32>,
     sums: DeviceBuffer<f32>,
 }
@@ -344,6 +349,7 @@ impl RowSums {
         Ok(RowSums {
             device: device.clone(),
             kernel: device.kernel(&SOURCE, "reduce_rows_sum_f32")?,
+            short_rows: device.kernel(&SOURCE, "reduce_short_rows_sum_f32")?,
             chunk_sums: device.alloc(0)?,
             sums: device.alloc(0)?,
         })
@@ -375,6 +381,17 @@ impl RowSums {
             return self.sums.fill_words(0);
         }
         let (rows64, cols64, chunks64) = (rows as u64, cols as u64, plan.chunks as u64);
+        if plan.passes[0].kernel == "reduce_short_rows_sum_f32" {
+            let config = plan.passes[0].config;
+            return self
+                .device
+                .launch(&self.short_rows, config)
+                .arg(input)
+                .arg(&mut self.sums)
+                .arg(rows64)
+                .arg(cols64)
+                .run();
+        }
         let first = self.device.launch(&self.kernel, plan.passes[0].config).arg(input);
         if plan.chunks == 1 {
             first.arg(&mut self.sums).arg(rows64).arg(cols64).arg(1u64).run()

@@ -8,8 +8,20 @@ use gpu_harness::testing::{TestRng, TestSuite, check_sum, exact_integer_bound};
 use reduce_multi_level::{MultiLevel, MultiLevelFamily, RowSums, SINGLE_BLOCK_LIMIT, plan, rows_plan};
 
 /// Row shapes tested on the GPU: single elements, short and long rows, odd sizes, empty matrices.
-const ROW_SHAPES: &[(usize, usize)] =
-    &[(1, 1), (3, 7), (1000, 257), (1 << 14, 64), (7, 100_003), (1, (1 << 20) + 3), (2, 0), (0, 3), (2000, 33)];
+const ROW_SHAPES: &[(usize, usize)] = &[
+    (1, 1),
+    (3, 7),
+    (1000, 257),
+    (1 << 14, 64),
+    (9, 2048),
+    (9, 2049),
+    (7, 100_003),
+    (1, (1 << 20) + 3),
+    (2, 0),
+    (0, 3),
+    (2000, 33),
+    (3000, 8195),
+];
 
 fn main() -> std::process::ExitCode {
     TestSuite::new()
@@ -25,7 +37,17 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .cpu("row_plans", || {
-            let shapes = [(1 << 20, 256), (16, 1 << 24), (1, 1 << 28), (1000, 1000), (0, 5), (5, 0), (1056, 3)];
+            let shapes = [
+                (1 << 20, 256),
+                (16, 1 << 24),
+                (1, 1 << 28),
+                (1000, 1000),
+                (1000, 2049),
+                (5000, 10_000),
+                (0, 5),
+                (5, 0),
+                (1056, 3),
+            ];
             let plans = shapes
                 .iter()
                 .map(|&(r, c)| rows_plan(r, c, GpuShape::HOPPER_132_SMS).map(|p| p.to_string()))
@@ -34,7 +56,7 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .cpu("too_many_rows_is_an_error", || {
-            let error = rows_plan(1 << 31, 4, GpuShape::HOPPER_132_SMS).expect_err("2^31 blocks do not fit a grid");
+            let error = rows_plan(1 << 31, 4096, GpuShape::HOPPER_132_SMS).expect_err("2^31 blocks do not fit a grid");
             insta::assert_snapshot!("too_many_rows_is_an_error", error.to_string());
             Ok(())
         })
