@@ -2,13 +2,14 @@
 //! the book comes from a measurement.
 //!
 //! Layout: `book/src/data/<gpu>/<technique>.json` (written by a bench run, see [`crate::bench`]) and,
-//! beside each, `<technique>.md`, which chapters include. `cargo run -p gpu-harness --bin book-tables`
-//! regenerates the `.md` files; a test checks that the committed ones are current.
+//! beside each, `<technique>.md`, which chapters include. [`render_book_tables`]
+//! (through `cargo run -p book-charts`, which also draws the charts) regenerates the `.md` files; a
+//! test checks that the committed ones are current.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::bench::{BenchResults, size_label};
+use crate::bench::{BenchRecord, BenchResults, size_label};
 use crate::{GpuError, Result};
 
 /// One line naming the GPU, its software and the date of the run.
@@ -51,23 +52,38 @@ pub fn technique_table(results: &BenchResults) -> String {
     out
 }
 
-/// Every `(path of the .md, its text)` the data folder should hold: a table per results file, and
-/// per GPU folder a `reduction-summary.md` of the ladder.
-pub fn render_book_tables(data_dir: &Path) -> Result<Vec<(PathBuf, String)>> {
-    let mut outputs = Vec::new();
-    let mut by_gpu: Vec<(PathBuf, Vec<BenchResults>)> = Vec::new();
+/// Every results file under `data_dir` (`<gpu>/<technique>.json`), with its path, sorted by path.
+pub fn load_results(data_dir: &Path) -> Result<Vec<(PathBuf, BenchResults)>> {
+    let mut all = Vec::new();
     for json in files_with_extension(data_dir, "json")? {
         let text = std::fs::read_to_string(&json).map_err(|e| io_error(&json, e))?;
         let results: BenchResults = serde_json::from_str(&text)
             .map_err(|e| GpuError::BadInput(format!("{} is not a results file: {e}", json.display())))?;
-        outputs.push((json.with_extension("md"), technique_table(&results)));
-        let folder = json.parent().unwrap_or(data_dir).to_path_buf();
+        all.push((json, results));
+    }
+    Ok(all)
+}
+
+/// The results files grouped by the GPU folder they are in.
+pub fn results_by_gpu(all: &[(PathBuf, BenchResults)]) -> Vec<(PathBuf, Vec<BenchResults>)> {
+    let mut by_gpu: Vec<(PathBuf, Vec<BenchResults>)> = Vec::new();
+    for (json, results) in all {
+        let folder = json.parent().map(Path::to_path_buf).unwrap_or_default();
         match by_gpu.iter_mut().find(|(f, _)| *f == folder) {
-            Some((_, all)) => all.push(results),
-            None => by_gpu.push((folder, vec![results])),
+            Some((_, group)) => group.push(results.clone()),
+            None => by_gpu.push((folder, vec![results.clone()])),
         }
     }
-    for (folder, results) in by_gpu {
+    by_gpu
+}
+
+/// Every `(path of the .md, its text)` the data folder should hold: a table per results file, and
+/// per GPU folder a `reduction-summary.md` of the ladder.
+pub fn render_book_tables(data_dir: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let all = load_results(data_dir)?;
+    let mut outputs: Vec<(PathBuf, String)> =
+        all.iter().map(|(json, results)| (json.with_extension("md"), technique_table(results))).collect();
+    for (folder, results) in results_by_gpu(&all) {
         if let Some(table) = ladder_table(&results) {
             outputs.push((folder.join("reduction-summary.md"), table));
         }
@@ -100,7 +116,8 @@ fn io_error(path: &Path, e: std::io::Error) -> GpuError {
 
 /// The book's data folder in this workspace.
 pub fn book_data_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/data"))
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/data"));
+    dir.canonicalize().unwrap_or(dir)
 }
 
 /// The reduction ladder in teaching order: (technique crate, step). Drives the summary table.
@@ -114,21 +131,30 @@ pub const REDUCTION_LADDER: &[(&str, &str)] = &[
     ("reduce-unroll", "complete-unroll"),
     ("reduce-shuffle", "shuffle"),
     ("reduce-shuffle", "shuffle-vec4"),
+    ("reduce-multi-level", "multi-level"),
+    ("reduce-atomic", "atomic"),
+    ("reduce-atomic", "last-block"),
 ];
 
 /// The size the summary table compares steps at: 2^28 floats, 1 GiB, far beyond the L2.
 pub const SUMMARY_SIZE: u64 = 1 << 28;
 
+/// The ladder steps found in `results` at [`SUMMARY_SIZE`], in ladder order: (crate, step, record).
+pub fn ladder_steps(results: &[BenchResults]) -> Vec<(&'static str, &'static str, &BenchRecord)> {
+    REDUCTION_LADDER
+        .iter()
+        .filter_map(|&(technique, step)| {
+            let file = results.iter().find(|r| r.technique == technique)?;
+            let record = file.records.iter().find(|r| r.step == step && r.n == SUMMARY_SIZE)?;
+            Some((technique, step, record))
+        })
+        .collect()
+}
+
 /// A Harris-style table of every ladder step found in `results` at [`SUMMARY_SIZE`]: time, GB/s,
 /// % of copy, speedup over the previous step and over the first. `None` if no step is there.
 pub fn ladder_table(results: &[BenchResults]) -> Option<String> {
-    let mut rows = Vec::new();
-    for &(technique, step) in REDUCTION_LADDER {
-        let file = results.iter().find(|r| r.technique == technique);
-        if let Some(record) = file.and_then(|f| f.records.iter().find(|r| r.step == step && r.n == SUMMARY_SIZE)) {
-            rows.push((technique, step, record));
-        }
-    }
+    let rows = ladder_steps(results);
     let first = results.iter().find(|r| r.records.iter().any(|x| x.n == SUMMARY_SIZE))?;
     let (_, _, first_record) = rows.first()?;
     let first_ms = first_record.median_ms;

@@ -1,19 +1,16 @@
-//! The book stays true to the code and the data: its tables are the ones the committed data
-//! produces, and every include names a real file and anchor.
+//! The book stays true to the code and the data: its tables and charts are the ones the committed
+//! data produces, and every include names a real file and anchor.
 
-use gpu_harness::report::{book_data_dir, render_book_tables};
+use book_charts::render_book;
+use gpu_harness::report::book_data_dir;
 
 #[test]
-fn committed_tables_match_committed_data() {
-    let outputs = render_book_tables(&book_data_dir()).expect("book data is readable");
+fn committed_tables_and_charts_match_committed_data() {
+    let outputs = render_book(&book_data_dir()).expect("book data is readable");
     assert!(!outputs.is_empty(), "no results files under book/src/data");
     for (path, expected) in outputs {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == expected,
-            "{} is out of date: run `cargo run -p gpu-harness --bin book-tables`",
-            path.display()
-        );
+        assert!(committed == expected, "{} is out of date: run `cargo run -p book-charts`", path.display());
     }
 }
 
