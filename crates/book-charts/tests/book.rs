@@ -39,9 +39,13 @@ fn every_include_names_an_existing_file_and_anchor() {
         for directive in text.split("{{#include ").skip(1) {
             let Some(end) = directive.find("}}") else { continue };
             let target = directive[..end].trim();
-            let (file, anchor) = match target.rsplit_once(':') {
-                Some((file, anchor)) if !anchor.chars().all(|c| c.is_ascii_digit()) => (file, Some(anchor)),
-                _ => (target, None),
+            // `file`, `file:anchor`, or a line range `file:5:` / `file:5:20`.
+            let mut parts = target.split(':');
+            let file = parts.next().unwrap_or_default();
+            let rest: Vec<&str> = parts.collect();
+            let anchor = match rest.as_slice() {
+                [name] if !name.is_empty() && !name.chars().all(|c| c.is_ascii_digit()) => Some(*name),
+                _ => None,
             };
             includes += 1;
             let path = chapter.parent().unwrap().join(file);

@@ -34,13 +34,12 @@ pub struct ReductionPlan {
 
 impl fmt::Display for ReductionPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "n = {}: {} kernel pass(es), then the host adds {} value(s)",
-            self.n,
-            self.passes.len(),
-            self.host_adds
-        )?;
+        let finish = if self.on_device {
+            "the result stays on the device".to_string()
+        } else {
+            format!("then the host adds {} value(s)", self.host_adds)
+        };
+        writeln!(f, "n = {}: {} kernel pass(es), {finish}", self.n, self.passes.len())?;
         for (i, pass) in self.passes.iter().enumerate() {
             let LaunchConfig { grid, block, shared_bytes } = pass.config;
             writeln!(
