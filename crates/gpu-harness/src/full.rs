@@ -14,7 +14,7 @@
 use std::fmt::Debug;
 
 use crate::testing::{TestResult, TestRng, TestSuite, check_sum, sum_tolerance};
-use crate::{Device, DeviceView, Element, GpuError, GpuShape, Result};
+use crate::{Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Result};
 
 /// The 32-bit word tests fill scratch buffers with before a launch: a NaN as f32, and an unlikely
 /// value as an integer, so a partial result a kernel forgot to write shows in the result.
@@ -161,16 +161,56 @@ macro_rules! integer_element {
 integer_element!(i32, "i32", i64, "sum_i64");
 integer_element!(u32, "u32", u64, "sum_u64");
 
-/// A launcher that reduces a whole input of `T` to one value on the device.
+/// A launcher that reduces a whole input of `T` to one value on the device. A launcher provides the
+/// queueing and its result buffers; the reading methods (`reduce`, `sum`, `min`, `max`, `mean`)
+/// come with the trait, the same for every launcher.
 pub trait FullReduction<T: ReduceElement>: Sized + Send + 'static {
     /// Compiles (or fetches from the cache) the kernels; allocates only small fixed buffers.
     fn create(device: &Device) -> Result<Self>;
     /// Sizes the scratch buffers for `n` elements and fills every word of them with [`POISON_WORD`].
     fn poison_scratch(&mut self, n: usize) -> Result<()>;
-    /// `op` over `input`, finished on the device; only the result is read back.
-    fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T>;
-    /// The mean, from a sum accumulated in [`ReduceElement::Wide`].
-    fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64>;
+    /// Queues `op` over `input` (not empty); the result stays on the device, in [`Self::result`].
+    fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()>;
+    /// Queues the sum of `input` (not empty) accumulated in [`ReduceElement::Wide`], into
+    /// [`Self::wide_result`].
+    fn queue_wide_sum(&mut self, input: DeviceView<'_, T>) -> Result<()>;
+    /// The one-element buffer the last [`Self::queue`] leaves its result in.
+    fn result(&self) -> &DeviceBuffer<T>;
+    /// The one-element buffer the last [`Self::queue_wide_sum`] leaves its result in.
+    fn wide_result(&self) -> &DeviceBuffer<T::Wide>;
+
+    /// `op` over `input`, finished on the device; only the result is read back. The sum of nothing
+    /// is 0; the min or max of nothing is an error.
+    fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
+        op.check_not_empty(input.len())?;
+        if input.is_empty() {
+            return Ok(T::identity(op));
+        }
+        self.queue(op, input)?;
+        Ok(self.result().to_host()?[0])
+    }
+
+    fn sum(&mut self, input: DeviceView<'_, T>) -> Result<T> {
+        self.reduce(ReduceOp::Sum, input)
+    }
+
+    fn min(&mut self, input: DeviceView<'_, T>) -> Result<T> {
+        self.reduce(ReduceOp::Min, input)
+    }
+
+    fn max(&mut self, input: DeviceView<'_, T>) -> Result<T> {
+        self.reduce(ReduceOp::Max, input)
+    }
+
+    /// The mean, `sum / n`, from a sum accumulated in [`ReduceElement::Wide`] (64 bits for
+    /// integers, so it does not wrap). The mean of nothing is an error.
+    fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
+        if input.is_empty() {
+            return Err(GpuError::BadInput("the mean of an empty input is undefined".into()));
+        }
+        self.queue_wide_sum(input)?;
+        Ok(T::wide_to_f64(self.wide_result().to_host()?[0]) / input.len() as f64)
+    }
 }
 
 /// A launcher that computes the dot product of two f32 vectors on the device.

@@ -3,7 +3,7 @@
 //! finish's 4-byte memset of the result is inside the timed region.
 
 use gpu_harness::bench::{self, SIZES_1D};
-use gpu_harness::full::ReduceOp;
+use gpu_harness::full::{FullReduction, ReduceOp};
 use reduce_atomic::{AtomicReduce, DeterministicReduce};
 
 fn main() -> std::process::ExitCode {

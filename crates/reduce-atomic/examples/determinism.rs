@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use gpu_harness::Device;
+use gpu_harness::full::FullReduction;
 use gpu_harness::testing::{TestRng, sum_f64};
 use reduce_atomic::{AtomicReduce, DeterministicReduce};
 

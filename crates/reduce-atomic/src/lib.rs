@@ -121,67 +121,6 @@ impl<T: ReduceElement, F: Finish> SinglePass<T, F> {
         Ok(())
     }
 
-    /// Queues `op` over `input` (non-empty); the result stays on the device in [`Self::result`].
-    pub fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()> {
-        let identity = T::identity_word(op);
-        let config = self.config(input.len())?;
-        let kernel = &self.kernels[&op];
-        queue_single_pass::<F, T>(
-            &self.device,
-            kernel,
-            config,
-            &[input.into()],
-            input.len(),
-            identity,
-            Outputs { result: &mut self.result, partials: &mut self.partials, ticket: &mut self.ticket },
-        )
-    }
-
-    /// The device buffer holding the last result (one element).
-    pub fn result(&self) -> &DeviceBuffer<T> {
-        &self.result
-    }
-
-    /// `op` over `input`, in one launch; only the final value is read back.
-    pub fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
-        op.check_not_empty(input.len())?;
-        if input.is_empty() {
-            return Ok(T::identity(op));
-        }
-        self.queue(op, input)?;
-        Ok(self.result.to_host()?[0])
-    }
-
-    pub fn sum(&mut self, input: DeviceView<'_, T>) -> Result<T> {
-        self.reduce(ReduceOp::Sum, input)
-    }
-
-    pub fn min(&mut self, input: DeviceView<'_, T>) -> Result<T> {
-        self.reduce(ReduceOp::Min, input)
-    }
-
-    pub fn max(&mut self, input: DeviceView<'_, T>) -> Result<T> {
-        self.reduce(ReduceOp::Max, input)
-    }
-
-    /// The mean, `sum / n`, with integer sums accumulated in 64 bits.
-    pub fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
-        if input.is_empty() {
-            return Err(GpuError::BadInput("the mean of an empty input is undefined".into()));
-        }
-        let config = self.config(input.len())?;
-        queue_single_pass::<F, T::Wide>(
-            &self.device,
-            &self.wide,
-            config,
-            &[input.into()],
-            input.len(),
-            0,
-            Outputs { result: &mut self.wide_result, partials: &mut self.wide_partials, ticket: &mut self.ticket },
-        )?;
-        Ok(T::wide_to_f64(self.wide_result.to_host()?[0]) / input.len() as f64)
-    }
-
     fn config(&mut self, n: usize) -> Result<LaunchConfig> {
         self.reserve(n)?;
         Ok(self.plan(n).passes[0].config)
@@ -255,15 +194,40 @@ impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
     fn create(device: &Device) -> Result<Self> {
         Self::new(device)
     }
+
     fn poison_scratch(&mut self, n: usize) -> Result<()> {
         self.reserve(n)?;
         self.poison_buffers()
     }
-    fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
-        SinglePass::reduce(self, op, input)
+
+    fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()> {
+        let config = self.config(input.len())?;
+        let outputs = Outputs { result: &mut self.result, partials: &mut self.partials, ticket: &mut self.ticket };
+        let identity = T::identity_word(op);
+        queue_single_pass::<F, T>(
+            &self.device,
+            &self.kernels[&op],
+            config,
+            &[input.into()],
+            input.len(),
+            identity,
+            outputs,
+        )
     }
-    fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
-        SinglePass::mean(self, input)
+
+    fn queue_wide_sum(&mut self, input: DeviceView<'_, T>) -> Result<()> {
+        let config = self.config(input.len())?;
+        let outputs =
+            Outputs { result: &mut self.wide_result, partials: &mut self.wide_partials, ticket: &mut self.ticket };
+        queue_single_pass::<F, T::Wide>(&self.device, &self.wide, config, &[input.into()], input.len(), 0, outputs)
+    }
+
+    fn result(&self) -> &DeviceBuffer<T> {
+        &self.result
+    }
+
+    fn wide_result(&self) -> &DeviceBuffer<T::Wide> {
+        &self.wide_result
     }
 }
 
@@ -285,7 +249,7 @@ impl<F: Finish> gpu_harness::reduction::SumReduction for SinglePass<f32, F> {
         self.poison_buffers()
     }
     fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
-        SinglePass::sum(self, input)
+        <Self as FullReduction<f32>>::sum(self, input)
     }
 }
 

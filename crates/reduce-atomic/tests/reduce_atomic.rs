@@ -3,6 +3,7 @@
 //! results of the deterministic finish; the launch plans.
 
 use gpu_harness::GpuShape;
+use gpu_harness::full::FullReduction;
 use gpu_harness::testing::{TestRng, TestSuite};
 use reduce_atomic::{AtomicFamily, AtomicReduce, DeterministicFamily, DeterministicReduce, plan};
 

@@ -2,7 +2,7 @@
 //! on the device), and of batched row sums of 2^28 elements in two shapes, with the copy roof.
 
 use gpu_harness::bench::{self, SIZES_1D};
-use gpu_harness::full::ReduceOp;
+use gpu_harness::full::{FullReduction, ReduceOp};
 use reduce_multi_level::{MultiLevel, RowSums};
 
 fn main() -> std::process::ExitCode {

@@ -139,60 +139,6 @@ impl<T: ReduceElement> MultiLevel<T> {
         Ok(())
     }
 
-    /// Queues `op` over `input` (non-empty); the result stays on the device in [`Self::result`].
-    pub fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()> {
-        let plan = self.plan(input.len());
-        self.reserve(input.len())?;
-        let kernel = &self.kernels[&op];
-        let device = &self.device;
-        let first_pass = |output: &mut DeviceBuffer<T>, pass: &PassPlan| {
-            device.launch(kernel, pass.config).arg(input).arg(output).arg(pass.inputs).run()
-        };
-        queue_passes(device, &plan, first_pass, kernel, &mut self.scratch, &mut self.result)
-    }
-
-    /// The device buffer holding the last result (one element).
-    pub fn result(&self) -> &DeviceBuffer<T> {
-        &self.result
-    }
-
-    /// `op` over `input`, finished on the device; only the final value is read back.
-    pub fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
-        op.check_not_empty(input.len())?;
-        if input.is_empty() {
-            return Ok(T::identity(op));
-        }
-        self.queue(op, input)?;
-        Ok(self.result.to_host()?[0])
-    }
-
-    pub fn sum(&mut self, input: DeviceView<'_, T>) -> Result<T> {
-        self.reduce(ReduceOp::Sum, input)
-    }
-
-    pub fn min(&mut self, input: DeviceView<'_, T>) -> Result<T> {
-        self.reduce(ReduceOp::Min, input)
-    }
-
-    pub fn max(&mut self, input: DeviceView<'_, T>) -> Result<T> {
-        self.reduce(ReduceOp::Max, input)
-    }
-
-    /// The mean, `sum / n`, with integer sums accumulated in 64 bits.
-    pub fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
-        if input.is_empty() {
-            return Err(GpuError::BadInput("the mean of an empty input is undefined".into()));
-        }
-        let plan = self.plan(input.len());
-        self.reserve(input.len())?;
-        let (first, device) = (&self.wide_first, &self.device);
-        let first_pass = |output: &mut DeviceBuffer<T::Wide>, pass: &PassPlan| {
-            device.launch(first, pass.config).arg(input).arg(output).arg(pass.inputs).run()
-        };
-        queue_passes(device, &plan, first_pass, &self.wide_later, &mut self.wide_scratch, &mut self.wide_result)?;
-        Ok(T::wide_to_f64(self.wide_result.to_host()?[0]) / input.len() as f64)
-    }
-
     /// Fills every scratch and result buffer with [`POISON_WORD`].
     fn poison_buffers(&mut self) -> Result<()> {
         for buffer in &mut self.scratch {
@@ -231,15 +177,39 @@ impl<T: ReduceElement> FullReduction<T> for MultiLevel<T> {
     fn create(device: &Device) -> Result<Self> {
         Self::new(device)
     }
+
     fn poison_scratch(&mut self, n: usize) -> Result<()> {
         self.reserve(n)?;
         self.poison_buffers()
     }
-    fn reduce(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<T> {
-        MultiLevel::reduce(self, op, input)
+
+    fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()> {
+        let plan = self.plan(input.len());
+        self.reserve(input.len())?;
+        let kernel = &self.kernels[&op];
+        let device = &self.device;
+        let first_pass = |output: &mut DeviceBuffer<T>, pass: &PassPlan| {
+            device.launch(kernel, pass.config).arg(input).arg(output).arg(pass.inputs).run()
+        };
+        queue_passes(device, &plan, first_pass, kernel, &mut self.scratch, &mut self.result)
     }
-    fn mean(&mut self, input: DeviceView<'_, T>) -> Result<f64> {
-        MultiLevel::mean(self, input)
+
+    fn queue_wide_sum(&mut self, input: DeviceView<'_, T>) -> Result<()> {
+        let plan = self.plan(input.len());
+        self.reserve(input.len())?;
+        let (first, device) = (&self.wide_first, &self.device);
+        let first_pass = |output: &mut DeviceBuffer<T::Wide>, pass: &PassPlan| {
+            device.launch(first, pass.config).arg(input).arg(output).arg(pass.inputs).run()
+        };
+        queue_passes(device, &plan, first_pass, &self.wide_later, &mut self.wide_scratch, &mut self.wide_result)
+    }
+
+    fn result(&self) -> &DeviceBuffer<T> {
+        &self.result
+    }
+
+    fn wide_result(&self) -> &DeviceBuffer<T::Wide> {
+        &self.wide_result
     }
 }
 
@@ -268,7 +238,7 @@ impl gpu_harness::reduction::SumReduction for MultiLevel<f32> {
         self.poison_buffers()
     }
     fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
-        MultiLevel::sum(self, input)
+        <Self as FullReduction<f32>>::sum(self, input)
     }
 }
 
