@@ -10,7 +10,7 @@ fn committed_tables_and_charts_match_committed_data() {
     assert!(!outputs.is_empty(), "no results files under book/src/data");
     for (path, expected) in outputs {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(committed == expected, "{} is out of date: run `cargo run -p book-charts`", path.display());
+        assert!(committed == expected, "{} is out of date: run `cargo run --release -- --charts`", path.display());
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Layout: `book/src/data/<gpu>/<technique>.json` (written by a bench run, see [`crate::bench`]) and,
 //! beside each, `<technique>.md`, which chapters include. [`render_book_tables`]
-//! (through `cargo run -p book-charts`, which also draws the charts) regenerates the `.md` files; a
+//! (through `cargo run --release -- --charts`, the tour, which also draws the charts) regenerates the `.md` files; a
 //! test checks that the committed ones are current.
 
 use std::fmt::Write as _;
@@ -160,7 +160,7 @@ pub fn ladder_table(results: &[BenchResults]) -> Option<String> {
     let first_ms = first_record.median_ms;
     let mut out = measured_on(first) + "\n\n";
     out += &format!(
-        "Sum of {} floats; each bench binary measured its own copy roof in the same run.\n\n",
+        "Sum of {} floats, every step measured in one run against the copy roof of the same run.\n\n",
         size_label(SUMMARY_SIZE as usize)
     );
     out += "| step | crate | time (ms) | GB/s | % of copy | step speedup | cumulative speedup |\n";
