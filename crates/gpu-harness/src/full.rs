@@ -213,6 +213,29 @@ pub trait FullReduction<T: ReduceElement>: Sized + Send + 'static {
     }
 }
 
+/// Any full reduction's f32 sum as a [`crate::reduction::SumReduction`], so the ladder's sum suite
+/// runs on it too: `TestSuite::new().sum_reduction_suite::<SumOf<MyLauncher<f32>>>()`.
+pub struct SumOf<L> {
+    launcher: L,
+    reserved: usize,
+}
+
+impl<L: FullReduction<f32>> crate::reduction::SumReduction for SumOf<L> {
+    fn create(device: &Device) -> Result<Self> {
+        Ok(SumOf { launcher: L::create(device)?, reserved: 0 })
+    }
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        self.reserved = self.reserved.max(n);
+        Ok(())
+    }
+    fn poison_scratch(&mut self) -> Result<()> {
+        self.launcher.poison_scratch(self.reserved)
+    }
+    fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
+        self.launcher.sum(input)
+    }
+}
+
 /// A launcher that computes the dot product of two f32 vectors on the device.
 pub trait DotProduct: Sized {
     /// `sum(a[i] * b[i])`; `a` and `b` must have the same length.
@@ -322,10 +345,11 @@ impl TestSuite {
     where
         F::For<f32>: DotProduct,
     {
+        let tag = crate::testing::short_type_name::<F>();
         self.typed_full_suite::<F, f32>()
             .typed_full_suite::<F, i32>()
             .typed_full_suite::<F, u32>()
-            .gpu("full_suite::f32_nan_wins_and_infinities", |device| {
+            .gpu(format!("full_suite::{tag}::f32_nan_wins_and_infinities"), |device| {
                 let rng = TestRng::new();
                 let mut launcher = F::For::<f32>::create(device)?;
                 let mut host: Vec<f32> = (0..100_000).map(|i| (i % 1000) as f32 - 500.0).collect();
@@ -334,7 +358,7 @@ impl TestSuite {
                 host[12_345] = f32::NAN;
                 check_all_ops(device, &rng, &mut launcher, &host, 0)
             })
-            .gpu("full_suite::f32_dot_product", |device| {
+            .gpu(format!("full_suite::{tag}::f32_dot_product"), |device| {
                 let mut rng = TestRng::new();
                 let mut launcher = F::For::<f32>::create(device)?;
                 for n in [0usize, 1, 3, 4, 5, 255, 257, 4099, 1 << 20, (1 << 20) + 3, (3 << 22) + 11] {
@@ -357,7 +381,7 @@ impl TestSuite {
                 }
                 Ok(())
             })
-            .gpu("full_suite::dot_of_different_lengths_is_an_error", |device| {
+            .gpu(format!("full_suite::{tag}::dot_of_different_lengths_is_an_error"), |device| {
                 let mut launcher = F::For::<f32>::create(device)?;
                 let (a, b) = (device.upload(&[1.0f32; 10])?, device.upload(&[1.0f32; 9])?);
                 match launcher.dot(a.as_view(), b.as_view()) {
@@ -366,7 +390,7 @@ impl TestSuite {
                 }
             })
             .gpu_if(
-                "full_suite::u32_above_2_pow_31_elements",
+                format!("full_suite::{tag}::u32_above_2_pow_31_elements"),
                 |device| enough_memory(device, 9 << 30),
                 |device| {
                     // 2^31 + 13 elements: indices past 2^31 must be reached (64-bit indexing).
@@ -392,36 +416,42 @@ impl TestSuite {
     fn typed_full_suite<F: FullReductionFamily, T: ReduceElement>(self) -> Self {
         let mut suite = self;
         for n in full_sizes() {
-            suite = suite.gpu(format!("full_suite::{}::n_{n}", T::SUFFIX), move |device| {
-                let mut rng = TestRng::new();
-                let mut launcher = F::For::<T>::create(device)?;
-                let host = T::random(&mut rng, n + 3);
-                // Every alignment within a 16-byte vector, so heads and tails are covered.
-                for offset in 0..4 {
-                    check_all_ops(device, &rng, &mut launcher, &host[..offset + n], offset)?;
-                }
-                Ok(())
-            });
+            suite = suite.gpu(
+                format!("full_suite::{}::{}::n_{n}", crate::testing::short_type_name::<F>(), T::SUFFIX),
+                move |device| {
+                    let mut rng = TestRng::new();
+                    let mut launcher = F::For::<T>::create(device)?;
+                    let host = T::random(&mut rng, n + 3);
+                    // Every alignment within a 16-byte vector, so heads and tails are covered.
+                    for offset in 0..4 {
+                        check_all_ops(device, &rng, &mut launcher, &host[..offset + n], offset)?;
+                    }
+                    Ok(())
+                },
+            );
         }
-        suite.gpu(format!("full_suite::{}::empty_input_errors", T::SUFFIX), |device| {
-            let mut launcher = F::For::<T>::create(device)?;
-            let empty = device.alloc::<T>(0)?;
-            let sum = launcher.reduce(ReduceOp::Sum, empty.as_view())?;
-            if sum != T::identity(ReduceOp::Sum) {
-                return Err(format!("sum of nothing: got {sum:?}").into());
-            }
-            for result in
-                [launcher.reduce(ReduceOp::Min, empty.as_view()), launcher.reduce(ReduceOp::Max, empty.as_view())]
-            {
-                if !matches!(result, Err(GpuError::BadInput(_))) {
-                    return Err(format!("expected BadInput, got {result:?}").into());
+        suite.gpu(
+            format!("full_suite::{}::{}::empty_input_errors", crate::testing::short_type_name::<F>(), T::SUFFIX),
+            |device| {
+                let mut launcher = F::For::<T>::create(device)?;
+                let empty = device.alloc::<T>(0)?;
+                let sum = launcher.reduce(ReduceOp::Sum, empty.as_view())?;
+                if sum != T::identity(ReduceOp::Sum) {
+                    return Err(format!("sum of nothing: got {sum:?}").into());
                 }
-            }
-            match launcher.mean(empty.as_view()) {
-                Err(GpuError::BadInput(_)) => Ok(()),
-                other => Err(format!("expected BadInput for the mean of nothing, got {other:?}").into()),
-            }
-        })
+                for result in
+                    [launcher.reduce(ReduceOp::Min, empty.as_view()), launcher.reduce(ReduceOp::Max, empty.as_view())]
+                {
+                    if !matches!(result, Err(GpuError::BadInput(_))) {
+                        return Err(format!("expected BadInput, got {result:?}").into());
+                    }
+                }
+                match launcher.mean(empty.as_view()) {
+                    Err(GpuError::BadInput(_)) => Ok(()),
+                    other => Err(format!("expected BadInput for the mean of nothing, got {other:?}").into()),
+                }
+            },
+        )
     }
 }
 

@@ -100,19 +100,20 @@ fn sum_of<R: SumReduction>(device: &Device, reducer: &mut R, host: &[f32]) -> Re
 impl TestSuite {
     /// Adds the shared correctness suite for the sum reduction `R`.
     pub fn sum_reduction_suite<R: SumReduction>(self) -> Self {
+        let tag = crate::testing::short_type_name::<R>();
         let mut sizes: Vec<usize> = EDGE_SIZES.iter().copied().chain(R::boundary_sizes()).collect();
         sizes.sort_unstable();
         sizes.dedup();
         let mut suite = self;
         for n in sizes {
             suite = suite
-                .gpu(format!("sum_suite::integers_exact::n_{n}"), move |device| {
+                .gpu(format!("sum_suite::{tag}::integers_exact::n_{n}"), move |device| {
                     let mut rng = TestRng::new();
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut R::create(device)?, &input)?;
                     check_sum(&rng, "integer-valued floats", &input, got, true)
                 })
-                .gpu(format!("sum_suite::random_floats::n_{n}"), move |device| {
+                .gpu(format!("sum_suite::{tag}::random_floats::n_{n}"), move |device| {
                     let mut rng = TestRng::new();
                     let input = rng.uniform_f32(n, -1.0, 1.0);
                     let got = sum_of(device, &mut R::create(device)?, &input)?;
@@ -120,7 +121,7 @@ impl TestSuite {
                 });
         }
         suite
-            .gpu("sum_suite::random_sizes", |device| {
+            .gpu(format!("sum_suite::{tag}::random_sizes"), |device| {
                 let mut rng = TestRng::new();
                 let mut reducer = R::create(device)?;
                 for _ in 0..4 {
@@ -131,14 +132,14 @@ impl TestSuite {
                 }
                 Ok(())
             })
-            .gpu("sum_suite::large_non_power_of_two", |device| {
+            .gpu(format!("sum_suite::{tag}::large_non_power_of_two"), |device| {
                 let mut rng = TestRng::new();
                 let n = (3 << 22) + 11;
                 let input = rng.small_integers_f32(n, exact_integer_bound(n));
                 let got = sum_of(device, &mut R::create(device)?, &input)?;
                 check_sum(&rng, "integer-valued floats", &input, got, true)
             })
-            .gpu("sum_suite::view_at_odd_offset", |device| {
+            .gpu(format!("sum_suite::{tag}::view_at_odd_offset"), |device| {
                 let mut rng = TestRng::new();
                 let host = rng.small_integers_f32(100_003, 8);
                 let buffer = device.upload(&host)?;
@@ -151,7 +152,7 @@ impl TestSuite {
                 }
                 Ok(())
             })
-            .gpu("sum_suite::reuses_scratch_across_sizes", |device| {
+            .gpu(format!("sum_suite::{tag}::reuses_scratch_across_sizes"), |device| {
                 let mut rng = TestRng::new();
                 let mut reducer = R::create(device)?;
                 for n in [1 << 20, 5, (1 << 16) + 1, 0, 1 << 21] {
@@ -161,7 +162,7 @@ impl TestSuite {
                 }
                 Ok(())
             })
-            .gpu("sum_suite::nan_and_infinity_propagate", |device| {
+            .gpu(format!("sum_suite::{tag}::nan_and_infinity_propagate"), |device| {
                 let mut reducer = R::create(device)?;
                 let mut input = vec![1.0f32; 1000];
                 let mut check = |input: &[f32], expect: f32| -> TestResult {

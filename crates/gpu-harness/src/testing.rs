@@ -165,6 +165,24 @@ impl TestRng {
     }
 }
 
+/// A type's name without module paths, for test names: `HostFinishedSum<Interleaved>`.
+pub fn short_type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    let mut short = String::with_capacity(full.len());
+    let mut word = String::new();
+    for c in full.chars() {
+        if c.is_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+        } else {
+            short.push_str(word.rsplit("::").next().unwrap_or_default());
+            word.clear();
+            short.push(c);
+        }
+    }
+    short.push_str(word.rsplit("::").next().unwrap_or_default());
+    short.replace(' ', "")
+}
+
 /// The largest magnitude for [`TestRng::small_integers_f32`] that keeps every partial sum of `n`
 /// values exact in f32 (below 2^24), capped at 8.
 pub fn exact_integer_bound(n: usize) -> i32 {
@@ -232,6 +250,12 @@ mod tests {
             let bound = exact_integer_bound(n);
             assert!(n as u64 * bound as u64 <= 1 << 24 || bound == 1, "n = {n}");
         }
+    }
+
+    #[test]
+    fn short_type_names_drop_module_paths() {
+        assert_eq!(short_type_name::<Vec<std::string::String>>(), "Vec<String>");
+        assert_eq!(short_type_name::<(u32, f32)>(), "(u32,f32)");
     }
 
     #[test]

@@ -237,22 +237,6 @@ impl<F: Finish> DotProduct for SinglePass<f32, F> {
     }
 }
 
-/// The f32 sum as a [`gpu_harness::reduction::SumReduction`], so the ladder's suite runs on it too.
-impl<F: Finish> gpu_harness::reduction::SumReduction for SinglePass<f32, F> {
-    fn create(device: &Device) -> Result<Self> {
-        Self::new(device)
-    }
-    fn reserve(&mut self, n: usize) -> Result<()> {
-        SinglePass::reserve(self, n)
-    }
-    fn poison_scratch(&mut self) -> Result<()> {
-        self.poison_buffers()
-    }
-    fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
-        <Self as FullReduction<f32>>::sum(self, input)
-    }
-}
-
 /// [`AtomicReduce`] for every element type, for the shared full-reduction suite.
 pub struct AtomicFamily;
 impl FullReductionFamily for AtomicFamily {

@@ -3,7 +3,7 @@
 //! results of the deterministic finish; the launch plans.
 
 use gpu_harness::GpuShape;
-use gpu_harness::full::FullReduction;
+use gpu_harness::full::{FullReduction, SumOf};
 use gpu_harness::testing::{TestRng, TestSuite};
 use reduce_atomic::{AtomicFamily, AtomicReduce, DeterministicFamily, DeterministicReduce, plan};
 
@@ -11,8 +11,8 @@ fn main() -> std::process::ExitCode {
     TestSuite::new()
         .full_reduction_suite::<AtomicFamily>()
         .full_reduction_suite::<DeterministicFamily>()
-        .sum_reduction_suite::<AtomicReduce<f32>>()
-        .sum_reduction_suite::<DeterministicReduce<f32>>()
+        .sum_reduction_suite::<SumOf<AtomicReduce<f32>>>()
+        .sum_reduction_suite::<SumOf<DeterministicReduce<f32>>>()
         .cpu("launch_plans", || {
             let sizes = [0usize, 1, 4096, 1 << 20, 1 << 28, 1_000_000_007];
             let plans: Vec<String> =

@@ -226,22 +226,6 @@ impl FullReductionFamily for MultiLevelFamily {
     type For<T: ReduceElement> = MultiLevel<T>;
 }
 
-/// The f32 sum as a [`gpu_harness::reduction::SumReduction`], so the ladder's suite runs on it too.
-impl gpu_harness::reduction::SumReduction for MultiLevel<f32> {
-    fn create(device: &Device) -> Result<Self> {
-        Self::new(device)
-    }
-    fn reserve(&mut self, n: usize) -> Result<()> {
-        MultiLevel::reserve(self, n)
-    }
-    fn poison_scratch(&mut self) -> Result<()> {
-        self.poison_buffers()
-    }
-    fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
-        <Self as FullReduction<f32>>::sum(self, input)
-    }
-}
-
 // ANCHOR: rows_plan
 /// Rows of at most this many columns get one warp each (8 rows per block).
 pub const SHORT_ROW_COLUMNS: usize = 2048;

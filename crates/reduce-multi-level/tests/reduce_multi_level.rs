@@ -3,7 +3,7 @@
 //! the CPU, and snapshots of the pass structure and the row plans.
 
 use gpu_harness::GpuShape;
-use gpu_harness::full::POISON_WORD;
+use gpu_harness::full::{POISON_WORD, SumOf};
 use gpu_harness::testing::{TestRng, TestSuite, check_sum, exact_integer_bound};
 use reduce_multi_level::{MultiLevel, MultiLevelFamily, RowSums, SINGLE_BLOCK_LIMIT, plan, rows_plan};
 
@@ -26,7 +26,7 @@ const ROW_SHAPES: &[(usize, usize)] = &[
 fn main() -> std::process::ExitCode {
     TestSuite::new()
         .full_reduction_suite::<MultiLevelFamily>()
-        .sum_reduction_suite::<MultiLevel<f32>>()
+        .sum_reduction_suite::<SumOf<MultiLevel<f32>>>()
         .cpu("pass_structure", || {
             let sizes = [0, 1, 1 << 10, SINGLE_BLOCK_LIMIT, SINGLE_BLOCK_LIMIT + 1, 1 << 20, 1 << 28, 1_000_000_007];
             let plans: Vec<String> = sizes
