@@ -5,16 +5,19 @@
 //!
 //! ```text
 //! fn main() -> std::process::ExitCode {
-//!     gpu_harness::bench::run("reduce-naive", |bench| {
+//!     gpu_harness::bench::run("reduce-multi-level", |bench| {
+//!         let mut reducer = MultiLevel::<f32>::new(bench.device())?;
 //!         for &n in gpu_harness::bench::SIZES_1D {
 //!             let input = bench.random_f32(n)?;
-//!             let mut reducer = ReduceNaive::new(bench.device())?;
-//!             bench.case("naive", n, 4 * n as u64, || reducer.block_partials(input.as_view()))?;
+//!             reducer.reserve(n)?; // allocate outside the timed calls
+//!             bench.case("multi-level", n, 4 * n as u64 + 4, || reducer.queue(ReduceOp::Sum, input.as_view()))?;
 //!         }
 //!         Ok(())
 //!     })
 //! }
 //! ```
+//!
+//! Host-finished ladder steps need one line per step: [`crate::reduction::bench_step`].
 //!
 //! Each case is timed twice: by criterion (`iter_custom`, device time from CUDA events, throughput
 //! in decimal bytes, so its report shows GB/s), and by [`measure::median_ms`] for the results file,

@@ -1,6 +1,6 @@
 //! Run-time compilation of the embedded CUDA sources with NVRTC.
 //!
-//! Every kernel lives in `cuda/<crate>.cu` and is embedded into its crate with [`kernel_source!`].
+//! Every kernel lives in `cuda/<crate>.cu` and is embedded into its crate with [`crate::kernel_source!`].
 //! Shared headers (`cuda/*.cuh`) are embedded here and handed to NVRTC by name, so a kernel can
 //! `#include "common.cuh"`. Compiled images are cached per process, keyed by source, target and
 //! defines, so each kernel is compiled once however many launchers and tests use it.

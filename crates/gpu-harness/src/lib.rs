@@ -7,8 +7,13 @@
 //! - [`GpuError`]: one typed error for everything that can fail, with messages that say what to do.
 //! - [`measure`]: CUDA-event timing, effective bandwidth and the measured copy roof line.
 //! - [`testing`]: a test harness that reports GPU tests as ignored (with the reason) when there is no
-//!   GPU, seeded random inputs, f64 references and the shared reduction suite.
-//! - [`bench`]: criterion benches timed with CUDA events, writing a stable results file.
+//!   GPU, seeded random inputs, f64 references and checks that print the seed.
+//! - [`reduction`]: the reduction ladder's launch plans, the launcher of host-finished steps
+//!   ([`reduction::HostFinishedSum`]), and the shared sum suite.
+//! - [`full`]: reductions finished on the device (operations, element types, traits) and their
+//!   shared suite.
+//! - [`bench`](mod@bench): criterion benches timed with CUDA events, writing a stable results file.
+//! - [`report`]: the book's measured tables, rendered from results files.
 
 pub mod bench;
 pub mod compile;

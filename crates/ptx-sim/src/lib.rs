@@ -1,0 +1,1 @@
+//! A PTX interpreter for the course's kernels (work in progress).
