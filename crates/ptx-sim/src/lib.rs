@@ -1,1 +1,30 @@
-//! A PTX interpreter for the course's kernels (work in progress).
+//! # ptx-sim: run the course's kernels on the CPU, and count what makes them slow
+//!
+//! A PTX interpreter for the PTX that NVRTC emits for `cuda/*.cu`:
+//!
+//! - [`parse`] turns PTX text into a [`Module`] (module `parser`, types in module `ptx`);
+//! - a [`Machine`] owns a flat simulated global memory ([`Machine::alloc`], [`Machine::write`],
+//!   [`Machine::read`]) and runs kernels with [`Machine::launch`] (module `exec`);
+//! - each launch returns [`LaunchStats`]: warp instructions, divergence, barriers, shared-memory
+//!   bank conflicts, global-memory coalescing and atomics (module `stats`).
+//!
+//! Execution model: the blocks of a grid run one after another in order, so single-pass kernels
+//! that wait on earlier blocks make progress. Inside a block, warps of 32 lanes run in lockstep
+//! with an active mask; divergence is handled by min-PC scheduling (each lane has its own PC; a
+//! warp step runs the instruction at the lowest PC among its runnable lanes, for every lane at that
+//! PC), so lanes reconverge as soon as their PCs meet. Faults (out-of-bounds or misaligned
+//! accesses, unsupported instructions) are errors naming the kernel, block, thread, instruction and
+//! address, never silent wrong results.
+
+mod error;
+mod exec;
+mod memory;
+mod parser;
+mod ptx;
+mod stats;
+
+pub use error::{Fault, FaultSite, SimError};
+pub use exec::{Machine, ParamValue};
+pub use parser::parse;
+pub use ptx::{Kernel, Module, Param};
+pub use stats::LaunchStats;

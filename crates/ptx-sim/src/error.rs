@@ -1,0 +1,72 @@
+//! Errors: every way parsing or running a kernel can fail, typed.
+
+use std::fmt;
+
+/// Where in a launch a fault happened: kernel, block, thread and instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultSite {
+    pub kernel: String,
+    pub block: (u32, u32, u32),
+    pub thread: (u32, u32, u32),
+    /// The instruction as written in the PTX.
+    pub instruction: String,
+    /// 1-based line of the instruction in the PTX text.
+    pub ptx_line: usize,
+}
+
+impl fmt::Display for FaultSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "kernel `{}`, block {:?}, thread {:?}, PTX line {}: `{}`",
+            self.kernel, self.block, self.thread, self.ptx_line, self.instruction
+        )
+    }
+}
+
+/// Everything that can go wrong in the simulator.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The PTX text is not well formed (as far as this parser understands PTX).
+    #[error("PTX parse error at line {line}: {message}")]
+    Parse { line: usize, message: String },
+    /// The PTX is well formed but uses a construct the simulator does not support.
+    #[error("unsupported PTX construct at line {line}: {construct}")]
+    UnsupportedConstruct { line: usize, construct: String },
+    /// `launch` named a kernel the module does not define.
+    #[error("no kernel named `{0}` in the module")]
+    NoSuchKernel(String),
+    /// The launch configuration or parameters do not fit the kernel.
+    #[error("bad launch of `{kernel}`: {reason}")]
+    BadLaunch { kernel: String, reason: String },
+    /// A host read or write outside every allocation.
+    #[error("host access of {len} bytes at {addr:#x} is outside every allocation")]
+    HostAccess { addr: u64, len: usize },
+    /// Simulated global memory is exhausted (the allocation would pass the address limit).
+    #[error("cannot allocate {bytes} bytes of simulated global memory")]
+    OutOfMemory { bytes: usize },
+    /// A thread did something a GPU would fault on, or the simulator cannot do.
+    #[error("{site}: {fault}")]
+    Fault { site: Box<FaultSite>, fault: Fault },
+}
+
+/// What went wrong in a thread.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    #[error("{space} access of {size} bytes at address {addr:#x} is out of bounds")]
+    OutOfBounds { space: &'static str, addr: u64, size: u32 },
+    #[error("{space} access of {size} bytes at address {addr:#x} is misaligned")]
+    Misaligned { space: &'static str, addr: u64, size: u32 },
+    #[error("unsupported instruction: {0}")]
+    Unsupported(String),
+    #[error("integer division by zero")]
+    DivisionByZero,
+    #[error("shfl.sync reads lane {source_lane}, which is not executing the shuffle")]
+    ShuffleFromInactiveLane { source_lane: u32 },
+    #[error("deadlock: every thread of the block waits and no barrier can complete")]
+    Deadlock,
+    #[error("trap executed")]
+    Trap,
+    #[error("the block ran more than {0} warp instructions (an endless loop?)")]
+    StepLimit(u64),
+}

@@ -1,0 +1,71 @@
+//! Simulated global memory: a set of allocations in one flat 64-bit address space.
+//!
+//! Allocations start at [`GLOBAL_BASE`], are 256-byte aligned and separated by an unmapped gap,
+//! so a pointer that runs off the end of a buffer faults instead of landing in the next one.
+//! Shared memory is per block (in the interpreter); its generic addresses live in a separate
+//! window at [`SHARED_WINDOW`], so `cvta` and generic loads and stores tell the two apart.
+
+use crate::error::SimError;
+
+/// The first global address handed out.
+pub(crate) const GLOBAL_BASE: u64 = 0x1_0000_0000;
+/// Generic address of shared-memory offset 0 (the window is 4 GiB wide).
+pub(crate) const SHARED_WINDOW: u64 = 0x7f00_0000_0000;
+/// Allocations never reach the shared window.
+const GLOBAL_LIMIT: u64 = 0x7000_0000_0000;
+const ALIGN: u64 = 256;
+const GAP: u64 = 256;
+
+struct Allocation {
+    base: u64,
+    data: Vec<u8>,
+}
+
+/// The device's global memory.
+#[derive(Default)]
+pub(crate) struct GlobalMemory {
+    allocations: Vec<Allocation>,
+    next: u64,
+}
+
+impl GlobalMemory {
+    /// A new allocation of `bytes` zeroed bytes; returns its address.
+    pub(crate) fn alloc(&mut self, bytes: usize) -> Result<u64, SimError> {
+        let base = self.next.max(GLOBAL_BASE);
+        let end =
+            base.checked_add(bytes as u64).filter(|&e| e < GLOBAL_LIMIT).ok_or(SimError::OutOfMemory { bytes })?;
+        self.next = (end + GAP).next_multiple_of(ALIGN);
+        self.allocations.push(Allocation { base, data: vec![0; bytes] });
+        Ok(base)
+    }
+
+    /// The allocation index and offset holding `[addr, addr + len)`, if one holds all of it.
+    fn locate(&self, addr: u64, len: usize) -> Option<(usize, usize)> {
+        let i = self.allocations.partition_point(|a| a.base <= addr).checked_sub(1)?;
+        let a = &self.allocations[i];
+        let offset = (addr - a.base) as usize;
+        (offset.checked_add(len)? <= a.data.len()).then_some((i, offset))
+    }
+
+    pub(crate) fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let (i, o) = self.locate(addr, len)?;
+        Some(&self.allocations[i].data[o..o + len])
+    }
+
+    pub(crate) fn slice_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        let (i, o) = self.locate(addr, len)?;
+        Some(&mut self.allocations[i].data[o..o + len])
+    }
+}
+
+/// Reads a little-endian value of `bytes.len()` (at most 8) bytes.
+pub(crate) fn read_le(bytes: &[u8]) -> u64 {
+    bytes.iter().rev().fold(0, |acc, &b| (acc << 8) | b as u64)
+}
+
+/// Writes the low `out.len()` bytes of `value`, little-endian.
+pub(crate) fn write_le(out: &mut [u8], value: u64) {
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = (value >> (8 * i)) as u8;
+    }
+}

@@ -1,0 +1,102 @@
+//! Per-launch counters: what the book teaches to look for.
+
+use std::fmt;
+
+/// Counters of one launch.
+///
+/// - A *warp instruction* is one instruction issued for the lanes of a warp at the same PC.
+/// - A branch is *divergent* when some of those lanes take it and others do not.
+/// - `barriers` counts completed block-wide barriers (`bar.sync`), summed over blocks.
+/// - Shared-memory `bank_conflicts` counts extra wavefronts: for each warp-level shared access,
+///   the largest number of distinct 4-byte words any of the 32 banks must serve, minus the
+///   unavoidable minimum (1, or more for 8- and 16-byte accesses that move over 128 bytes).
+/// - Global `requests` are warp-level loads and stores; `sectors` the distinct 32-byte sectors
+///   they touch (4 per request is perfectly coalesced 4-byte access).
+/// - `atomics` counts thread-level atomic operations (global and shared).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchStats {
+    pub warp_instructions: u64,
+    /// Sum over warp instructions of the lanes at that instruction.
+    pub active_lanes: u64,
+    pub branches: u64,
+    pub divergent_branches: u64,
+    pub barriers: u64,
+    pub shared_accesses: u64,
+    pub shared_bank_conflicts: u64,
+    pub global_requests: u64,
+    pub global_sectors: u64,
+    pub atomics: u64,
+}
+
+impl LaunchStats {
+    /// Average lanes per warp instruction (32 is a fully converged warp).
+    pub fn average_active_lanes(&self) -> f64 {
+        if self.warp_instructions == 0 { 0.0 } else { self.active_lanes as f64 / self.warp_instructions as f64 }
+    }
+
+    /// Average 32-byte sectors per global request.
+    pub fn sectors_per_request(&self) -> f64 {
+        if self.global_requests == 0 { 0.0 } else { self.global_sectors as f64 / self.global_requests as f64 }
+    }
+}
+
+impl fmt::Display for LaunchStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "warp instructions:      {}", self.warp_instructions)?;
+        writeln!(f, "average active lanes:   {:.2}", self.average_active_lanes())?;
+        writeln!(f, "branches:               {}", self.branches)?;
+        writeln!(f, "divergent branches:     {}", self.divergent_branches)?;
+        writeln!(f, "barriers:               {}", self.barriers)?;
+        writeln!(f, "shared accesses:        {}", self.shared_accesses)?;
+        writeln!(f, "shared bank conflicts:  {}", self.shared_bank_conflicts)?;
+        writeln!(f, "global requests:        {}", self.global_requests)?;
+        writeln!(f, "global sectors:         {}", self.global_sectors)?;
+        writeln!(f, "sectors per request:    {:.2}", self.sectors_per_request())?;
+        writeln!(f, "atomics:                {}", self.atomics)
+    }
+}
+
+/// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane.
+pub(crate) fn bank_conflicts(accesses: &[(u64, u32)]) -> u64 {
+    let mut words: Vec<u64> =
+        accesses.iter().flat_map(|&(addr, size)| (addr / 4)..=((addr + size.max(1) as u64 - 1) / 4)).collect();
+    words.sort_unstable();
+    words.dedup();
+    if words.is_empty() {
+        return 0;
+    }
+    let mut per_bank = [0u64; 32];
+    for w in &words {
+        per_bank[(w % 32) as usize] += 1;
+    }
+    let worst = per_bank.iter().copied().max().unwrap_or(0);
+    let minimum = (words.len() as u64).div_ceil(32).max(1);
+    worst.saturating_sub(minimum)
+}
+
+/// Distinct 32-byte sectors touched by one warp-level global access.
+pub(crate) fn sectors(accesses: &[(u64, u32)]) -> u64 {
+    let mut s: Vec<u64> =
+        accesses.iter().flat_map(|&(addr, size)| (addr / 32)..=((addr + size.max(1) as u64 - 1) / 32)).collect();
+    s.sort_unstable();
+    s.dedup();
+    s.len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_words_have_no_conflicts_and_strides_do() {
+        let unit: Vec<(u64, u32)> = (0..32).map(|i| (i * 4, 4)).collect();
+        assert_eq!(bank_conflicts(&unit), 0);
+        let stride2: Vec<(u64, u32)> = (0..32).map(|i| (i * 8, 4)).collect();
+        assert_eq!(bank_conflicts(&stride2), 1);
+        let broadcast: Vec<(u64, u32)> = (0..32).map(|_| (0, 4)).collect();
+        assert_eq!(bank_conflicts(&broadcast), 0);
+        let vec4: Vec<(u64, u32)> = (0..32).map(|i| (i * 16, 16)).collect();
+        assert_eq!(bank_conflicts(&vec4), 0);
+        assert_eq!(sectors(&unit), 4);
+    }
+}
