@@ -97,6 +97,10 @@ pub fn run(technique: &str, body: impl FnOnce(&mut BenchRun) -> Result<()>) -> E
             return ExitCode::FAILURE;
         }
     };
+    if device.is_simulated() {
+        println!("{technique}: benches skipped: the CPU simulator runs kernels but does not time them");
+        return ExitCode::SUCCESS;
+    }
     let mut bench = BenchRun {
         technique: technique.to_string(),
         device,

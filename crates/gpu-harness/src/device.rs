@@ -1,10 +1,12 @@
 //! The device handle, its facts, device buffers, kernels and launches.
 //!
 //! Launchers use only the types in this module (and [`crate::KernelSource`]); none of them names a
-//! cudarc type. That keeps the door open for a second backend (a CPU simulator executing the same
-//! kernels' PTX) behind the same API.
+//! cudarc type. Behind them are two backends: a CUDA GPU (through cudarc), and a CPU simulator
+//! (`ptx-sim`) that executes the same kernels' PTX and counts what they do, chosen with
+//! `GPU_BACKEND=cpu`. The simulator does not time kernels.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -100,11 +102,64 @@ pub struct Device {
 }
 
 struct Inner {
+    facts: DeviceFacts,
+    backend: Backend,
+}
+
+type ModuleKey = (KernelSource, OwnedDefines);
+
+/// Where kernels run.
+enum Backend {
+    Cuda(CudaBackend),
+    Cpu(CpuBackend),
+}
+
+struct CudaBackend {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    facts: DeviceFacts,
     target: Target,
-    modules: Mutex<HashMap<(KernelSource, OwnedDefines), Arc<CudaModule>>>,
+    modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
+}
+
+/// The CPU simulator: one simulated global memory, the parsed PTX modules, and the counters of the
+/// last launch.
+struct CpuBackend {
+    machine: Mutex<ptx_sim::Machine>,
+    modules: Mutex<HashMap<ModuleKey, Arc<ptx_sim::Module>>>,
+    last_counters: Mutex<Option<LaunchCounters>>,
+}
+
+/// What the CPU simulator counted during one launch: warp instructions, divergence, barriers,
+/// shared-memory bank conflicts, global-memory coalescing, atomics.
+pub type LaunchCounters = ptx_sim::LaunchStats;
+
+/// Locks a mutex even if another thread panicked while holding it (the data stays usable).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn sim_error(what: &str, e: ptx_sim::SimError) -> GpuError {
+    GpuError::Launch { kernel: what.to_string(), message: e.to_string() }
+}
+
+/// The bytes of a slice of plain numeric elements.
+fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
+    // Elements are sealed plain numeric types: no padding, every byte initialised.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
+}
+
+/// Elements from their bytes (`bytes.len()` a multiple of the element size).
+fn from_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
+    let mut values = vec![T::default(); bytes.len() / std::mem::size_of::<T>()];
+    // Every bit pattern is a valid value of the sealed numeric element types.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            values.as_mut_ptr().cast::<u8>(),
+            std::mem::size_of_val(&values[..]),
+        )
+    };
+    values
 }
 
 impl std::fmt::Debug for Device {
@@ -121,9 +176,12 @@ impl Device {
         SHARED.get_or_init(Device::open).clone()
     }
 
-    /// Opens GPU 0. Fails with a typed error, never a panic, when the driver, a device or NVRTC is
-    /// missing.
+    /// Opens GPU 0, or the CPU simulator when `GPU_BACKEND=cpu`. Fails with a typed error, never a
+    /// panic, when the driver, a device or NVRTC is missing.
     pub fn open() -> Result<Device> {
+        if std::env::var("GPU_BACKEND").as_deref() == Ok("cpu") {
+            return open_cpu();
+        }
         // cudarc panics when a library or symbol it needs is missing; turn that into an error too.
         match std::panic::catch_unwind(open_uncaught) {
             Ok(result) => result,
@@ -143,6 +201,19 @@ impl Device {
         &self.inner.facts
     }
 
+    /// True on the CPU simulator: kernels run and are counted, but not timed.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self.inner.backend, Backend::Cpu(_))
+    }
+
+    /// On the CPU simulator, what the last launch did; `None` on a GPU.
+    pub fn last_launch_counters(&self) -> Option<LaunchCounters> {
+        match &self.inner.backend {
+            Backend::Cpu(cpu) => lock(&cpu.last_counters).clone(),
+            Backend::Cuda(_) => None,
+        }
+    }
+
     /// Loads kernel `name` from `source`, compiled for this device (cached per process).
     pub fn kernel(&self, source: &KernelSource, name: &str) -> Result<Kernel> {
         self.kernel_with_defines(source, name, &[])
@@ -152,45 +223,79 @@ impl Device {
     /// constants such as a block size).
     pub fn kernel_with_defines(&self, source: &KernelSource, name: &str, defines: &[(&str, String)]) -> Result<Kernel> {
         let key = (*source, compile::owned_defines(defines));
-        let module = {
-            let mut modules = self.inner.modules.lock().unwrap_or_else(|e| e.into_inner());
-            match modules.get(&key) {
-                Some(module) => module.clone(),
-                None => {
-                    let image = compile::compile(source, self.inner.target, defines)?;
-                    let ptx = match image.target {
-                        Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
-                        Target::Ptx { .. } => {
-                            Ptx::from_src(String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string())
+        let missing = || GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() };
+        let backend = match &self.inner.backend {
+            Backend::Cuda(cuda) => {
+                let module = {
+                    let mut modules = lock(&cuda.modules);
+                    match modules.get(&key) {
+                        Some(module) => module.clone(),
+                        None => {
+                            let image = compile::compile(source, cuda.target, defines)?;
+                            let ptx = match image.target {
+                                Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
+                                Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
+                            };
+                            let module =
+                                cuda.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                            modules.insert(key, module.clone());
+                            module
                         }
-                    };
-                    let module =
-                        self.inner.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
-                    modules.insert(key, module.clone());
-                    module
-                }
+                    }
+                };
+                KernelBackend::Cuda(module.load_function(name).map_err(|_| missing())?)
+            }
+            Backend::Cpu(cpu) => {
+                let module = {
+                    let mut modules = lock(&cpu.modules);
+                    match modules.get(&key) {
+                        Some(module) => module.clone(),
+                        None => {
+                            let image = compile::compile(source, Target::Ptx { major: 9, minor: 0 }, defines)?;
+                            let module =
+                                ptx_sim::parse(&ptx_text(&image.bytes)).map_err(|e| sim_error(source.file, e))?;
+                            let module = Arc::new(module);
+                            modules.insert(key, module.clone());
+                            module
+                        }
+                    }
+                };
+                module.kernel(name).ok_or_else(missing)?;
+                KernelBackend::Cpu(module)
             }
         };
-        let function = module
-            .load_function(name)
-            .map_err(|_| GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() })?;
-        Ok(Kernel { function, name: name.to_string() })
+        Ok(Kernel { backend, name: name.to_string() })
     }
 
     /// A zero-filled buffer of `len` elements.
     pub fn alloc<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let slice = if len == 0 { self.inner.stream.null() } else { self.inner.stream.alloc_zeros(len) }
-            .map_err(|e| GpuError::driver("cuMemAlloc", e))?;
-        Ok(DeviceBuffer { slice, device: self.clone() })
+        let storage = match &self.inner.backend {
+            Backend::Cuda(cuda) => Storage::Cuda(
+                if len == 0 { cuda.stream.null() } else { cuda.stream.alloc_zeros(len) }
+                    .map_err(|e| GpuError::driver("cuMemAlloc", e))?,
+            ),
+            Backend::Cpu(cpu) => {
+                let bytes = len
+                    .checked_mul(std::mem::size_of::<T>())
+                    .ok_or_else(|| GpuError::BadInput(format!("a buffer of {len} elements does not fit in memory")))?;
+                let address = lock(&cpu.machine).alloc(bytes).map_err(|e| sim_error("alloc", e))?;
+                Storage::Cpu { address, len, element: PhantomData }
+            }
+        };
+        Ok(DeviceBuffer { storage, device: self.clone() })
     }
 
     /// A buffer holding a copy of `host`.
     pub fn upload<T: Element>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        if host.is_empty() {
-            return self.alloc(0);
+        if let Backend::Cuda(cuda) = &self.inner.backend {
+            if !host.is_empty() {
+                let slice = cuda.stream.clone_htod(host).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
+                return Ok(DeviceBuffer { storage: Storage::Cuda(slice), device: self.clone() });
+            }
         }
-        let slice = self.inner.stream.clone_htod(host).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
-        Ok(DeviceBuffer { slice, device: self.clone() })
+        let mut buffer = self.alloc(host.len())?;
+        buffer.copy_from_host(host)?;
+        Ok(buffer)
     }
 
     /// Starts describing a launch of `kernel`; add its arguments in order, then [`Launch::run`].
@@ -206,39 +311,42 @@ impl Device {
         if src.is_empty() {
             return Ok(());
         }
-        let stream = &self.inner.stream;
-        let (from, _read) = src.buffer.slice.device_ptr(stream);
-        let (to, _write) = dst.slice.device_ptr_mut(stream);
         let bytes = src.len() * std::mem::size_of::<T>();
-        unsafe {
-            cudarc::driver::result::memcpy_dtod_async(
-                to,
-                from + (src.offset * std::mem::size_of::<T>()) as u64,
-                bytes,
-                stream.cu_stream(),
-            )
+        let from = src.device_address();
+        let to = dst.as_view().device_address();
+        match &self.inner.backend {
+            Backend::Cuda(cuda) => {
+                unsafe { cudarc::driver::result::memcpy_dtod_async(to, from, bytes, cuda.stream.cu_stream()) }
+                    .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
+            }
+            Backend::Cpu(cpu) => lock(&cpu.machine).copy(from, to, bytes).map_err(|e| sim_error("copy", e)),
         }
-        .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
     }
 
     /// Waits for all queued work; reports a kernel fault that happened meanwhile.
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+        match &self.inner.backend {
+            Backend::Cuda(cuda) => cuda.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e)),
+            Backend::Cpu(_) => Ok(()), // the simulator runs each launch to completion
+        }
     }
 
     /// Device time, in milliseconds, of the work that `work` queues, measured with CUDA events
     /// recorded before and after it on the device's stream.
     pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
-        let context = &self.inner.context;
+        let Backend::Cuda(cuda) = &self.inner.backend else {
+            return Err(GpuError::Unsupported("timing needs a GPU: the CPU simulator counts, it does not time".into()));
+        };
+        let context = &cuda.context;
         let event = || {
             context
                 .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(|e| GpuError::driver("cuEventCreate", e))
         };
         let (start, end) = (event()?, event()?);
-        start.record(&self.inner.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
+        start.record(&cuda.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
         work()?;
-        end.record(&self.inner.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
+        end.record(&cuda.stream).map_err(|e| GpuError::driver("cuEventRecord", e))?;
         let ms = start.elapsed_ms(&end).map_err(|e| GpuError::driver("cuEventElapsedTime", e))?;
         Ok(f64::from(ms))
     }
@@ -288,7 +396,38 @@ fn open_uncaught() -> Result<Device> {
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
     let target = compile::target_for_device(major, minor)?;
-    Ok(Device { inner: Arc::new(Inner { context, stream, facts, target, modules: Mutex::new(HashMap::new()) }) })
+    let cuda = CudaBackend { context, stream, target, modules: Mutex::new(HashMap::new()) };
+    Ok(Device { inner: Arc::new(Inner { facts, backend: Backend::Cuda(cuda) }) })
+}
+
+/// The CPU simulator as a device: it needs NVRTC (for PTX) but no GPU. Its shape is a small GPU (4
+/// SMs of 2048 threads), so grid-stride plans stay short; its memory is capped at 8 GiB.
+fn open_cpu() -> Result<Device> {
+    let (nvrtc_major, nvrtc_minor) = compile::nvrtc_version()?;
+    let facts = DeviceFacts {
+        name: "ptx-sim (CPU simulator)".into(),
+        compute_capability: (9, 0),
+        multiprocessors: 4,
+        max_threads_per_multiprocessor: 2048,
+        l2_cache_bytes: 0,
+        memory_bytes: 8 << 30,
+        memory_clock_mhz: None,
+        memory_bus_bits: None,
+        driver_cuda_version: "none".into(),
+        driver_release: None,
+        nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
+    };
+    let cpu = CpuBackend {
+        machine: Mutex::new(ptx_sim::Machine::new()),
+        modules: Mutex::new(HashMap::new()),
+        last_counters: Mutex::new(None),
+    };
+    Ok(Device { inner: Arc::new(Inner { facts, backend: Backend::Cpu(cpu) }) })
+}
+
+/// PTX text from NVRTC's NUL-terminated bytes.
+fn ptx_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).trim_end_matches('\0').to_string()
 }
 
 /// The kernel module's release number from `/proc/driver/nvidia/version` (Linux), if readable.
@@ -306,13 +445,30 @@ fn driver_release() -> Option<String> {
 
 /// A buffer of `T` in device memory, freed when dropped.
 pub struct DeviceBuffer<T: Element> {
-    slice: CudaSlice<T>,
+    storage: Storage<T>,
     device: Device,
+}
+
+enum Storage<T> {
+    Cuda(CudaSlice<T>),
+    Cpu { address: u64, len: usize, element: PhantomData<T> },
+}
+
+impl<T: Element> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if let (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) = (&self.storage, &self.device.inner.backend) {
+            // A failed free only leaks simulated memory; there is nothing better to do in drop.
+            let _ = lock(&cpu.machine).free(*address);
+        }
+    }
 }
 
 impl<T: Element> DeviceBuffer<T> {
     pub fn len(&self) -> usize {
-        self.slice.len()
+        match &self.storage {
+            Storage::Cuda(slice) => slice.len(),
+            Storage::Cpu { len, .. } => *len,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -359,7 +515,15 @@ impl<T: Element> DeviceBuffer<T> {
         if host.is_empty() {
             return Ok(());
         }
-        self.device.inner.stream.memcpy_htod(host, &mut self.slice).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+        match (&mut self.storage, &self.device.inner.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
+                cuda.stream.memcpy_htod(host, slice).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+            }
+            (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => {
+                lock(&cpu.machine).write(*address, as_bytes(host)).map_err(|e| sim_error("copy to device", e))
+            }
+            _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
+        }
     }
 
     /// Sets every 32-bit word of the buffer to `word` on the device's stream, without a host copy
@@ -373,11 +537,19 @@ impl<T: Element> DeviceBuffer<T> {
             return Ok(());
         }
         let words = self.len() * size / 4;
-        let stream = &self.device.inner.stream;
-        let (address, _write) = self.slice.device_ptr_mut(stream);
-        unsafe { sys::cuMemsetD32Async(address, word, words, stream.cu_stream()) }
-            .result()
-            .map_err(|e| GpuError::driver("cuMemsetD32Async", e))
+        match (&mut self.storage, &self.device.inner.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
+                let (address, _write) = slice.device_ptr_mut(&cuda.stream);
+                unsafe { sys::cuMemsetD32Async(address, word, words, cuda.stream.cu_stream()) }
+                    .result()
+                    .map_err(|e| GpuError::driver("cuMemsetD32Async", e))
+            }
+            (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => {
+                let bytes: Vec<u8> = std::iter::repeat_n(word.to_le_bytes(), words).flatten().collect();
+                lock(&cpu.machine).write(*address, &bytes).map_err(|e| sim_error("fill", e))
+            }
+            _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
+        }
     }
 
     /// Sets every element to `value`; tests use it to poison outputs before a launch.
@@ -410,18 +582,33 @@ impl<'a, T: Element> DeviceView<'a, T> {
 
     /// Copies the viewed elements back to the host (waits for queued work first).
     pub fn to_host(&self) -> Result<Vec<T>> {
-        let mut host = vec![T::default(); self.len];
-        if self.len > 0 {
-            let stream = &self.buffer.device.inner.stream;
-            let view = self.buffer.slice.slice(self.offset..self.offset + self.len);
-            stream.memcpy_dtoh(&view, &mut host).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
-            stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))?;
+        if self.len == 0 {
+            return Ok(Vec::new());
         }
-        Ok(host)
+        match (&self.buffer.storage, &self.buffer.device.inner.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
+                let mut host = vec![T::default(); self.len];
+                let view = slice.slice(self.offset..self.offset + self.len);
+                cuda.stream.memcpy_dtoh(&view, &mut host).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+                cuda.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))?;
+                Ok(host)
+            }
+            (Storage::Cpu { .. }, Backend::Cpu(cpu)) => {
+                let bytes = lock(&cpu.machine)
+                    .read(self.device_address(), self.len * std::mem::size_of::<T>())
+                    .map_err(|e| sim_error("copy to host", e))?;
+                Ok(from_bytes(&bytes))
+            }
+            _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
+        }
     }
 
     fn device_address(&self) -> u64 {
-        let (base, _sync) = self.buffer.slice.device_ptr(&self.buffer.device.inner.stream);
+        let base = match (&self.buffer.storage, &self.buffer.device.inner.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(cuda)) => slice.device_ptr(&cuda.stream).0,
+            (Storage::Cpu { address, .. }, _) => *address,
+            (Storage::Cuda(_), Backend::Cpu(_)) => 0, // cannot happen: buffers come from their device
+        };
         base + (self.offset * std::mem::size_of::<T>()) as u64
     }
 }
@@ -434,8 +621,13 @@ impl<'a, T: Element> From<&'a DeviceBuffer<T>> for DeviceView<'a, T> {
 
 /// A compiled kernel, loaded on a device.
 pub struct Kernel {
-    function: CudaFunction,
+    backend: KernelBackend,
     name: String,
+}
+
+enum KernelBackend {
+    Cuda(CudaFunction),
+    Cpu(Arc<ptx_sim::Module>),
 }
 
 impl Kernel {
@@ -516,17 +708,40 @@ impl Launch<'_> {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || block.0 == 0 || block.1 == 0 || block.2 == 0 {
             return Err(fail(format!("empty launch: grid {grid:?}, block {block:?}")));
         }
-        let mut builder = self.device.inner.stream.launch_builder(&self.kernel.function);
-        for KernelArg(value) in &self.args {
-            match value {
-                ArgValue::Address(a) => builder.arg(a),
-                ArgValue::U32(x) => builder.arg(x),
-                ArgValue::I32(x) => builder.arg(x),
-                ArgValue::U64(x) => builder.arg(x),
-                ArgValue::F32(x) => builder.arg(x),
-            };
+        match (&self.kernel.backend, &self.device.inner.backend) {
+            (KernelBackend::Cuda(function), Backend::Cuda(cuda)) => {
+                let mut builder = cuda.stream.launch_builder(function);
+                for KernelArg(value) in &self.args {
+                    match value {
+                        ArgValue::Address(a) => builder.arg(a),
+                        ArgValue::U32(x) => builder.arg(x),
+                        ArgValue::I32(x) => builder.arg(x),
+                        ArgValue::U64(x) => builder.arg(x),
+                        ArgValue::F32(x) => builder.arg(x),
+                    };
+                }
+                let config =
+                    cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+                unsafe { builder.launch(config) }.map(|_| ()).map_err(|e| fail(e.to_string()))
+            }
+            (KernelBackend::Cpu(module), Backend::Cpu(cpu)) => {
+                let params: Vec<ptx_sim::ParamValue> = self
+                    .args
+                    .iter()
+                    .map(|KernelArg(value)| match *value {
+                        ArgValue::Address(a) | ArgValue::U64(a) => ptx_sim::ParamValue::U64(a),
+                        ArgValue::U32(x) => ptx_sim::ParamValue::U32(x),
+                        ArgValue::I32(x) => ptx_sim::ParamValue::I32(x),
+                        ArgValue::F32(x) => ptx_sim::ParamValue::F32(x),
+                    })
+                    .collect();
+                let counters = lock(&cpu.machine)
+                    .launch(module, &self.kernel.name, grid, block, shared_bytes, &params)
+                    .map_err(|e| fail(e.to_string()))?;
+                *lock(&cpu.last_counters) = Some(counters);
+                Ok(())
+            }
+            _ => Err(fail("a kernel used with another device's backend".into())),
         }
-        let config = cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
-        unsafe { builder.launch(config) }.map(|_| ()).map_err(|e| fail(e.to_string()))
     }
 }

@@ -46,6 +46,10 @@ pub enum GpuError {
     #[error("{what}: {n} elements is more than this kernel can index (at most {max})")]
     TooLarge { what: String, n: u64, max: u64 },
 
+    /// Something this backend cannot do (timing on the CPU simulator, say).
+    #[error("unsupported here: {0}")]
+    Unsupported(String),
+
     /// Any other input the launcher cannot accept, with the reason.
     #[error("bad input: {0}")]
     BadInput(String),

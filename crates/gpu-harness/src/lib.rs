@@ -28,5 +28,6 @@ pub mod testing;
 pub use compile::KernelSource;
 pub use device::{
     Device, DeviceBuffer, DeviceFacts, DeviceView, Element, GpuShape, Kernel, KernelArg, Launch, LaunchConfig,
+    LaunchCounters,
 };
 pub use error::{GpuError, Result};

@@ -58,6 +58,17 @@ impl Machine {
         self.global.alloc(bytes)
     }
 
+    /// Frees the allocation that [`Machine::alloc`] returned as `addr`.
+    pub fn free(&mut self, addr: u64) -> Result<(), SimError> {
+        self.global.free(addr)
+    }
+
+    /// Copies `len` bytes from device address `from` to device address `to` (device to device).
+    pub fn copy(&mut self, from: u64, to: u64, len: usize) -> Result<(), SimError> {
+        let bytes = self.read(from, len)?;
+        self.write(to, &bytes)
+    }
+
     /// Copies `bytes` to device address `addr`.
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), SimError> {
         let out = self.global.slice_mut(addr, bytes.len()).ok_or(SimError::HostAccess { addr, len: bytes.len() })?;

@@ -39,6 +39,17 @@ impl GlobalMemory {
         Ok(base)
     }
 
+    /// Frees the allocation that starts at `base`. Addresses are never reused, so a stale pointer
+    /// faults instead of reading someone else's buffer.
+    pub(crate) fn free(&mut self, base: u64) -> Result<(), SimError> {
+        let i = self
+            .allocations
+            .binary_search_by_key(&base, |a| a.base)
+            .map_err(|_| SimError::HostAccess { addr: base, len: 0 })?;
+        self.allocations.remove(i);
+        Ok(())
+    }
+
     /// The allocation index and offset holding `[addr, addr + len)`, if one holds all of it.
     fn locate(&self, addr: u64, len: usize) -> Option<(usize, usize)> {
         let i = self.allocations.partition_point(|a| a.base <= addr).checked_sub(1)?;
