@@ -176,12 +176,34 @@ impl Device {
         SHARED.get_or_init(Device::open).clone()
     }
 
-    /// Opens GPU 0, or the CPU simulator when `GPU_BACKEND=cpu`. Fails with a typed error, never a
-    /// panic, when the driver, a device or NVRTC is missing.
+    /// Opens GPU 0 when there is one, otherwise the CPU simulator (which needs NVRTC but no GPU).
+    /// `GPU_BACKEND=cpu` picks the simulator and `GPU_BACKEND=cuda` the GPU, whatever is present;
+    /// `CUDA_REQUIRED=1` also insists on the GPU. Fails with a typed error, never a panic, when
+    /// what is needed is missing.
     pub fn open() -> Result<Device> {
-        if std::env::var("GPU_BACKEND").as_deref() == Ok("cpu") {
-            return open_cpu();
+        let chosen = std::env::var("GPU_BACKEND").ok();
+        let gpu_required = std::env::var("CUDA_REQUIRED").as_deref() == Ok("1");
+        match (chosen.as_deref(), gpu_required) {
+            (Some("cpu"), true) => {
+                Err(GpuError::BadInput("GPU_BACKEND=cpu and CUDA_REQUIRED=1 contradict each other".into()))
+            }
+            (Some("cpu"), false) => Device::simulator(),
+            (Some("cuda"), _) | (None, true) => Device::open_gpu(),
+            (None, false) => match Device::open_gpu() {
+                Err(gpu_error) if gpu_error.is_unavailable() => Device::simulator().map_err(|_| gpu_error),
+                result => result,
+            },
+            (Some(other), _) => Err(GpuError::BadInput(format!("GPU_BACKEND={other}: expected `cuda` or `cpu`"))),
         }
+    }
+
+    /// A fresh CPU simulator (its own memory), whatever hardware is present. Needs NVRTC.
+    pub fn simulator() -> Result<Device> {
+        open_cpu()
+    }
+
+    /// Opens GPU 0 (never the simulator).
+    pub fn open_gpu() -> Result<Device> {
         // cudarc panics when a library or symbol it needs is missing; turn that into an error too.
         match std::panic::catch_unwind(open_uncaught) {
             Ok(result) => result,

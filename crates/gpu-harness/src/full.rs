@@ -13,7 +13,7 @@
 
 use std::fmt::Debug;
 
-use crate::testing::{TestResult, TestRng, TestSuite, check_sum, sum_tolerance};
+use crate::testing::{TestResult, TestRng, TestSuite, check_sum, fits_test_time, sum_tolerance};
 use crate::{Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Result};
 
 /// The 32-bit word tests fill scratch buffers with before a launch: a NaN as f32, and an unlikely
@@ -361,7 +361,8 @@ impl TestSuite {
             .gpu(format!("full_suite::{tag}::f32_dot_product"), |device| {
                 let mut rng = TestRng::new();
                 let mut launcher = F::For::<f32>::create(device)?;
-                for n in [0usize, 1, 3, 4, 5, 255, 257, 4099, 1 << 20, (1 << 20) + 3, (3 << 22) + 11] {
+                let sizes = [0usize, 1, 3, 4, 5, 255, 257, 4099, 1 << 20, (1 << 20) + 3, (3 << 22) + 11];
+                for n in sizes.into_iter().filter(|&n| fits_test_time(device, n).is_none()) {
                     let a = rng.uniform_f32(n + 3, -1.0, 1.0);
                     let b = rng.uniform_f32(n + 3, -1.0, 1.0);
                     let (da, db) = (device.upload(&a)?, device.upload(&b)?);
@@ -416,8 +417,9 @@ impl TestSuite {
     fn typed_full_suite<F: FullReductionFamily, T: ReduceElement>(self) -> Self {
         let mut suite = self;
         for n in full_sizes() {
-            suite = suite.gpu(
+            suite = suite.gpu_if(
                 format!("full_suite::{}::{}::n_{n}", crate::testing::short_type_name::<F>(), T::SUFFIX),
+                move |device| fits_test_time(device, n + 3),
                 move |device| {
                     let mut rng = TestRng::new();
                     let mut launcher = F::For::<T>::create(device)?;
@@ -458,5 +460,6 @@ impl TestSuite {
 /// `None` when the device has at least `bytes` of memory, else the reason to skip.
 pub fn enough_memory(device: &Device, bytes: u64) -> Option<String> {
     let have = device.facts().memory_bytes;
-    (have < bytes).then(|| format!("needs {} GiB of GPU memory, this GPU has {}", bytes >> 30, have >> 30))
+    (have < bytes)
+        .then(|| format!("needs {} GiB of device memory, {} has {}", bytes >> 30, device.facts().name, have >> 30))
 }

@@ -7,7 +7,9 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::bench::BenchRun;
-use crate::testing::{Failed, TestResult, TestRng, TestSuite, check_sum, exact_integer_bound, rows};
+use crate::testing::{
+    Failed, TestResult, TestRng, TestSuite, check_sum, exact_integer_bound, fits_test_time, rows, test_size,
+};
 use crate::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result};
 
 /// One kernel launch of a reduction: which kernel, its shape, and how many values it turns into
@@ -107,38 +109,50 @@ impl TestSuite {
         let mut suite = self;
         for n in sizes {
             suite = suite
-                .gpu(format!("sum_suite::{tag}::integers_exact::n_{n}"), move |device| {
-                    let mut rng = TestRng::new();
-                    let input = rng.small_integers_f32(n, exact_integer_bound(n));
-                    let got = sum_of(device, &mut R::create(device)?, &input)?;
-                    check_sum(&rng, "integer-valued floats", &input, got, true)
-                })
-                .gpu(format!("sum_suite::{tag}::random_floats::n_{n}"), move |device| {
-                    let mut rng = TestRng::new();
-                    let input = rng.uniform_f32(n, -1.0, 1.0);
-                    let got = sum_of(device, &mut R::create(device)?, &input)?;
-                    check_sum(&rng, "uniform floats in [-1, 1)", &input, got, false)
-                });
+                .gpu_if(
+                    format!("sum_suite::{tag}::integers_exact::n_{n}"),
+                    move |d| fits_test_time(d, n),
+                    move |device| {
+                        let mut rng = TestRng::new();
+                        let input = rng.small_integers_f32(n, exact_integer_bound(n));
+                        let got = sum_of(device, &mut R::create(device)?, &input)?;
+                        check_sum(&rng, "integer-valued floats", &input, got, true)
+                    },
+                )
+                .gpu_if(
+                    format!("sum_suite::{tag}::random_floats::n_{n}"),
+                    move |d| fits_test_time(d, n),
+                    move |device| {
+                        let mut rng = TestRng::new();
+                        let input = rng.uniform_f32(n, -1.0, 1.0);
+                        let got = sum_of(device, &mut R::create(device)?, &input)?;
+                        check_sum(&rng, "uniform floats in [-1, 1)", &input, got, false)
+                    },
+                );
         }
         suite
             .gpu(format!("sum_suite::{tag}::random_sizes"), |device| {
                 let mut rng = TestRng::new();
                 let mut reducer = R::create(device)?;
                 for _ in 0..4 {
-                    let n = rng.size_in(1..=3_000_000);
+                    let n = rng.size_in(1..=test_size(device, 3_000_000, 300_000));
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut reducer, &input)?;
                     check_sum(&rng, "integer-valued floats at a random size", &input, got, true)?;
                 }
                 Ok(())
             })
-            .gpu(format!("sum_suite::{tag}::large_non_power_of_two"), |device| {
-                let mut rng = TestRng::new();
-                let n = (3 << 22) + 11;
-                let input = rng.small_integers_f32(n, exact_integer_bound(n));
-                let got = sum_of(device, &mut R::create(device)?, &input)?;
-                check_sum(&rng, "integer-valued floats", &input, got, true)
-            })
+            .gpu_if(
+                format!("sum_suite::{tag}::large_non_power_of_two"),
+                |d| fits_test_time(d, (3 << 22) + 11),
+                |device| {
+                    let mut rng = TestRng::new();
+                    let n = (3 << 22) + 11;
+                    let input = rng.small_integers_f32(n, exact_integer_bound(n));
+                    let got = sum_of(device, &mut R::create(device)?, &input)?;
+                    check_sum(&rng, "integer-valued floats", &input, got, true)
+                },
+            )
             .gpu(format!("sum_suite::{tag}::view_at_odd_offset"), |device| {
                 let mut rng = TestRng::new();
                 let host = rng.small_integers_f32(100_003, 8);

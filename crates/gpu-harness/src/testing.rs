@@ -183,6 +183,23 @@ pub fn short_type_name<T: ?Sized>() -> String {
     short.replace(' ', "")
 }
 
+/// The largest input the test suites give the CPU simulator: it executes a few million warp
+/// instructions per second, so larger cases (which run on every GPU) are reported as ignored there,
+/// with the reason.
+pub const SIMULATOR_MAX_ELEMENTS: usize = 1 << 21;
+
+/// `None` when `device` runs an input of `n` elements in test time (always, on a GPU); otherwise
+/// the reason to skip it.
+pub fn fits_test_time(device: &Device, n: usize) -> Option<String> {
+    (device.is_simulated() && n > SIMULATOR_MAX_ELEMENTS)
+        .then(|| format!("{n} elements is too many for the CPU simulator in a test (at most {SIMULATOR_MAX_ELEMENTS})"))
+}
+
+/// `on_gpu` elements on a GPU, `on_simulator` on the CPU simulator.
+pub fn test_size(device: &Device, on_gpu: usize, on_simulator: usize) -> usize {
+    if device.is_simulated() { on_simulator } else { on_gpu }
+}
+
 /// The largest magnitude for [`TestRng::small_integers_f32`] that keeps every partial sum of `n`
 /// values exact in f32 (below 2^24), capped at 8.
 pub fn exact_integer_bound(n: usize) -> i32 {

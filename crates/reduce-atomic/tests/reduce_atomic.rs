@@ -4,7 +4,7 @@
 
 use gpu_harness::GpuShape;
 use gpu_harness::full::{FullReduction, SumOf};
-use gpu_harness::testing::{TestRng, TestSuite};
+use gpu_harness::testing::{TestRng, TestSuite, test_size};
 use reduce_atomic::{AtomicFamily, AtomicReduce, DeterministicFamily, DeterministicReduce, plan};
 
 fn main() -> std::process::ExitCode {
@@ -23,7 +23,8 @@ fn main() -> std::process::ExitCode {
         .gpu("deterministic::bit_identical_from_run_to_run", |device| {
             let mut rng = TestRng::new();
             let mut reducer = DeterministicReduce::<f32>::new(device)?;
-            for n in [1 << 24, rng.size_in(1_000_000..=30_000_000)] {
+            let sizes = [test_size(device, 1 << 24, 1 << 16), rng.size_in(test_size(device, 1_000_000, 100_000)..=test_size(device, 30_000_000, 300_000))];
+            for n in sizes {
                 let host = rng.uniform_f32(n, -1.0, 1.0);
                 let input = device.upload(&host)?;
                 let first = reducer.sum(input.as_view())?.to_bits();
@@ -43,7 +44,7 @@ fn main() -> std::process::ExitCode {
         .gpu("deterministic::matches_across_launchers", |device| {
             // Two launchers (two ticket counters) interleaved on one stream give the same bits.
             let mut rng = TestRng::new();
-            let host = rng.uniform_f32(5_000_011, -1.0, 1.0);
+            let host = rng.uniform_f32(test_size(device, 5_000_011, 300_007), -1.0, 1.0);
             let input = device.upload(&host)?;
             let (mut a, mut b) = (DeterministicReduce::<f32>::new(device)?, DeterministicReduce::<f32>::new(device)?);
             let (x, y) = (a.sum(input.as_view())?, b.sum(input.as_view())?);

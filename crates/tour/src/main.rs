@@ -56,6 +56,14 @@ fn tour(options: &Options, out: &Path) -> bool {
             return false;
         }
     };
+    if device.is_simulated() {
+        eprintln!(
+            "tour: no GPU here, only the CPU simulator, which runs kernels but does not time them. \
+             The tour measures, so it needs an NVIDIA GPU; `cargo test --workspace` checks every kernel \
+             on the simulator, and `cargo run --release -- --charts` re-renders the book."
+        );
+        return false;
+    }
     let sizes = options.sizes();
     let chosen: Vec<&'static Step> = STEPS.iter().filter(|s| options.wants(s.technique)).collect();
     let ticks_at = |n: usize| chosen.iter().filter(|s| s.runs_at(n)).count() as u64;
