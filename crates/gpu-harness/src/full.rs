@@ -457,6 +457,16 @@ impl TestSuite {
     }
 }
 
+/// Runs the f32 sum of launcher `L` once on [`crate::reduction::fixed_integer_input`] on a fresh
+/// CPU simulator and returns what its (last) launch did, as text.
+pub fn counters_snapshot<L: FullReduction<f32>>(kernel: &str) -> std::result::Result<String, crate::testing::Failed> {
+    let device = Device::simulator()?;
+    let input = device.upload(&crate::reduction::fixed_integer_input())?;
+    L::create(&device)?.queue(ReduceOp::Sum, input.as_view())?;
+    let counters = device.last_launch_counters().ok_or("the simulator recorded no launch")?;
+    Ok(format!("{kernel} on {} elements, 256 threads per block:\n{counters}", input.len()))
+}
+
 /// `None` when the device has at least `bytes` of memory, else the reason to skip.
 pub fn enough_memory(device: &Device, bytes: u64) -> Option<String> {
     let have = device.facts().memory_bytes;

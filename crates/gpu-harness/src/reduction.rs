@@ -401,8 +401,19 @@ pub fn partials_snapshot<S: HostFinishedStep>(device: &Device) -> std::result::R
     Ok(rows(&partials, 10))
 }
 
-/// Adds, for each listed [`HostFinishedStep`], two snapshot tests to a [`TestSuite`]: its launch
-/// plans (no GPU needed) and its block partials of [`fixed_integer_input`] (on the GPU). A macro,
+/// Runs step `S` once on [`fixed_integer_input`] on a fresh CPU simulator and returns what the
+/// launch did (warp instructions, divergence, barriers, bank conflicts, coalescing), as text.
+pub fn counters_snapshot<S: HostFinishedStep>() -> std::result::Result<String, Failed> {
+    let device = Device::simulator()?;
+    let input = device.upload(&fixed_integer_input())?;
+    HostFinishedSum::<S>::new(&device)?.block_partials(input.as_view())?;
+    let counters = device.last_launch_counters().ok_or("the simulator recorded no launch")?;
+    Ok(format!("{} on {} elements, 256 threads per block:\n{counters}", S::KERNEL, input.len()))
+}
+
+/// Adds, for each listed [`HostFinishedStep`], three snapshot tests to a [`TestSuite`]: its launch
+/// plans (no GPU needed), its block partials of [`fixed_integer_input`] (on the GPU, or the
+/// simulator), and the simulator's counters for that launch (NVRTC only). A macro,
 /// so that the snapshots live in the calling crate's `tests/snapshots` (the crate needs `insta`
 /// as a dev-dependency).
 #[macro_export]
@@ -420,6 +431,11 @@ macro_rules! step_snapshot_tests {
                 .gpu(format!("{step}::partials_of_fixed_input"), move |device| {
                     let partials = $crate::reduction::partials_snapshot::<$step>(device)?;
                     insta::assert_snapshot!(format!("{step}_partials_of_fixed_input"), partials);
+                    Ok(())
+                })
+                .nvrtc_if(format!("{step}::simulator_counters"), $crate::testing::counters_comparable, move || {
+                    let counters = $crate::reduction::counters_snapshot::<$step>()?;
+                    insta::assert_snapshot!(format!("{step}_simulator_counters"), counters);
                     Ok(())
                 });
         )+

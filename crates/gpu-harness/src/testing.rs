@@ -64,6 +64,27 @@ impl TestSuite {
         self
     }
 
+    /// A test that needs NVRTC and runs only where `requirement` returns `None`; elsewhere it is
+    /// reported as ignored with the reason it returns.
+    pub fn nvrtc_if(
+        mut self,
+        name: impl Into<String>,
+        requirement: impl FnOnce() -> Option<String> + Send + 'static,
+        test: impl FnOnce() -> TestResult + Send + 'static,
+    ) -> Self {
+        self.trials.push(Trial::ignorable_test(name, move || match crate::compile::load_nvrtc() {
+            Ok(()) => match requirement() {
+                None => test().map(|()| Completion::Completed),
+                Some(reason) => Ok(Completion::ignored_with(reason)),
+            },
+            Err(e) if env_flag("NVRTC_REQUIRED") || env_flag("CUDA_REQUIRED") => {
+                Err(format!("NVRTC is required here but unavailable: {e}").into())
+            }
+            Err(e) => Ok(Completion::ignored_with(format!("no NVRTC: {e}"))),
+        }));
+        self
+    }
+
     /// A test that runs kernels on the GPU.
     pub fn gpu(mut self, name: impl Into<String>, test: impl FnOnce(&Device) -> TestResult + Send + 'static) -> Self {
         self.trials.push(Trial::ignorable_test(name, move || match Device::shared() {
@@ -181,6 +202,22 @@ pub fn short_type_name<T: ?Sized>() -> String {
     }
     short.push_str(word.rsplit("::").next().unwrap_or_default());
     short.replace(' ', "")
+}
+
+/// The NVRTC the simulator's counter snapshots were recorded with. Another NVRTC emits other PTX,
+/// so other counts: CI installs this version (`.ci/run`), and elsewhere those tests are ignored.
+pub const COUNTERS_NVRTC: (u32, u32) = (13, 5);
+
+/// `None` when this NVRTC is [`COUNTERS_NVRTC`], else why counter snapshots cannot be compared.
+pub fn counters_comparable() -> Option<String> {
+    match crate::compile::nvrtc_version() {
+        Ok(version) if version == COUNTERS_NVRTC => None,
+        Ok((major, minor)) => Some(format!(
+            "counter snapshots were recorded with NVRTC {}.{}; this is NVRTC {major}.{minor}, whose PTX differs",
+            COUNTERS_NVRTC.0, COUNTERS_NVRTC.1
+        )),
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// The largest input the test suites give the CPU simulator: it executes a few million warp

@@ -3,8 +3,8 @@
 //! results of the deterministic finish; the launch plans.
 
 use gpu_harness::GpuShape;
-use gpu_harness::full::{FullReduction, SumOf};
-use gpu_harness::testing::{TestRng, TestSuite, test_size};
+use gpu_harness::full::{FullReduction, SumOf, counters_snapshot};
+use gpu_harness::testing::{TestRng, TestSuite, counters_comparable, test_size};
 use reduce_atomic::{AtomicFamily, AtomicReduce, DeterministicFamily, DeterministicReduce, plan};
 
 fn main() -> std::process::ExitCode {
@@ -18,6 +18,12 @@ fn main() -> std::process::ExitCode {
             let plans: Vec<String> =
                 sizes.iter().map(|&n| plan("last_block_sum_f32", n, GpuShape::HOPPER_132_SMS).to_string()).collect();
             insta::assert_snapshot!("launch_plans", plans.join("\n"));
+            Ok(())
+        })
+        .nvrtc_if("simulator_counters", counters_comparable, || {
+            let atomic = counters_snapshot::<AtomicReduce<f32>>("atomic_sum_f32")?;
+            let last_block = counters_snapshot::<DeterministicReduce<f32>>("last_block_sum_f32")?;
+            insta::assert_snapshot!("atomic_simulator_counters", format!("{atomic}\n{last_block}"));
             Ok(())
         })
         .gpu("deterministic::bit_identical_from_run_to_run", |device| {

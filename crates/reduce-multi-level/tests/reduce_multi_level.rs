@@ -3,8 +3,8 @@
 //! the CPU, and snapshots of the pass structure and the row plans.
 
 use gpu_harness::GpuShape;
-use gpu_harness::full::{POISON_WORD, SumOf};
-use gpu_harness::testing::{TestRng, TestSuite, check_sum, exact_integer_bound, fits_test_time};
+use gpu_harness::full::{POISON_WORD, SumOf, counters_snapshot};
+use gpu_harness::testing::{TestRng, TestSuite, check_sum, counters_comparable, exact_integer_bound, fits_test_time};
 use reduce_multi_level::{MultiLevel, MultiLevelFamily, RowSums, SINGLE_BLOCK_LIMIT, plan, rows_plan};
 
 /// Row shapes tested on the GPU: single elements, short and long rows, odd sizes, empty matrices.
@@ -94,6 +94,11 @@ fn main() -> std::process::ExitCode {
                 }
                 other => Err(format!("expected BadInput, got {other:?}").into()),
             }
+        })
+        .nvrtc_if("simulator_counters", counters_comparable, || {
+            let counters = counters_snapshot::<MultiLevel<f32>>("multi_level_sum_f32")?;
+            insta::assert_snapshot!("multi_level_simulator_counters", counters);
+            Ok(())
         })
         .gpu("poison_word_is_nan_for_f32", |_| {
             if f32::from_bits(POISON_WORD).is_nan() { Ok(()) } else { Err("POISON_WORD must be a NaN".into()) }
