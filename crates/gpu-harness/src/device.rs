@@ -190,7 +190,9 @@ impl Device {
             (Some("cpu"), false) => Device::simulator(),
             (Some("cuda"), _) | (None, true) => Device::open_gpu(),
             (None, false) => match Device::open_gpu() {
-                Err(gpu_error) if gpu_error.is_unavailable() => Device::simulator().map_err(|_| gpu_error),
+                Err(gpu_error) if gpu_error.is_unavailable() => Device::simulator().map_err(|simulator_error| {
+                    GpuError::NoBackend { gpu: gpu_error.to_string(), simulator: simulator_error.to_string() }
+                }),
                 result => result,
             },
             (Some(other), _) => Err(GpuError::BadInput(format!("GPU_BACKEND={other}: expected `cuda` or `cpu`"))),

@@ -30,6 +30,10 @@ pub enum GpuError {
     #[error("{file}:{line}: kernel failed to compile; NVRTC's log:\n{log}", line = line.map_or("?".to_string(), |l| l.to_string()))]
     Compile { file: String, line: Option<u32>, log: String },
 
+    /// Neither backend can run kernels here: no usable GPU, and no NVRTC for the CPU simulator.
+    #[error("no CUDA GPU ({gpu}) and no CPU simulator ({simulator})")]
+    NoBackend { gpu: String, simulator: String },
+
     /// A kernel named by a launcher is not in its compiled module.
     #[error("kernel `{kernel}` not found in {file}: is it declared `extern \"C\" __global__`?")]
     MissingKernel { file: String, kernel: String },
@@ -58,7 +62,13 @@ pub enum GpuError {
 impl GpuError {
     /// True for the errors that mean "this machine cannot run kernels" rather than "this code is wrong".
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, GpuError::NoDriver { .. } | GpuError::NoDevice { .. } | GpuError::NoCompiler { .. })
+        matches!(
+            self,
+            GpuError::NoDriver { .. }
+                | GpuError::NoDevice { .. }
+                | GpuError::NoCompiler { .. }
+                | GpuError::NoBackend { .. }
+        )
     }
 
     pub(crate) fn driver(call: &'static str, err: impl fmt::Display) -> Self {

@@ -13,9 +13,11 @@
 //! }
 //! ```
 //!
-//! Without a GPU, `gpu` tests are reported as `ignored (no CUDA GPU: ...)`, never as passed; with
-//! `CUDA_REQUIRED=1` they fail instead. `nvrtc` tests need only the NVRTC library (no GPU) and are
-//! ignored the same way when it is missing, unless `NVRTC_REQUIRED=1` or `CUDA_REQUIRED=1`.
+//! `gpu` tests run on [`Device::shared`]: the GPU when there is one, else the CPU simulator (which
+//! needs NVRTC). With neither they are reported as `ignored (no CUDA GPU (...) and no CPU simulator
+//! (...))`, never as passed; with `CUDA_REQUIRED=1` a missing GPU fails them instead. `nvrtc` tests
+//! need only the NVRTC library (no GPU) and are ignored when it is missing, unless
+//! `NVRTC_REQUIRED=1` or `CUDA_REQUIRED=1`.
 
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -92,7 +94,7 @@ impl TestSuite {
             Err(e) if env_flag("CUDA_REQUIRED") || !e.is_unavailable() => {
                 Err(format!("CUDA_REQUIRED=1 but the GPU is unavailable: {e}").into())
             }
-            Err(e) => Ok(Completion::ignored_with(format!("no CUDA GPU: {}", first_line(&e)))),
+            Err(e) => Ok(Completion::ignored_with(first_line(&e))),
         }));
         self
     }
@@ -113,7 +115,7 @@ impl TestSuite {
             Err(e) if env_flag("CUDA_REQUIRED") || !e.is_unavailable() => {
                 Err(format!("CUDA_REQUIRED=1 but the GPU is unavailable: {e}").into())
             }
-            Err(e) => Ok(Completion::ignored_with(format!("no CUDA GPU: {}", first_line(&e)))),
+            Err(e) => Ok(Completion::ignored_with(first_line(&e))),
         }));
         self
     }
