@@ -74,6 +74,12 @@ impl GpuShape {
     pub fn resident_blocks(&self, threads: u32) -> u32 {
         self.multiprocessors * (self.max_threads_per_multiprocessor / threads.max(1)).max(1)
     }
+
+    /// Threads of one full wave of blocks of `threads`: where a grid-stride loop starts its second
+    /// stride (tests put sizes around it).
+    pub fn threads_in_one_wave(&self, threads: u32) -> usize {
+        self.resident_blocks(threads) as usize * threads as usize
+    }
 }
 
 impl DeviceFacts {

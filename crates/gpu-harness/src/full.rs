@@ -328,7 +328,7 @@ fn check_all_ops<T: ReduceElement, L: FullReduction<T>>(
 /// Sizes of the full-reduction suite: the shared edge sizes, sizes around one full grid of an
 /// H100/H200 (1056 blocks of 256 threads, 4 elements each), and large ones.
 fn full_sizes() -> Vec<usize> {
-    let grid = GpuShape::HOPPER_132_SMS.resident_blocks(256) as usize * 256 * 4;
+    let grid = GpuShape::HOPPER_132_SMS.threads_in_one_wave(256) * 4;
     let mut sizes: Vec<usize> =
         crate::reduction::EDGE_SIZES.iter().copied().chain([2, 3, 5, 4095, 4097, grid - 1, grid, grid + 5]).collect();
     sizes.push((3 << 22) + 11);

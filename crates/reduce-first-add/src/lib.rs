@@ -68,7 +68,7 @@ impl HostFinishedStep for GridStride {
 
     fn boundary_sizes() -> Vec<usize> {
         // Around one full grid of an H100/H200 (1056 blocks of 256 threads).
-        let grid = GpuShape::HOPPER_132_SMS.resident_blocks(BLOCK_SIZE) as usize * BLOCK_SIZE as usize;
+        let grid = GpuShape::HOPPER_132_SMS.threads_in_one_wave(BLOCK_SIZE);
         vec![grid - 1, grid, grid + 1, 3 * grid + 7]
     }
 }

@@ -22,7 +22,7 @@ pub const BLOCK_SIZE: u32 = 256;
 const SOURCE: KernelSource = kernel_source!("reduce_shuffle.cu");
 
 fn grid_boundaries() -> Vec<usize> {
-    let grid = GpuShape::HOPPER_132_SMS.resident_blocks(BLOCK_SIZE) as usize * BLOCK_SIZE as usize;
+    let grid = GpuShape::HOPPER_132_SMS.threads_in_one_wave(BLOCK_SIZE);
     vec![3, 4, 5, 7, 8, 9, 63, 64, 65, grid - 1, grid + 1, 4 * grid + 3]
 }
 

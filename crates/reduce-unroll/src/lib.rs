@@ -29,7 +29,7 @@ fn grid_stride(kernel: &'static str, n: usize, gpu: GpuShape, shared_bytes: u32)
 }
 
 fn grid_boundaries() -> Vec<usize> {
-    let grid = GpuShape::HOPPER_132_SMS.resident_blocks(BLOCK_SIZE) as usize * BLOCK_SIZE as usize;
+    let grid = GpuShape::HOPPER_132_SMS.threads_in_one_wave(BLOCK_SIZE);
     vec![63, 64, 65, grid - 1, grid + 1]
 }
 
