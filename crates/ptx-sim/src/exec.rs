@@ -941,18 +941,10 @@ impl Block<'_> {
             (Type::F(db), Type::F(sb)) => {
                 let x = if sb == 32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
                 let x = if i.has("ftz") && sb == 32 { ftz32(x as f32) as f64 } else { x };
-                let x = if i.has("rni") {
-                    x.round_ties_even()
-                } else if i.has("rzi") {
-                    x.trunc()
-                } else if i.has("rmi") {
-                    x.floor()
-                } else if i.has("rpi") {
-                    x.ceil()
-                } else if db < sb && ["rz", "rm", "rp"].iter().any(|m| i.has(m)) {
-                    return self.unsupported(i);
-                } else {
-                    x
+                let x = match round_to_integer(i, x) {
+                    Some(rounded) => rounded,
+                    None if db < sb && ["rz", "rm", "rp"].iter().any(|m| i.has(m)) => return self.unsupported(i),
+                    None => x,
                 };
                 let x = if sat { if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) } } else { x };
                 if db == 32 { f32_result(x as f32) } else { f64_result(x) }
@@ -969,15 +961,7 @@ impl Block<'_> {
             }
             (_, Type::F(sb)) => {
                 let x = if sb == 32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
-                let x = if i.has("rni") {
-                    x.round_ties_even()
-                } else if i.has("rzi") {
-                    x.trunc()
-                } else if i.has("rmi") {
-                    x.floor()
-                } else if i.has("rpi") {
-                    x.ceil()
-                } else {
+                let Some(x) = round_to_integer(i, x) else {
                     return self.unsupported(i);
                 };
                 let (lo, hi) = int_range(dst);
@@ -1159,5 +1143,21 @@ impl Block<'_> {
             self.set(lo + l, &i.args[0], v).map_err(|f| (lo + l, f))?;
         }
         Ok(())
+    }
+}
+
+/// `x` rounded to an integer by `cvt`'s integer rounding modifier (`.rni`, `.rzi`, `.rmi`, `.rpi`),
+/// or `None` when the instruction has none of them.
+fn round_to_integer(i: &Instr, x: f64) -> Option<f64> {
+    if i.has("rni") {
+        Some(x.round_ties_even())
+    } else if i.has("rzi") {
+        Some(x.trunc())
+    } else if i.has("rmi") {
+        Some(x.floor())
+    } else if i.has("rpi") {
+        Some(x.ceil())
+    } else {
+        None
     }
 }
