@@ -144,6 +144,21 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The module cached under `key`, built by `build` (and cached) the first time it is asked for.
+fn cached<M: Clone>(
+    cache: &Mutex<HashMap<ModuleKey, M>>,
+    key: ModuleKey,
+    build: impl FnOnce() -> Result<M>,
+) -> Result<M> {
+    let mut modules = lock(cache);
+    if let Some(module) = modules.get(&key) {
+        return Ok(module.clone());
+    }
+    let module = build()?;
+    modules.insert(key, module.clone());
+    Ok(module)
+}
+
 fn sim_error(what: &str, e: ptx_sim::SimError) -> GpuError {
     GpuError::Launch { kernel: what.to_string(), message: e.to_string() }
 }
@@ -256,40 +271,22 @@ impl Device {
         let missing = || GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() };
         let backend = match &self.inner.backend {
             Backend::Cuda(cuda) => {
-                let module = {
-                    let mut modules = lock(&cuda.modules);
-                    match modules.get(&key) {
-                        Some(module) => module.clone(),
-                        None => {
-                            let image = compile::compile(source, cuda.target, defines)?;
-                            let ptx = match image.target {
-                                Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
-                                Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
-                            };
-                            let module =
-                                cuda.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
-                            modules.insert(key, module.clone());
-                            module
-                        }
-                    }
-                };
+                let module = cached(&cuda.modules, key, || {
+                    let image = compile::compile(source, cuda.target, defines)?;
+                    let ptx = match image.target {
+                        Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
+                        Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
+                    };
+                    cuda.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))
+                })?;
                 KernelBackend::Cuda(module.load_function(name).map_err(|_| missing())?)
             }
             Backend::Cpu(cpu) => {
-                let module = {
-                    let mut modules = lock(&cpu.modules);
-                    match modules.get(&key) {
-                        Some(module) => module.clone(),
-                        None => {
-                            let image = compile::compile(source, Target::Ptx { major: 9, minor: 0 }, defines)?;
-                            let module =
-                                ptx_sim::parse(&ptx_text(&image.bytes)).map_err(|e| sim_error(source.file, e))?;
-                            let module = Arc::new(module);
-                            modules.insert(key, module.clone());
-                            module
-                        }
-                    }
-                };
+                let module = cached(&cpu.modules, key, || {
+                    let image = compile::compile(source, Target::Ptx { major: 9, minor: 0 }, defines)?;
+                    let module = ptx_sim::parse(&ptx_text(&image.bytes)).map_err(|e| sim_error(source.file, e))?;
+                    Ok(Arc::new(module))
+                })?;
                 module.kernel(name).ok_or_else(missing)?;
                 KernelBackend::Cpu(module)
             }

@@ -167,6 +167,8 @@ integer_element!(u32, "u32", u64, "sum_u64");
 pub trait FullReduction<T: ReduceElement>: Sized + Send + 'static {
     /// Compiles (or fetches from the cache) the kernels; allocates only small fixed buffers.
     fn create(device: &Device) -> Result<Self>;
+    /// Grows the scratch buffers to what `n` elements need, so that no timed call allocates.
+    fn reserve(&mut self, n: usize) -> Result<()>;
     /// Sizes the scratch buffers for `n` elements and fills every word of them with [`POISON_WORD`].
     fn poison_scratch(&mut self, n: usize) -> Result<()>;
     /// Queues `op` over `input` (not empty); the result stays on the device, in [`Self::result`].

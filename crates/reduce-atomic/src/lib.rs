@@ -195,6 +195,10 @@ impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
         Self::new(device)
     }
 
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        SinglePass::reserve(self, n)
+    }
+
     fn poison_scratch(&mut self, n: usize) -> Result<()> {
         self.reserve(n)?;
         self.poison_buffers()

@@ -178,6 +178,10 @@ impl<T: ReduceElement> FullReduction<T> for MultiLevel<T> {
         Self::new(device)
     }
 
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        MultiLevel::reserve(self, n)
+    }
+
     fn poison_scratch(&mut self, n: usize) -> Result<()> {
         self.reserve(n)?;
         self.poison_buffers()

@@ -95,9 +95,12 @@ fn finished_on_device_bytes(n: usize) -> u64 {
     4 * n as u64 + 4
 }
 
-impl Runner for MultiLevel<f32> {
+/// Any reduction finished on the device, summing f32 (multi-level, atomic, last block).
+pub struct OnDevice<L>(L);
+
+impl<L: FullReduction<f32>> Runner for OnDevice<L> {
     fn reserve(&mut self, n: usize) -> Result<()> {
-        MultiLevel::<f32>::reserve(self, n)
+        self.0.reserve(n)
     }
 
     fn bytes(&self, n: usize) -> Result<u64> {
@@ -105,29 +108,11 @@ impl Runner for MultiLevel<f32> {
     }
 
     fn queue(&mut self, input: DeviceView<'_, f32>) -> Result<()> {
-        <Self as FullReduction<f32>>::queue(self, ReduceOp::Sum, input)
+        self.0.queue(ReduceOp::Sum, input)
     }
 
     fn check(&mut self, what: &str, rng: &TestRng, input: DeviceView<'_, f32>, host: &[f32]) -> Check {
-        check_device_sum(rng, what, host, <Self as FullReduction<f32>>::sum(self, input))
-    }
-}
-
-impl<F: Finish> Runner for SinglePass<f32, F> {
-    fn reserve(&mut self, n: usize) -> Result<()> {
-        SinglePass::<f32, F>::reserve(self, n)
-    }
-
-    fn bytes(&self, n: usize) -> Result<u64> {
-        Ok(finished_on_device_bytes(n))
-    }
-
-    fn queue(&mut self, input: DeviceView<'_, f32>) -> Result<()> {
-        <Self as FullReduction<f32>>::queue(self, ReduceOp::Sum, input)
-    }
-
-    fn check(&mut self, what: &str, rng: &TestRng, input: DeviceView<'_, f32>, host: &[f32]) -> Check {
-        check_device_sum(rng, what, host, <Self as FullReduction<f32>>::sum(self, input))
+        check_device_sum(rng, what, host, self.0.sum(input))
     }
 }
 
@@ -206,7 +191,7 @@ fn build_host<S: HostFinishedStep>(device: &Device) -> Result<Box<dyn Runner>> {
 }
 
 fn build_single_pass<F: Finish>(device: &Device) -> Result<Box<dyn Runner>> {
-    boxed(SinglePass::<f32, F>::new(device))
+    boxed(SinglePass::<f32, F>::new(device).map(OnDevice))
 }
 
 fn build_rows<const ROWS: usize, const COLS: usize>(device: &Device) -> Result<Box<dyn Runner>> {
@@ -249,7 +234,7 @@ pub const STEPS: &[Step] = &[
         technique: "reduce-multi-level",
         name: "multi-level",
         kind: Kind::Ladder,
-        build: |device| boxed(MultiLevel::<f32>::new(device)),
+        build: |device| boxed(MultiLevel::<f32>::new(device).map(OnDevice)),
     },
     rows::<{ 1 << 20 }, 256>("rows-2^20x256"),
     rows::<16, { 1 << 24 }>("rows-16x2^24"),
