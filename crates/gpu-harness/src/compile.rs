@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::nvrtc::sys;
@@ -229,16 +230,10 @@ fn find_and_load_nvrtc() -> Result<()> {
     if unsafe { sys::is_culib_present() } {
         return Ok(());
     }
-    // Not on the loader's path: try the usual toolkit folders. Once a library with the soname
-    // `libnvrtc.so.13` (or .12) is loaded, the loader hands it out for that name, so cudarc finds it.
-    let mut folders: Vec<std::path::PathBuf> = Vec::new();
-    for var in ["NVRTC_LIB_DIR", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(dir) = std::env::var_os(var) {
-            let dir = std::path::PathBuf::from(dir);
-            folders.extend([dir.clone(), dir.join("lib64"), dir.join("lib")]);
-        }
-    }
-    folders.extend(["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"].map(Into::into));
+    // Not on the loader's path: try the folders pip and the CUDA toolkit install it into. Once a
+    // library with the soname `libnvrtc.so.13` (or .12) is loaded, the loader hands it out for
+    // that name, so cudarc finds it.
+    let folders = nvrtc_folders();
     for folder in &folders {
         for soname in ["libnvrtc.so.13", "libnvrtc.so.12"] {
             let path = folder.join(soname);
@@ -257,6 +252,62 @@ fn find_and_load_nvrtc() -> Result<()> {
         .collect::<Vec<_>>()
         .join(", ");
     Err(GpuError::NoCompiler { tried })
+}
+
+/// Where NVRTC may be, in order:
+/// - `NVRTC_LIB_DIR`: the library's folder, or a folder given to `pip install --target`;
+/// - `CUDA_HOME`, `CUDA_PATH`, `CUDA_ROOT`: a CUDA toolkit;
+/// - what `pip install nvidia-cuda-nvrtc` installs into: the active virtualenv or conda
+///   environment, the user site (`pip install --user`, also under `PYTHONUSERBASE`), and the
+///   system's site-packages;
+/// - `/usr/local/cuda`.
+pub fn nvrtc_folders() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut folders = Vec::new();
+    if let Some(dir) = var("NVRTC_LIB_DIR") {
+        folders.push(dir.clone());
+        folders.extend(wheel_library_folders(&dir));
+    }
+    for name in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(dir) = var(name) {
+            folders.extend([dir.clone(), dir.join("lib64"), dir.join("lib")]);
+        }
+    }
+    let mut prefixes: Vec<PathBuf> =
+        ["VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE"].iter().filter_map(|v| var(v)).collect();
+    prefixes.extend(var("HOME").map(|home| home.join(".local")));
+    prefixes.extend(["/usr/local", "/usr"].map(PathBuf::from));
+    for prefix in prefixes {
+        for site in site_packages(&prefix) {
+            folders.extend(wheel_library_folders(&site));
+        }
+    }
+    folders.extend(["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"].map(PathBuf::from));
+    folders.retain(|f| f.is_dir());
+    folders.dedup();
+    folders
+}
+
+/// The `site-packages` and `dist-packages` folders under `prefix/lib/python3*/`, and Debian's
+/// `prefix/lib/python3/dist-packages`.
+fn site_packages(prefix: &Path) -> Vec<PathBuf> {
+    let lib = prefix.join("lib");
+    let mut pythons: Vec<PathBuf> = std::fs::read_dir(&lib)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
+                .collect()
+        })
+        .unwrap_or_default();
+    pythons.sort();
+    pythons.into_iter().flat_map(|python| [python.join("site-packages"), python.join("dist-packages")]).collect()
+}
+
+/// Where NVRTC's pip wheels put the library inside a site-packages (or `--target`) folder:
+/// `nvidia/cu13/lib` for CUDA 13, `nvidia/cuda_nvrtc/lib` for CUDA 12.
+fn wheel_library_folders(site: &Path) -> [PathBuf; 2] {
+    [site.join("nvidia/cu13/lib"), site.join("nvidia/cuda_nvrtc/lib")]
 }
 
 #[cfg(test)]

@@ -241,9 +241,23 @@ impl Device {
         }
     }
 
+    /// The stream all work goes to, as a raw `CUstream` (the same handle as a runtime
+    /// `cudaStream_t`), for code outside this workspace; `None` on the CPU simulator.
+    pub fn raw_stream(&self) -> Option<*mut std::ffi::c_void> {
+        match &self.inner.backend {
+            Backend::Cuda(cuda) => Some(cuda.stream.cu_stream().cast()),
+            Backend::Cpu(_) => None,
+        }
+    }
+
     /// Facts about this GPU and its software.
     pub fn facts(&self) -> &DeviceFacts {
         &self.inner.facts
+    }
+
+    /// Whether `other` is a handle to this same device (buffers of one can be used on the other).
+    pub fn is_same(&self, other: &Device) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// True on the CPU simulator: kernels run and are counted, but not timed.
@@ -279,7 +293,9 @@ impl Device {
                     };
                     cuda.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))
                 })?;
-                KernelBackend::Cuda(module.load_function(name).map_err(|_| missing())?)
+                let function = module.load_function(name).map_err(|_| missing())?;
+                let sizes = cuda_param_sizes(&function);
+                (KernelBackend::Cuda(function), sizes)
             }
             Backend::Cpu(cpu) => {
                 let module = cached(&cpu.modules, key, || {
@@ -287,11 +303,12 @@ impl Device {
                     let module = ptx_sim::parse(&ptx_text(&image.bytes)).map_err(|e| sim_error(source.file, e))?;
                     Ok(Arc::new(module))
                 })?;
-                module.kernel(name).ok_or_else(missing)?;
-                KernelBackend::Cpu(module)
+                let sizes = module.kernel(name).ok_or_else(missing)?.params.iter().map(|p| p.size as usize).collect();
+                (KernelBackend::Cpu(module), Some(sizes))
             }
         };
-        Ok(Kernel { backend, name: name.to_string() })
+        let (backend, param_sizes) = backend;
+        Ok(Kernel { backend, name: name.to_string(), param_sizes })
     }
 
     /// A zero-filled buffer of `len` elements.
@@ -450,6 +467,27 @@ fn open_cpu() -> Result<Device> {
         last_counters: Mutex::new(None),
     };
     Ok(Device { inner: Arc::new(Inner { facts, backend: Backend::Cpu(cpu) }) })
+}
+
+/// The size of each parameter of a CUDA kernel, from `cuFuncGetParamInfo` (CUDA 12.4 drivers and
+/// newer); `None` where the driver cannot tell.
+fn cuda_param_sizes(function: &CudaFunction) -> Option<Vec<usize>> {
+    let handle = function.cu_function();
+    std::panic::catch_unwind(|| {
+        let mut sizes = Vec::new();
+        loop {
+            let (mut offset, mut size) = (0usize, 0usize);
+            let status = unsafe { sys::cuFuncGetParamInfo(handle, sizes.len(), &mut offset, &mut size) };
+            match status {
+                sys::CUresult::CUDA_SUCCESS => sizes.push(size),
+                // Past the last parameter.
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
+                _ => return None,
+            }
+        }
+    })
+    .ok()
+    .flatten()
 }
 
 /// PTX text from NVRTC's NUL-terminated bytes.
@@ -630,6 +668,12 @@ impl<'a, T: Element> DeviceView<'a, T> {
         }
     }
 
+    /// The address of the view's first element on the device, for code outside this workspace that
+    /// takes raw pointers (a peer library, cuBLAS). Meaningless on the CPU simulator.
+    pub fn raw_address(&self) -> u64 {
+        self.device_address()
+    }
+
     fn device_address(&self) -> u64 {
         let base = match (&self.buffer.storage, &self.buffer.device.inner.backend) {
             (Storage::Cuda(slice), Backend::Cuda(cuda)) => slice.device_ptr(&cuda.stream).0,
@@ -650,6 +694,9 @@ impl<'a, T: Element> From<&'a DeviceBuffer<T>> for DeviceView<'a, T> {
 pub struct Kernel {
     backend: KernelBackend,
     name: String,
+    /// The size in bytes of each parameter, in order, where the backend can tell (the simulator
+    /// always can; a CUDA 12.4 or newer driver can): launches are checked against it.
+    param_sizes: Option<Vec<usize>>,
 }
 
 enum KernelBackend {
@@ -688,7 +735,30 @@ enum ArgValue {
     U32(u32),
     I32(i32),
     U64(u64),
+    I64(i64),
     F32(f32),
+}
+
+impl ArgValue {
+    /// Size in bytes as a kernel parameter (an address is a 64-bit pointer).
+    fn size(self) -> usize {
+        match self {
+            ArgValue::Address(_) | ArgValue::U64(_) | ArgValue::I64(_) => 8,
+            ArgValue::U32(_) | ArgValue::I32(_) | ArgValue::F32(_) => 4,
+        }
+    }
+
+    /// What the argument is, for error messages.
+    fn describe(self) -> String {
+        match self {
+            ArgValue::Address(_) => "a device buffer (an 8-byte pointer)".into(),
+            ArgValue::U32(x) => format!("the u32 {x} (4 bytes)"),
+            ArgValue::I32(x) => format!("the i32 {x} (4 bytes)"),
+            ArgValue::U64(x) => format!("the u64 {x} (8 bytes)"),
+            ArgValue::I64(x) => format!("the i64 {x} (8 bytes)"),
+            ArgValue::F32(x) => format!("the f32 {x} (4 bytes)"),
+        }
+    }
 }
 
 impl<T: Element> From<DeviceView<'_, T>> for KernelArg {
@@ -709,7 +779,7 @@ impl<T: Element> From<&mut DeviceBuffer<T>> for KernelArg {
 macro_rules! scalar_args {
     ($($t:ty => $v:ident),*) => { $(impl From<$t> for KernelArg { fn from(x: $t) -> Self { KernelArg(ArgValue::$v(x)) } })* };
 }
-scalar_args!(u32 => U32, i32 => I32, u64 => U64, f32 => F32);
+scalar_args!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32);
 
 /// A launch being described: [`Device::launch`], then `.arg(..)` per kernel parameter, then `.run()`.
 #[must_use = "a launch does nothing until .run()"]
@@ -721,6 +791,28 @@ pub struct Launch<'a> {
 }
 
 impl Launch<'_> {
+    /// Checks the arguments against the kernel's parameters (their number and each one's size),
+    /// where the backend knows them: a mismatch would otherwise crash the kernel or read garbage.
+    fn check_arguments(&self) -> Result<()> {
+        let Some(sizes) = &self.kernel.param_sizes else { return Ok(()) };
+        let kernel = self.kernel.name.clone();
+        if sizes.len() != self.args.len() {
+            return Err(GpuError::Arguments {
+                kernel,
+                problem: format!("it takes {} parameter(s), the launch passes {}", sizes.len(), self.args.len()),
+            });
+        }
+        for (index, (&size, KernelArg(value))) in sizes.iter().zip(&self.args).enumerate() {
+            if size != value.size() {
+                return Err(GpuError::Arguments {
+                    kernel,
+                    problem: format!("parameter {index} is {size} bytes, the launch passes {}", value.describe()),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Appends the next kernel parameter (a buffer, a view or a scalar).
     pub fn arg(mut self, arg: impl Into<KernelArg>) -> Self {
         self.args.push(arg.into());
@@ -735,6 +827,7 @@ impl Launch<'_> {
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || block.0 == 0 || block.1 == 0 || block.2 == 0 {
             return Err(fail(format!("empty launch: grid {grid:?}, block {block:?}")));
         }
+        self.check_arguments()?;
         match (&self.kernel.backend, &self.device.inner.backend) {
             (KernelBackend::Cuda(function), Backend::Cuda(cuda)) => {
                 let mut builder = cuda.stream.launch_builder(function);
@@ -744,6 +837,7 @@ impl Launch<'_> {
                         ArgValue::U32(x) => builder.arg(x),
                         ArgValue::I32(x) => builder.arg(x),
                         ArgValue::U64(x) => builder.arg(x),
+                        ArgValue::I64(x) => builder.arg(x),
                         ArgValue::F32(x) => builder.arg(x),
                     };
                 }
@@ -759,6 +853,7 @@ impl Launch<'_> {
                         ArgValue::Address(a) | ArgValue::U64(a) => ptx_sim::ParamValue::U64(a),
                         ArgValue::U32(x) => ptx_sim::ParamValue::U32(x),
                         ArgValue::I32(x) => ptx_sim::ParamValue::I32(x),
+                        ArgValue::I64(x) => ptx_sim::ParamValue::I64(x),
                         ArgValue::F32(x) => ptx_sim::ParamValue::F32(x),
                     })
                     .collect();

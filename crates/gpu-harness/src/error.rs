@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+/// The one command that installs NVRTC for this workspace (the folders it installs into are
+/// searched without any environment variable).
+pub const PIP_INSTALL_NVRTC: &str = "python3 -m pip install --user nvidia-cuda-nvrtc";
+
 /// Result type used throughout the workspace.
 pub type Result<T, E = GpuError> = std::result::Result<T, E>;
 
@@ -21,8 +25,8 @@ pub enum GpuError {
 
     /// `libnvrtc.so` could not be loaded, so kernels cannot be compiled.
     #[error(
-        "NVRTC not found (tried {tried}); install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc` \
-         and add its `nvidia/cu13/lib` folder to LD_LIBRARY_PATH"
+        "NVRTC not found; install it with `{PIP_INSTALL_NVRTC}` (nothing else to set), or the CUDA \
+         toolkit (looked in {tried})"
     )]
     NoCompiler { tried: String },
 
@@ -41,6 +45,12 @@ pub enum GpuError {
     /// A driver call failed (allocation, copy, module load, event, synchronisation).
     #[error("CUDA driver call {call} failed: {message}")]
     Driver { call: &'static str, message: String },
+
+    /// A launch's arguments do not match the kernel's parameters (their number or a size).
+    #[error(
+        "kernel `{kernel}` launched with the wrong arguments: {problem} (do the launcher's `.arg(..)` calls match the kernel's signature?)"
+    )]
+    Arguments { kernel: String, problem: String },
 
     /// A launch failed, or the kernel faulted while it ran.
     #[error("kernel `{kernel}` failed: {message}")]

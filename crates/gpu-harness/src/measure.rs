@@ -1,6 +1,22 @@
-//! Timing with CUDA events, effective bandwidth, and the copy roof line.
+//! Timing with CUDA events, effective bandwidth, and the two roofs every step is compared with.
+//!
+//! The tour and the benches time every step with [`time_step`], and measure the roofs of each case
+//! with [`Roofs::measure`], in the same run as the steps:
+//!
+//! - the **copy roof**: a device-to-device copy of the case's input, counting bytes read plus bytes
+//!   written, the yardstick of steps that read and write (scan, transpose);
+//! - the **read roof**: the fastest streaming read of the same bytes this workspace knows
+//!   (`cuda/roofs.cu`: 16-byte loads, eight in flight per thread), the yardstick of steps that only
+//!   read (reductions, histograms). A read moves bytes one way only, so it runs faster than a copy
+//!   on HBM, and a read-only step may pass the copy roof without passing its own.
 
-use crate::{Device, Result};
+use crate::workload::Prepared;
+use crate::{Device, KernelSource, LaunchConfig, Result, kernel_source};
+
+/// Timed batches per median, in the tour and the benches alike.
+pub const SAMPLES: usize = 15;
+
+const ROOFS: KernelSource = kernel_source!("roofs.cu");
 
 /// Effective bandwidth in GB/s (10^9 bytes per second) of moving `bytes` in `ms` milliseconds.
 pub fn gigabytes_per_second(bytes: u64, ms: f64) -> f64 {
@@ -25,12 +41,49 @@ pub fn median_ms(device: &Device, samples: usize, mut work: impl FnMut() -> Resu
     Ok(times[times.len() / 2])
 }
 
-/// Device-to-device copy bandwidth for `bytes` bytes, counting bytes read plus bytes written
-/// (2 × `bytes`): the roof line a memory-bound kernel is compared with.
-pub fn copy_roof_gbs(device: &Device, bytes: usize) -> Result<f64> {
-    let words = bytes.div_ceil(4).max(1);
-    let source = device.alloc::<u32>(words)?;
-    let mut destination = device.alloc::<u32>(words)?;
-    let ms = median_ms(device, 11, || device.copy(source.as_view(), &mut destination))?;
-    Ok(gigabytes_per_second(2 * 4 * words as u64, ms))
+/// The median time of one call of a prepared step, in milliseconds: the one timing function of the
+/// tour and the benches.
+pub fn time_step(device: &Device, step: &mut dyn Prepared) -> Result<f64> {
+    median_ms(device, SAMPLES, || step.queue())
+}
+
+/// The roofs of one case, measured on a buffer of the case's input size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Roofs {
+    /// Device-to-device copy, bytes read + bytes written, in GB/s.
+    pub copy_gbs: f64,
+    /// Streaming read, bytes read, in GB/s.
+    pub read_gbs: f64,
+}
+
+impl Roofs {
+    /// Measures both roofs on `bytes` bytes (rounded up to whole 16-byte vectors).
+    pub fn measure(device: &Device, bytes: u64) -> Result<Roofs> {
+        let vectors = bytes.div_ceil(16).max(1) as usize;
+        let source = device.upload(&vec![1.0f32; 4 * vectors])?;
+        Ok(Roofs { copy_gbs: copy_roof_gbs(device, &source)?, read_gbs: read_roof_gbs(device, &source)? })
+    }
+}
+
+/// Device-to-device copy bandwidth of `source`, counting bytes read plus bytes written.
+fn copy_roof_gbs(device: &Device, source: &crate::DeviceBuffer<f32>) -> Result<f64> {
+    let mut destination = device.alloc::<f32>(source.len())?;
+    let ms = median_ms(device, SAMPLES, || device.copy(source.as_view(), &mut destination))?;
+    Ok(gigabytes_per_second(2 * 4 * source.len() as u64, ms))
+}
+
+/// The faster of the two streaming-read kernels of `cuda/roofs.cu` over `source`, bytes read.
+fn read_roof_gbs(device: &Device, source: &crate::DeviceBuffer<f32>) -> Result<f64> {
+    let sink = device.alloc::<f32>(1)?;
+    let vectors = (source.len() / 4) as u64;
+    let config = LaunchConfig::linear(device.facts().shape().resident_blocks(256), 256, 0);
+    let mut best = 0.0f64;
+    for name in ["read_roof_unroll4", "read_roof_unroll8"] {
+        let kernel = device.kernel(&ROOFS, name)?;
+        let ms = median_ms(device, SAMPLES, || {
+            device.launch(&kernel, config).arg(source).arg(&sink).arg(vectors as i64).arg(f32::NAN).run()
+        })?;
+        best = best.max(gigabytes_per_second(16 * vectors, ms));
+    }
+    Ok(best)
 }

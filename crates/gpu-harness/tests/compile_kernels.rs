@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use gpu_harness::compile::{self, Target};
-use gpu_harness::testing::{TestResult, TestSuite};
 use gpu_harness::{GpuError, KernelSource};
+use gpu_test::{TestResult, TestSuite};
 
 fn cuda_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../cuda")

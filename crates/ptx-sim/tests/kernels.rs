@@ -6,7 +6,7 @@
 mod common;
 
 use common::{integer_inputs, module_of, run_partials};
-use gpu_harness::testing::{TestResult, TestSuite, counters_comparable};
+use gpu_test::{TestResult, TestSuite, counters_comparable};
 use ptx_sim::{Machine, ParamValue};
 
 fn main() -> std::process::ExitCode {

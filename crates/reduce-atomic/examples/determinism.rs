@@ -9,9 +9,10 @@
 use std::collections::BTreeSet;
 
 use gpu_harness::Device;
-use gpu_harness::full::FullReduction;
-use gpu_harness::testing::{TestRng, sum_f64};
+use gpu_test::TestRng;
 use reduce_atomic::{AtomicReduce, DeterministicReduce};
+use reduction::FullReduction;
+use reduction::reference::sum_f64;
 
 fn main() -> gpu_harness::Result<()> {
     let device = Device::shared()?;

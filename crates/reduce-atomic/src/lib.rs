@@ -14,37 +14,54 @@
 //!   fixed order and resets the counter. The same input gives the same bits every run.
 //!
 //! Both support sum, min, max and mean over f32, i32 and u32, and the f32 dot product, with the
-//! semantics of `gpu_harness::full` (wrapping integer sums, NaN-wins min and max, 64-bit sums for
+//! semantics of `reduction::full` (wrapping integer sums, NaN-wins min and max, 64-bit sums for
 //! integer means), and any size up to the device's memory (64-bit indices).
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use gpu_harness::full::{DotProduct, FullReduction, FullReductionFamily, POISON_WORD, ReduceElement, ReduceOp};
-use gpu_harness::reduction::{ReductionPlan, grid_stride_blocks};
 use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelArg, KernelSource, LaunchConfig,
-    Result, kernel_source,
+    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelArg, KernelSource, Launch,
+    LaunchConfig, Result, StepEntry, kernel_source,
 };
+use reduction::{FullReduction, POISON_WORD, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks, measured};
 
 /// Threads per block.
 pub const BLOCK_SIZE: u32 = 256;
 
 const SOURCE: KernelSource = kernel_source!("reduce_atomic.cu");
 
+/// Where a single pass leaves its work: the result, and the last-block finish's partials and
+/// ticket counter.
+pub struct Outputs<'a, V: Element> {
+    pub result: &'a mut DeviceBuffer<V>,
+    pub partials: &'a mut DeviceBuffer<V>,
+    pub ticket: &'a mut DeviceBuffer<u32>,
+}
+
+// ANCHOR: queue
 /// How the blocks' values become one result.
 pub trait Finish: Send + Sync + 'static {
     /// Kernel-name prefix: `atomic` or `last_block`.
     const PREFIX: &'static str;
     /// The step's name in benches and the book.
     const STEP: &'static str;
+
+    /// Adds the finish's own arguments to `launch` (whose inputs are already set), then queues it.
+    /// `identity_word` fills every 32-bit word of a value holding the operation's identity.
+    fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, identity_word: u32) -> Result<()>;
 }
 
-/// One atomic per block into the result.
+/// One atomic per block into the result, which is first set to the operation's identity.
 pub struct Atomic;
 impl Finish for Atomic {
     const PREFIX: &'static str = "atomic";
     const STEP: &'static str = "atomic";
+
+    fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, identity_word: u32) -> Result<()> {
+        out.result.fill_words(identity_word)?;
+        launch.arg(out.result).arg(n as u64).run()
+    }
 }
 
 /// Partials, a ticket counter, and the last block reduces them in a fixed order.
@@ -52,7 +69,26 @@ pub struct LastBlock;
 impl Finish for LastBlock {
     const PREFIX: &'static str = "last_block";
     const STEP: &'static str = "last-block";
+
+    fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, _identity_word: u32) -> Result<()> {
+        launch.arg(out.partials).arg(out.ticket).arg(out.result).arg(n as u64).run()
+    }
 }
+
+/// Queues one launch of `kernel` over `inputs` (one or two arrays of `n` elements), finished by `F`.
+fn queue_single_pass<F: Finish, V: Element>(
+    device: &Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    inputs: &[KernelArg],
+    n: usize,
+    identity_word: u32,
+    out: Outputs<'_, V>,
+) -> Result<()> {
+    let launch = inputs.iter().fold(device.launch(kernel, config), |launch, input| launch.arg(*input));
+    F::finish(launch, out, n, identity_word)
+}
+// ANCHOR_END: queue
 
 // ANCHOR: plan
 /// One launch: a grid that fills the GPU once, or fewer blocks when there is less than one 16-byte
@@ -157,39 +193,6 @@ impl<F: Finish> SinglePass<f32, F> {
     }
 }
 
-/// Where a single pass leaves its work.
-struct Outputs<'a, V: Element> {
-    result: &'a mut DeviceBuffer<V>,
-    partials: &'a mut DeviceBuffer<V>,
-    ticket: &'a mut DeviceBuffer<u32>,
-}
-
-// ANCHOR: queue
-/// Queues one launch of `kernel` over `inputs` (one or two arrays of `n` elements). The atomic
-/// finish first sets the result to the operation's identity (`identity_word` in every 32-bit word);
-/// the last-block finish passes the partials and the ticket counter instead.
-fn queue_single_pass<F: Finish, V: Element>(
-    device: &Device,
-    kernel: &Kernel,
-    config: LaunchConfig,
-    inputs: &[KernelArg],
-    n: usize,
-    identity_word: u32,
-    out: Outputs<'_, V>,
-) -> Result<()> {
-    let mut launch = device.launch(kernel, config);
-    for input in inputs {
-        launch = launch.arg(*input);
-    }
-    if F::PREFIX == Atomic::PREFIX {
-        out.result.fill_words(identity_word)?;
-        launch.arg(out.result).arg(n as u64).run()
-    } else {
-        launch.arg(out.partials).arg(out.ticket).arg(out.result).arg(n as u64).run()
-    }
-}
-// ANCHOR_END: queue
-
 impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
     fn create(device: &Device) -> Result<Self> {
         Self::new(device)
@@ -235,20 +238,12 @@ impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
     }
 }
 
-impl<F: Finish> DotProduct for SinglePass<f32, F> {
-    fn dot(&mut self, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
-        SinglePass::dot(self, a, b)
-    }
-}
-
-/// [`AtomicReduce`] for every element type, for the shared full-reduction suite.
-pub struct AtomicFamily;
-impl FullReductionFamily for AtomicFamily {
-    type For<T: ReduceElement> = AtomicReduce<T>;
-}
-
-/// [`DeterministicReduce`] for every element type, for the shared full-reduction suite.
-pub struct DeterministicFamily;
-impl FullReductionFamily for DeterministicFamily {
-    type For<T: ReduceElement> = DeterministicReduce<T>;
+/// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
+/// sizes): the f32 sum with each finish.
+pub fn steps() -> Vec<StepEntry> {
+    let crate_name = env!("CARGO_PKG_NAME");
+    vec![
+        measured::on_device::<AtomicReduce<f32>>(crate_name, Atomic::STEP),
+        measured::on_device::<DeterministicReduce<f32>>(crate_name, LastBlock::STEP),
+    ]
 }

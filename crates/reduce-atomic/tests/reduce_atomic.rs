@@ -2,10 +2,33 @@
 //! product, more than 2^31 elements) and the ladder's sum suite for both finishes; bit-identical
 //! results of the deterministic finish; the launch plans.
 
-use gpu_harness::GpuShape;
-use gpu_harness::full::{FullReduction, SumOf, counters_snapshot};
-use gpu_harness::testing::{TestRng, TestSuite, counters_comparable, test_size};
-use reduce_atomic::{AtomicFamily, AtomicReduce, DeterministicFamily, DeterministicReduce, plan};
+use gpu_harness::{DeviceView, GpuShape, Result};
+use gpu_test::{TestRng, TestSuite, counters_comparable, test_size};
+use reduce_atomic::{AtomicReduce, DeterministicReduce, plan};
+use reduction::suite::{FullReductionFamily, ReductionSuites, SumOf, full_counters_snapshot};
+use reduction::{FullReduction, ReduceElement};
+
+/// [`AtomicReduce`] for every element type, for the shared full-reduction suite.
+struct AtomicFamily;
+
+impl FullReductionFamily for AtomicFamily {
+    type For<T: ReduceElement> = AtomicReduce<T>;
+
+    fn dot(launcher: &mut AtomicReduce<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+        launcher.dot(a, b)
+    }
+}
+
+/// [`DeterministicReduce`] for every element type, for the shared full-reduction suite.
+struct DeterministicFamily;
+
+impl FullReductionFamily for DeterministicFamily {
+    type For<T: ReduceElement> = DeterministicReduce<T>;
+
+    fn dot(launcher: &mut DeterministicReduce<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+        launcher.dot(a, b)
+    }
+}
 
 fn main() -> std::process::ExitCode {
     TestSuite::new()
@@ -21,8 +44,8 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .nvrtc_if("simulator_counters", counters_comparable, || {
-            let atomic = counters_snapshot::<AtomicReduce<f32>>("atomic_sum_f32")?;
-            let last_block = counters_snapshot::<DeterministicReduce<f32>>("last_block_sum_f32")?;
+            let atomic = full_counters_snapshot::<AtomicReduce<f32>>("atomic_sum_f32")?;
+            let last_block = full_counters_snapshot::<DeterministicReduce<f32>>("last_block_sum_f32")?;
             insta::assert_snapshot!("atomic_simulator_counters", format!("{atomic}\n{last_block}"));
             Ok(())
         })

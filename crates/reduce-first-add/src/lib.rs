@@ -10,10 +10,10 @@
 //!   threads per SM on an H100/H200), each thread looping over the input in strides of the whole
 //!   grid. The number of partials no longer grows with `n`.
 
-use gpu_harness::reduction::{
-    HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, grid_stride_blocks,
+use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use reduction::{
+    HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, grid_stride_blocks, measured,
 };
-use gpu_harness::{GpuShape, KernelSource, Result, kernel_source};
 
 /// Threads per block.
 pub const BLOCK_SIZE: u32 = 256;
@@ -73,3 +73,10 @@ impl HostFinishedStep for GridStride {
     }
 }
 // ANCHOR_END: step
+
+/// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
+/// sizes).
+pub fn steps() -> Vec<StepEntry> {
+    let crate_name = env!("CARGO_PKG_NAME");
+    vec![measured::host_finished::<FirstAdd>(crate_name), measured::host_finished::<GridStride>(crate_name)]
+}

@@ -2,9 +2,10 @@
 //! sizes below, at and above one full grid), and snapshots of their launch plans and of their
 //! block partials of a fixed integer input.
 
-use gpu_harness::step_snapshot_tests;
-use gpu_harness::testing::TestSuite;
+use gpu_test::TestSuite;
 use reduce_first_add::{FirstAdd, GridStride, ReduceFirstAdd, ReduceGridStride};
+use reduction::step_snapshot_tests;
+use reduction::suite::ReductionSuites;
 
 fn main() -> std::process::ExitCode {
     let suite = TestSuite::new().sum_reduction_suite::<ReduceFirstAdd>().sum_reduction_suite::<ReduceGridStride>();

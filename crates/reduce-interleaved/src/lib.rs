@@ -13,8 +13,8 @@
 //!
 //! Both are launched like reduce-naive (one element per thread, the host adds the partials).
 
-use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32};
-use gpu_harness::{GpuShape, KernelSource, Result, kernel_source};
+use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured};
 
 /// Threads per block, and elements per block.
 pub const BLOCK_SIZE: u32 = 256;
@@ -73,3 +73,10 @@ impl HostFinishedStep for Interleaved {
 
 /// The strided-index launcher.
 pub type ReduceStridedIndex = HostFinishedSum<StridedIndex>;
+
+/// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
+/// sizes).
+pub fn steps() -> Vec<StepEntry> {
+    let crate_name = env!("CARGO_PKG_NAME");
+    vec![measured::host_finished::<StridedIndex>(crate_name), measured::host_finished::<Interleaved>(crate_name)]
+}

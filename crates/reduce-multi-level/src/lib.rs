@@ -6,7 +6,7 @@
 //! shuffle block reduction), from `cuda/reduce_multi_level.cu`.
 //!
 //! - [`MultiLevel`]: sum, min, max and mean over f32, i32 and u32, and the dot product of two f32
-//!   vectors (see `gpu_harness::full` for the exact semantics: wrapping integer sums, NaN-wins min
+//!   vectors (see `reduction::full` for the exact semantics: wrapping integer sums, NaN-wins min
 //!   and max, 64-bit sums for integer means). Any size up to the device's memory: indices are 64-bit.
 //! - [`RowSums`]: a row-major `(rows, cols)` matrix reduced to one sum per row. Many short rows get
 //!   one block per row; few long rows are cut into chunks, reduced, and the chunk sums reduced again.
@@ -15,13 +15,15 @@
 //! was warmed up never allocates.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use gpu_harness::full::{DotProduct, FullReduction, FullReductionFamily, POISON_WORD, ReduceElement, ReduceOp};
-use gpu_harness::reduction::{PassPlan, ReductionPlan, grid_stride_blocks};
 use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result,
-    kernel_source,
+    Case, Checked, Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig,
+    Prepared, Result, StepEntry, kernel_source,
 };
+use reduction::measured::{self, RandomInput, random_input};
+use reduction::reference::sum_mismatch;
+use reduction::{FullReduction, POISON_WORD, PassPlan, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks};
 
 /// Threads per block in every pass.
 pub const BLOCK_SIZE: u32 = 256;
@@ -217,19 +219,6 @@ impl<T: ReduceElement> FullReduction<T> for MultiLevel<T> {
     }
 }
 
-impl DotProduct for MultiLevel<f32> {
-    fn dot(&mut self, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
-        MultiLevel::dot(self, a, b)
-    }
-}
-
-/// [`MultiLevel`] for every element type, for the shared full-reduction suite.
-pub struct MultiLevelFamily;
-
-impl FullReductionFamily for MultiLevelFamily {
-    type For<T: ReduceElement> = MultiLevel<T>;
-}
-
 // ANCHOR: rows_plan
 /// Rows of at most this many columns get one warp each (8 rows per block).
 pub const SHORT_ROW_COLUMNS: usize = 2048;
@@ -389,4 +378,46 @@ impl RowSums {
         self.sums.fill_words(POISON_WORD)?;
         self.chunk_sums.fill_words(POISON_WORD)
     }
+}
+
+/// Batched row sums of a random input seen as the case's `rows x cols` matrix: what is timed is
+/// every launch, the sums left on the device.
+struct RowSumsCase {
+    row_sums: RowSums,
+    input: Arc<RandomInput>,
+    rows: usize,
+    cols: usize,
+}
+
+fn prepare_row_sums(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
+    let input = random_input(device, case.elements()?, seed)?;
+    let (rows, cols) = (case.rows() as usize, case.cols() as usize);
+    Ok(Box::new(RowSumsCase { row_sums: RowSums::new(device)?, input, rows, cols }))
+}
+
+impl Prepared for RowSumsCase {
+    fn queue(&mut self) -> Result<()> {
+        self.row_sums.queue(self.input.device.as_view(), self.rows, self.cols)
+    }
+
+    fn check(&mut self) -> Result<Checked> {
+        let sums = self.row_sums.sum_rows(self.input.device.as_view(), self.rows, self.cols)?;
+        for (row, (&got, values)) in sums.iter().zip(self.input.host.chunks(self.cols)).enumerate() {
+            if let Some(why) = sum_mismatch(values, got) {
+                return Ok(self.input.wrong("row sums", format!("row {row} of {}: {why}", self.rows)));
+            }
+        }
+        Ok(Checked::Correct)
+    }
+}
+
+/// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
+/// sizes): the multi-level sum, and the row sums in two shapes.
+pub fn steps() -> Vec<StepEntry> {
+    let crate_name = env!("CARGO_PKG_NAME");
+    vec![
+        measured::on_device::<MultiLevel<f32>>(crate_name, "multi-level"),
+        StepEntry { crate_name, step: "rows-2^20x256", prepare: prepare_row_sums },
+        StepEntry { crate_name, step: "rows-16x2^24", prepare: prepare_row_sums },
+    ]
 }

@@ -2,10 +2,23 @@
 //! the dot product, more than 2^31 elements), the ladder's sum suite, the batched row sums against
 //! the CPU, and snapshots of the pass structure and the row plans.
 
-use gpu_harness::GpuShape;
-use gpu_harness::full::{POISON_WORD, SumOf, counters_snapshot};
-use gpu_harness::testing::{TestRng, TestSuite, check_sum, counters_comparable, exact_integer_bound, fits_test_time};
-use reduce_multi_level::{MultiLevel, MultiLevelFamily, RowSums, SINGLE_BLOCK_LIMIT, plan, rows_plan};
+use gpu_harness::{DeviceView, GpuShape, Result};
+use gpu_test::{TestRng, TestSuite, counters_comparable, fits_test_time};
+use reduce_multi_level::{MultiLevel, RowSums, SINGLE_BLOCK_LIMIT, plan, rows_plan};
+use reduction::reference::exact_integer_bound;
+use reduction::suite::{FullReductionFamily, ReductionSuites, SumOf, check_sum, full_counters_snapshot};
+use reduction::{POISON_WORD, ReduceElement};
+
+/// [`MultiLevel`] for every element type, for the shared full-reduction suite.
+struct MultiLevelFamily;
+
+impl FullReductionFamily for MultiLevelFamily {
+    type For<T: ReduceElement> = MultiLevel<T>;
+
+    fn dot(launcher: &mut MultiLevel<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+        launcher.dot(a, b)
+    }
+}
 
 /// Row shapes tested on the GPU: single elements, short and long rows, odd sizes, empty matrices.
 const ROW_SHAPES: &[(usize, usize)] = &[
@@ -96,7 +109,7 @@ fn main() -> std::process::ExitCode {
             }
         })
         .nvrtc_if("simulator_counters", counters_comparable, || {
-            let counters = counters_snapshot::<MultiLevel<f32>>("multi_level_sum_f32")?;
+            let counters = full_counters_snapshot::<MultiLevel<f32>>("multi_level_sum_f32")?;
             insta::assert_snapshot!("multi_level_simulator_counters", counters);
             Ok(())
         })

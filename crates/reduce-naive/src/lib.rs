@@ -21,8 +21,8 @@
 //! # Ok::<(), gpu_harness::GpuError>(())
 //! ```
 
-use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32};
-use gpu_harness::{GpuShape, KernelSource, Result, kernel_source};
+use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured};
 
 /// Threads per block, and so elements per block: one element per thread.
 pub const BLOCK_SIZE: u32 = 256;
@@ -53,3 +53,8 @@ impl HostFinishedStep for Naive {
     }
 }
 // ANCHOR_END: step
+
+/// The step as the tour and the benches measure it (the registry, `course.toml`, says at what sizes).
+pub fn steps() -> Vec<StepEntry> {
+    vec![measured::host_finished::<Naive>(env!("CARGO_PKG_NAME"))]
+}

@@ -2,10 +2,12 @@
 //! partials of a fixed integer input; the partials checked against a CPU model of the kernel; and
 //! the error messages for bad input.
 
-use gpu_harness::reduction::{HostFinishedStep, fixed_integer_input};
-use gpu_harness::testing::{TestSuite, rows};
-use gpu_harness::{GpuError, GpuShape, step_snapshot_tests};
+use gpu_harness::{GpuError, GpuShape};
+use gpu_test::{TestSuite, rows};
 use reduce_naive::{BLOCK_SIZE, Naive, ReduceNaive};
+use reduction::reference::fixed_integer_input;
+use reduction::suite::ReductionSuites;
+use reduction::{HostFinishedStep, step_snapshot_tests};
 
 fn main() -> std::process::ExitCode {
     let suite = TestSuite::new().sum_reduction_suite::<ReduceNaive>();

@@ -13,8 +13,10 @@
 //!   max and min NaN, and argmax returns the first NaN's index (as numpy does). Ties go to the
 //!   first index. An empty input is an error (there is no maximum of nothing).
 
-use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks};
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Result, kernel_source};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Result, StepEntry, kernel_source,
+};
+use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
 
 /// Threads per block.
 pub const BLOCK_SIZE: u32 = 256;
@@ -205,3 +207,10 @@ impl Extremes {
     }
 }
 // ANCHOR_END: extremes
+
+/// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
+/// sizes).
+pub fn steps() -> Vec<StepEntry> {
+    let crate_name = env!("CARGO_PKG_NAME");
+    vec![measured::host_finished::<Shuffle>(crate_name), measured::host_finished::<ShuffleVec4>(crate_name)]
+}

@@ -2,10 +2,12 @@
 //! every alignment and tail length; max, min and argmax against the CPU, with NaN, -inf and ties;
 //! and snapshots of launch plans and block partials.
 
-use gpu_harness::reduction::SumReduction;
-use gpu_harness::testing::{TestResult, TestRng, TestSuite, check_sum, exact_integer_bound};
-use gpu_harness::{Device, GpuError, step_snapshot_tests};
+use gpu_harness::{Device, GpuError};
+use gpu_test::{TestResult, TestRng, TestSuite};
 use reduce_shuffle::{Extremes, ReduceShuffle, ReduceShuffleScalar, Shuffle, ShuffleVec4};
+use reduction::reference::exact_integer_bound;
+use reduction::step_snapshot_tests;
+use reduction::suite::{ReductionSuites, SumReduction, check_sum};
 
 /// Sizes around the vector width and its tails, and a large one that is not a multiple of 4.
 const VECTOR_SIZES: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 33, 4099, (1 << 20) + 3];

@@ -1,17 +1,6 @@
-//! Effective bandwidth of both shipped reduce-unroll kernels at 2^20, 2^24 and 2^28 f32, with the
-//! copy roof of each size. Times the kernel; the host's final add of the partials is not timed.
-
-use gpu_harness::bench::{self, SIZES_1D};
-use gpu_harness::reduction::bench_step;
-use reduce_unroll::{CompleteUnroll, UnrollLastWarp};
+//! Effective bandwidth of every reduce-unroll step at the cases the registry (`course.toml`) gives it,
+//! against the read and copy roofs of the same run (`gpu_bench`).
 
 fn main() -> std::process::ExitCode {
-    bench::run("reduce-unroll", |bench| {
-        for &n in SIZES_1D {
-            let input = bench.random_f32(n)?;
-            bench_step::<UnrollLastWarp>(bench, &input)?;
-            bench_step::<CompleteUnroll>(bench, &input)?;
-        }
-        Ok(())
-    })
+    gpu_bench::main(reduce_unroll::steps())
 }

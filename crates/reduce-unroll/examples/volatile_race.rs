@@ -13,9 +13,10 @@
 //! which reports shared-memory hazards in the racy kernel and none in the correct one.
 
 use gpu_harness::Device;
-use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum};
-use gpu_harness::testing::{TestRng, exact_integer_bound, sum_f64};
+use gpu_test::TestRng;
 use reduce_unroll::{UnrollLastWarp, VolatileRacy};
+use reduction::reference::{exact_integer_bound, sum_f64};
+use reduction::{HostFinishedStep, HostFinishedSum};
 
 /// Runs `S` `runs` times on random integer-valued inputs and counts wrong sums.
 fn count_wrong<S: HostFinishedStep>(

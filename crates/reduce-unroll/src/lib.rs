@@ -12,8 +12,8 @@
 //!   `volatile_race` example, never by a launcher a user would pick, and not tested for
 //!   correctness (it is not correct).
 
-use gpu_harness::reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks};
-use gpu_harness::{GpuShape, KernelSource, Result, kernel_source};
+use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
 
 /// Threads per block; the complete unroll is compiled for this size.
 pub const BLOCK_SIZE: u32 = 256;
@@ -91,4 +91,11 @@ impl HostFinishedStep for VolatileRacy {
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
         grid_stride(Self::KERNEL, n, gpu, BLOCK_SIZE * 4)
     }
+}
+
+/// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
+/// sizes).
+pub fn steps() -> Vec<StepEntry> {
+    let crate_name = env!("CARGO_PKG_NAME");
+    vec![measured::host_finished::<UnrollLastWarp>(crate_name), measured::host_finished::<CompleteUnroll>(crate_name)]
 }

@@ -1,0 +1,317 @@
+//! # course: the registry of the course
+//!
+//! `course.toml`, at the workspace root, lists the families in teaching order, each family's
+//! chapters (one crate each) and each chapter's steps, with what the tour and the benches need to
+//! measure them: the cases to run, the kernel, whether the step only reads or reads and writes
+//! (which roof it is compared with), and a formula for the bytes it must move. Peers (CUB, the seeds'
+//! kernels) are listed beside the family's chapters.
+//!
+//! Everything that lists steps is generated from this registry or checked against it: the tour, the
+//! benches, the summary pages, `book/src/SUMMARY.md` and the README's status table.
+//!
+//! ```
+//! let course = course::registry();
+//! let reduction = course.family("reduction").expect("the reduction family");
+//! let naive = reduction.step("naive").expect("its first step");
+//! assert_eq!(naive.crate_name, "reduce-naive");
+//! assert_eq!(naive.step.bytes.eval(|name| match name { "n" => Some(1000), "partials" => Some(4), _ => None }), Ok(4016));
+//! ```
+
+mod formula;
+
+use std::sync::OnceLock;
+
+use gpu_harness::Case;
+use serde::{Deserialize, Deserializer};
+
+pub use formula::Formula;
+
+/// The registry's text, embedded at build time.
+pub const REGISTRY: &str = include_str!("../../../course.toml");
+
+/// The course, parsed once per process from the embedded `course.toml`.
+///
+/// Panics with the parser's message if the file is invalid: it is part of the code, and the
+/// registry's own tests fail first.
+pub fn registry() -> &'static Course {
+    static COURSE: OnceLock<Course> = OnceLock::new();
+    COURSE.get_or_init(|| Course::parse(REGISTRY).unwrap_or_else(|e| panic!("course.toml: {e}")))
+}
+
+/// Every family of the course, in teaching order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Course {
+    #[serde(rename = "family")]
+    pub families: Vec<Family>,
+}
+
+/// A family of techniques (reduction, scan, ...): a part of the book.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Family {
+    /// Short name, e.g. `reduction`.
+    pub id: String,
+    /// The part's title in the book, e.g. `Reduction`.
+    pub title: String,
+    /// What every step is measured at, unless it names its own cases.
+    #[serde(deserialize_with = "cases")]
+    pub cases: Vec<Case>,
+    /// The case the summary compares every step at.
+    #[serde(deserialize_with = "case")]
+    pub summary_case: Case,
+    /// The cases each chapter draws a chart of (default: the summary case alone).
+    #[serde(default, deserialize_with = "optional_cases")]
+    pub charts: Option<Vec<Case>>,
+    /// What the tour runs each step at on the CPU simulator.
+    #[serde(deserialize_with = "case")]
+    pub simulator_case: Case,
+    /// Bytes of a case's input, on which the roofs are measured.
+    pub input_bytes: Formula,
+    /// The family's summary page, after its chapters.
+    pub summary: Option<Page>,
+    #[serde(rename = "chapter")]
+    pub chapters: Vec<Chapter>,
+    /// Libraries and reference kernels the steps are compared with.
+    #[serde(rename = "peer", default)]
+    pub peers: Vec<Peer>,
+}
+
+/// A book page: its file under `book/src/` and its title.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    pub file: String,
+    pub title: String,
+}
+
+/// One crate, one kernel file and one book page.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chapter {
+    /// The technique crate, e.g. `reduce-naive`.
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    /// The chapter's title in the book's table of contents.
+    pub title: String,
+    /// The chapter's file under `book/src/`.
+    pub file: String,
+    #[serde(rename = "step")]
+    pub steps: Vec<Step>,
+}
+
+/// One measured step.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub name: String,
+    /// The kernel in `cuda/<crate_name>.cu`; for a peer, its C function in `scripts/peers/`.
+    pub kernel: String,
+    /// What the step does, in a few words.
+    pub about: String,
+    pub moves: Moves,
+    pub bytes: Formula,
+    /// A case measured besides the ladder, at its own `cases`.
+    #[serde(default)]
+    pub extra: bool,
+    #[serde(default, deserialize_with = "optional_cases")]
+    pub cases: Option<Vec<Case>>,
+}
+
+/// A library call or a reference kernel that steps are compared with.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Peer {
+    /// The crate whose code calls it (its `steps()` offers the peer like a step).
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    #[serde(flatten)]
+    pub step: Step,
+    /// Where it comes from, e.g. `NVIDIA CUB 3.0 DeviceReduce::Sum` or `seed 004`.
+    pub source: String,
+    /// The course's step it is the counterpart of, if any (the summary puts them side by side).
+    pub counterpart: Option<String>,
+}
+
+/// What a step moves, and so which roof it is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Moves {
+    /// Reads its input and writes (next to) nothing: compared with the read roof.
+    #[serde(rename = "read")]
+    Read,
+    /// Reads and writes about as much: compared with the copy roof.
+    #[serde(rename = "read-write")]
+    ReadWrite,
+}
+
+impl Moves {
+    /// The roof's name in tables and charts: `read` or `copy`.
+    pub fn roof(self) -> &'static str {
+        match self {
+            Moves::Read => "read",
+            Moves::ReadWrite => "copy",
+        }
+    }
+}
+
+/// A step of a family with where it lives: its crate, and whether it is a peer.
+#[derive(Debug, Clone, Copy)]
+pub struct StepRef<'a> {
+    pub family: &'a Family,
+    pub crate_name: &'a str,
+    pub step: &'a Step,
+    /// The peer's description, for a peer.
+    pub peer: Option<&'a Peer>,
+}
+
+impl<'a> StepRef<'a> {
+    pub fn name(&self) -> &'a str {
+        &self.step.name
+    }
+
+    /// The cases this step runs at.
+    pub fn cases(&self) -> &'a [Case] {
+        self.step.cases.as_deref().unwrap_or(&self.family.cases)
+    }
+
+    /// Whether the step is on the family's ladder (not an extra, not a peer).
+    pub fn on_ladder(&self) -> bool {
+        !self.step.extra && self.peer.is_none()
+    }
+
+    /// The bytes the step moves at `case`, given the counts it reported.
+    pub fn bytes(&self, case: &Case, counts: &[(&str, u64)]) -> Result<u64, String> {
+        let value = |name: &str| match name {
+            "n" => Some(case.n()),
+            "rows" => Some(case.rows()),
+            "cols" => Some(case.cols()),
+            _ => counts.iter().find(|(n, _)| *n == name).map(|&(_, v)| v),
+        };
+        self.step.bytes.eval(value).map_err(|e| format!("{}/{}: {e}", self.crate_name, self.step.name))
+    }
+}
+
+impl Course {
+    /// Parses and validates a registry.
+    pub fn parse(text: &str) -> Result<Course, String> {
+        let course: Course = toml::from_str(text).map_err(|e| e.to_string())?;
+        course.validate()?;
+        Ok(course)
+    }
+
+    pub fn family(&self, id: &str) -> Option<&Family> {
+        self.families.iter().find(|f| f.id == id)
+    }
+
+    /// Every step of every family, in teaching order: each family's chapters' steps, then its peers.
+    pub fn steps(&self) -> impl Iterator<Item = StepRef<'_>> {
+        self.families.iter().flat_map(Family::steps)
+    }
+
+    /// Every technique crate, in teaching order.
+    pub fn crates(&self) -> impl Iterator<Item = &str> {
+        self.families.iter().flat_map(|f| f.chapters.iter().map(|c| c.crate_name.as_str()))
+    }
+
+    /// Names unique within a family, cases and formulas that make sense.
+    fn validate(&self) -> Result<(), String> {
+        let mut ids = Vec::new();
+        for family in &self.families {
+            if ids.contains(&family.id) {
+                return Err(format!("family `{}` twice", family.id));
+            }
+            ids.push(family.id.clone());
+            family.input_bytes.eval(|name| ["n", "rows", "cols"].contains(&name).then_some(1))?;
+            let mut names: Vec<&str> = Vec::new();
+            for step in family.steps() {
+                if names.contains(&step.name()) {
+                    return Err(format!("family `{}`: step `{}` twice", family.id, step.name()));
+                }
+                names.push(step.name());
+                if step.step.extra != step.step.cases.is_some() {
+                    return Err(format!("step `{}`: an extra names its own cases, and only an extra", step.name()));
+                }
+            }
+            for peer in &family.peers {
+                if let Some(counterpart) = &peer.counterpart {
+                    if !family.steps().any(|s| s.peer.is_none() && s.name() == counterpart) {
+                        return Err(format!("peer `{}`: no step `{counterpart}`", peer.step.name));
+                    }
+                }
+            }
+            if !family.cases.contains(&family.summary_case) {
+                return Err(format!("family `{}`: its summary case is not one of its cases", family.id));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Family {
+    /// Its chapters' steps, then its peers.
+    pub fn steps(&self) -> impl Iterator<Item = StepRef<'_>> {
+        let own = self.chapters.iter().flat_map(move |chapter| {
+            chapter.steps.iter().map(move |step| StepRef {
+                family: self,
+                crate_name: &chapter.crate_name,
+                step,
+                peer: None,
+            })
+        });
+        let peers = self.peers.iter().map(move |peer| StepRef {
+            family: self,
+            crate_name: &peer.crate_name,
+            step: &peer.step,
+            peer: Some(peer),
+        });
+        own.chain(peers)
+    }
+
+    /// The cases each chapter draws a chart of, the summary case first.
+    pub fn chart_cases(&self) -> Vec<&Case> {
+        let mut cases = vec![&self.summary_case];
+        cases.extend(self.charts.iter().flatten().filter(|c| **c != self.summary_case));
+        cases
+    }
+
+    /// The step (or peer) called `name`.
+    pub fn step(&self, name: &str) -> Option<StepRef<'_>> {
+        self.steps().find(|s| s.name() == name)
+    }
+
+    /// The chapter of `crate_name`.
+    pub fn chapter(&self, crate_name: &str) -> Option<&Chapter> {
+        self.chapters.iter().find(|c| c.crate_name == crate_name)
+    }
+
+    /// Bytes of the input of `case`, on which the roofs are measured.
+    pub fn input_bytes(&self, case: &Case) -> u64 {
+        let value = |name: &str| match name {
+            "n" => Some(case.n()),
+            "rows" => Some(case.rows()),
+            "cols" => Some(case.cols()),
+            _ => None,
+        };
+        // `validate` checked that the formula names only these.
+        self.input_bytes.eval(value).unwrap_or(0)
+    }
+}
+
+impl Chapter {
+    /// The kernel file, `cuda/<crate_name>.cu` with `_` for `-`.
+    pub fn kernel_file(&self) -> String {
+        format!("{}.cu", self.crate_name.replace('-', "_"))
+    }
+}
+
+fn case<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Case, D::Error> {
+    String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+}
+
+fn cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Case>, D::Error> {
+    let texts = Vec::<String>::deserialize(deserializer)?;
+    texts.iter().map(|t| t.parse().map_err(serde::de::Error::custom)).collect()
+}
+
+fn optional_cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<Case>>, D::Error> {
+    cases(deserializer).map(Some)
+}

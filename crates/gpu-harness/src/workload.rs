@@ -1,0 +1,201 @@
+//! What the tour and the benches measure: a step of a technique, prepared on one case.
+//!
+//! A technique crate lists its steps as [`StepEntry`]s (`pub fn steps() -> Vec<StepEntry>`). The
+//! course registry (`course.toml`) names the same steps and says at which [`Case`]s they run, what
+//! they move and how many bytes that is; the tour (`cargo run --release`) and every crate's bench
+//! join the two, so a step is timed, checked and recorded by one path wherever it runs.
+//!
+//! A step's `prepare` function uploads the case's input (random, from the given seed), allocates
+//! its scratch and compiles its kernels; the [`Prepared`] it returns then queues exactly what is
+//! timed ([`Prepared::queue`]) and checks a result against the CPU ([`Prepared::check`]).
+
+use std::fmt;
+
+use crate::{Device, GpuError, Result};
+
+/// One measured case of a family: a size, a matrix shape, and optionally a kind of input.
+///
+/// Written as text in the registry and in results files: `2^28` (elements), `1000000`,
+/// `2^20x256` or `16384x16384` (rows x columns), each optionally followed by a word naming the
+/// input (`2^30 all-equal`, `2^28 50%`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Case {
+    /// The text the case was written as, used as its name in results and tables.
+    pub label: String,
+    pub shape: Shape,
+    /// The kind of input, where the family has several (`uniform`, `all-equal`, `50%`).
+    pub variant: Option<String>,
+}
+
+/// The size of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Shape {
+    /// A one-dimensional input of `n` elements.
+    Elements(u64),
+    /// A row-major matrix.
+    Matrix { rows: u64, cols: u64 },
+}
+
+impl Case {
+    /// Number of elements of the input.
+    pub fn n(&self) -> u64 {
+        match self.shape {
+            Shape::Elements(n) => n,
+            Shape::Matrix { rows, cols } => rows.saturating_mul(cols),
+        }
+    }
+
+    /// Rows of a matrix case; a one-dimensional case is one row.
+    pub fn rows(&self) -> u64 {
+        match self.shape {
+            Shape::Elements(_) => 1,
+            Shape::Matrix { rows, .. } => rows,
+        }
+    }
+
+    /// Columns of a matrix case; a one-dimensional case is one row of `n` columns.
+    pub fn cols(&self) -> u64 {
+        match self.shape {
+            Shape::Elements(n) => n,
+            Shape::Matrix { cols, .. } => cols,
+        }
+    }
+
+    /// The number of elements as `usize`, or an error where it does not fit this machine.
+    pub fn elements(&self) -> Result<usize> {
+        usize::try_from(self.n())
+            .map_err(|_| GpuError::BadInput(format!("case {}: too many elements for this machine", self.label)))
+    }
+
+    /// The case with the same shape and kind, but `n` elements (for the simulator's small runs).
+    pub fn with_elements(&self, n: u64) -> Case {
+        let shape = match self.shape {
+            Shape::Elements(_) => Shape::Elements(n),
+            Shape::Matrix { cols, .. } => Shape::Matrix { rows: (n / cols.max(1)).max(1), cols },
+        };
+        let mut label = count_label(match shape {
+            Shape::Elements(n) => n,
+            Shape::Matrix { rows, .. } => rows,
+        });
+        if let Shape::Matrix { cols, .. } = shape {
+            label = format!("{label}x{}", count_label(cols));
+        }
+        if let Some(variant) = &self.variant {
+            label = format!("{label} {variant}");
+        }
+        Case { label, shape, variant: self.variant.clone() }
+    }
+}
+
+/// `2^k` for powers of two of at least 2^10, else the number: how counts are written in labels.
+pub fn count_label(n: u64) -> String {
+    if n.is_power_of_two() && n >= 1024 { format!("2^{}", n.trailing_zeros()) } else { n.to_string() }
+}
+
+impl std::str::FromStr for Case {
+    type Err = GpuError;
+
+    /// Parses `2^28`, `1000000`, `2^20x256`, `16384x16384`, each optionally followed by a space and
+    /// a word naming the input.
+    fn from_str(text: &str) -> Result<Case> {
+        let label = text.trim().to_string();
+        let bad = |why: &str| GpuError::BadInput(format!("case `{label}`: {why}"));
+        let mut words = label.split_whitespace();
+        let size = words.next().ok_or_else(|| bad("empty"))?;
+        let variant = words.next().map(str::to_string);
+        if words.next().is_some() {
+            return Err(bad("expected a size and at most one word naming the input"));
+        }
+        let count = |text: &str| -> Result<u64> {
+            let value = match text.strip_prefix("2^") {
+                Some(exponent) => {
+                    let k: u32 = exponent.parse().map_err(|_| bad("2^k needs a whole k"))?;
+                    1u64.checked_shl(k).filter(|_| k < 64).ok_or_else(|| bad("2^k needs k < 64"))?
+                }
+                None => text.replace('_', "").parse().map_err(|_| bad("a size is a number, 2^k, or RxC"))?,
+            };
+            if value == 0 { Err(bad("a size must be at least 1")) } else { Ok(value) }
+        };
+        let shape = match size.split_once('x') {
+            Some((rows, cols)) => Shape::Matrix { rows: count(rows)?, cols: count(cols)? },
+            None => Shape::Elements(count(size)?),
+        };
+        Ok(Case { label, shape, variant })
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label)
+    }
+}
+
+/// What a check of a step's result against the CPU found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    Correct,
+    /// A wrong result, with what was expected and what came back (and a seed to replay it).
+    Wrong(String),
+}
+
+/// A step set up on one case: input uploaded, scratch allocated, kernels compiled.
+pub trait Prepared {
+    /// Queues one call of exactly what is timed; does not wait for the GPU.
+    fn queue(&mut self) -> Result<()>;
+
+    /// Runs the step once more and compares its result with a CPU reference.
+    fn check(&mut self) -> Result<Checked>;
+
+    /// Named counts for the registry's bytes formula besides `n`, `rows` and `cols` (for example
+    /// `("partials", 1056)`, the block partials a host-finished reduction writes).
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+}
+
+/// Prepares a step on a case: `(device, case, seed of the random input)`.
+pub type PrepareFn = fn(&Device, &Case, u64) -> Result<Box<dyn Prepared>>;
+
+/// A step as a technique crate offers it to the tour and the benches. The registry names it by
+/// `(crate_name, step)`; a test checks that the two lists agree.
+#[derive(Clone, Copy)]
+pub struct StepEntry {
+    /// The crate that implements the step, e.g. `reduce-naive`.
+    pub crate_name: &'static str,
+    /// The step's name in the registry, the tables and the charts, e.g. `naive`.
+    pub step: &'static str,
+    pub prepare: PrepareFn,
+}
+
+impl fmt::Debug for StepEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.crate_name, self.step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_parse_sizes_shapes_and_kinds() {
+        let case: Case = "2^28".parse().unwrap();
+        assert_eq!((case.n(), case.rows(), case.cols(), case.variant), (1 << 28, 1, 1 << 28, None));
+        let case: Case = "2^20x256".parse().unwrap();
+        assert_eq!((case.n(), case.rows(), case.cols()), (1 << 28, 1 << 20, 256));
+        let case: Case = "2^30 all-equal".parse().unwrap();
+        assert_eq!((case.n(), case.variant.as_deref()), (1 << 30, Some("all-equal")));
+        assert_eq!("1_000_003".parse::<Case>().unwrap().n(), 1_000_003);
+        for bad in ["", "2^x", "0", "2^64", "3x", "2^20 a b", "lots"] {
+            assert!(bad.parse::<Case>().is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn smaller_cases_keep_their_shape_and_kind() {
+        let case: Case = "2^20x256 skewed".parse().unwrap();
+        let small = case.with_elements(1 << 16);
+        assert_eq!((small.rows(), small.cols(), small.label.as_str()), (256, 256, "256x256 skewed"));
+        assert_eq!("2^28".parse::<Case>().unwrap().with_elements(1 << 16).label, "2^16");
+    }
+}

@@ -1,0 +1,236 @@
+//! Everything the book and the README show that comes from the registry or the measured data,
+//! rendered in one place: per GPU and crate a table and a chart, per family a summary, per chapter
+//! a fragment showing every GPU's measurements (one tab each), the book's table of contents and the
+//! README's status table. `cargo run --release -- --charts` writes them; a test checks that the
+//! committed files are what the committed registry and data render.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use course::{Course, Family};
+use gpu_harness::{Case, GpuError};
+
+use crate::charts::{ChartError, chapter_chart, summary_chart};
+use crate::results::{Results, load_results, results_by_gpu};
+use crate::tables::{chapter_table, find_record, peers_table, summary_table};
+
+/// Why the book could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum BookError {
+    #[error(transparent)]
+    Data(#[from] GpuError),
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+    #[error("{0}")]
+    Layout(String),
+}
+
+/// The folder, under the data folder, of the fragments the chapters include.
+pub const FRAGMENTS: &str = "measured";
+
+/// Markers around the generated part of `book/src/SUMMARY.md` and of the README's status table.
+pub const BEGIN: &str = "<!-- generated from course.toml: do not edit by hand (cargo run --release -- --charts) -->";
+pub const END: &str = "<!-- end of the generated part -->";
+
+/// One GPU's folder and results.
+struct Gpu {
+    /// The folder's name, e.g. `nvidia-h200`.
+    slug: String,
+    /// The GPU's name, e.g. `NVIDIA H200`.
+    name: String,
+    folder: PathBuf,
+    results: Vec<Results>,
+}
+
+/// Every file the registry and the data under `root` (the workspace) render, as `(path, text)`.
+pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let data = root.join("book/src/data");
+    let gpus: Vec<Gpu> = results_by_gpu(&load_results(&data)?)
+        .into_iter()
+        .map(|(folder, results)| Gpu {
+            slug: folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            name: results[0].device.name.clone(),
+            folder,
+            results,
+        })
+        .collect();
+    let mut outputs = Vec::new();
+    for family in &course.families {
+        for gpu in &gpus {
+            outputs.extend(gpu_files(family, gpu)?);
+        }
+        outputs.extend(fragments(family, &gpus, &data.join(FRAGMENTS))?);
+    }
+    outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
+    outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
+    Ok(outputs)
+}
+
+/// A chart file's name: `<name>.svg` for the summary case, `<name>-<case>.svg` for the others.
+fn chart_file(name: &str, family: &Family, case: &Case) -> String {
+    if *case == family.summary_case {
+        format!("{name}.svg")
+    } else {
+        let slug: String = case.label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        format!("{name}-{slug}.svg")
+    }
+}
+
+/// One GPU's tables and charts of a family: per chapter, and the summary.
+fn gpu_files(family: &Family, gpu: &Gpu) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let mut files = Vec::new();
+    for chapter in &family.chapters {
+        let Some(table) = chapter_table(family, chapter, &gpu.results) else { continue };
+        files.push((gpu.folder.join(format!("{}.md", chapter.crate_name)), table.markdown()));
+        for case in family.chart_cases() {
+            if let Some(svg) = chapter_chart(family, chapter, &gpu.results, case)? {
+                files.push((gpu.folder.join(chart_file(&chapter.crate_name, family, case)), svg));
+            }
+        }
+    }
+    if let Some(table) = summary_table(family, &gpu.results) {
+        let mut text = table.markdown();
+        if let Some(peers) = peers_table(family, &gpu.results) {
+            text += "\n";
+            text += &peers.markdown();
+        }
+        files.push((gpu.folder.join(format!("{}-summary.md", family.id)), text));
+        if let Some(svg) = summary_chart(family, &gpu.results)? {
+            files.push((gpu.folder.join(format!("{}-summary.svg", family.id)), svg));
+        }
+    }
+    Ok(files)
+}
+
+/// The fragments the chapters include: every GPU's charts and table, one tab per GPU.
+fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let mut files = Vec::new();
+    for chapter in &family.chapters {
+        let tabs: Vec<(&Gpu, String)> = gpus
+            .iter()
+            .filter_map(|gpu| {
+                let table = chapter_table(family, chapter, &gpu.results)?;
+                let mut body = String::new();
+                for case in family.chart_cases() {
+                    let file = chart_file(&chapter.crate_name, family, case);
+                    if has_chart(family, chapter, gpu, case) {
+                        let alt = format!(
+                            "Effective bandwidth of each {} step at {} on an {}",
+                            chapter.crate_name, case.label, gpu.name
+                        );
+                        let _ = writeln!(body, "![{alt}](../data/{}/{file})\n", gpu.slug);
+                    }
+                }
+                body += &table.markdown();
+                Some((gpu, body))
+            })
+            .collect();
+        files.push((folder.join(format!("{}.md", chapter.crate_name)), tabbed(&chapter.crate_name, &tabs)));
+    }
+    let tabs: Vec<(&Gpu, String)> = gpus
+        .iter()
+        .filter_map(|gpu| {
+            let table = summary_table(family, &gpu.results)?;
+            let mut body = format!(
+                "![{} at {}, every step, on an {}](../data/{}/{}-summary.svg)\n\n",
+                family.title, family.summary_case.label, gpu.name, gpu.slug, family.id
+            );
+            body += &table.markdown();
+            if let Some(peers) = peers_table(family, &gpu.results) {
+                body += "\n";
+                body += &peers.markdown();
+            }
+            Some((gpu, body))
+        })
+        .collect();
+    files.push((folder.join(format!("{}-summary.md", family.id)), tabbed(&format!("{}-summary", family.id), &tabs)));
+    Ok(files)
+}
+
+fn has_chart(family: &Family, chapter: &course::Chapter, gpu: &Gpu, case: &Case) -> bool {
+    matches!(chapter_chart(family, chapter, &gpu.results, case), Ok(Some(_)))
+}
+
+/// Tabs, one per GPU, with CSS alone (`book/theme/gpu-tabs.css`): radio buttons and labels, then
+/// one panel per GPU; the first is shown until another label is clicked.
+fn tabbed(name: &str, tabs: &[(&Gpu, String)]) -> String {
+    if tabs.is_empty() {
+        return "*Not measured yet: run the tour on a GPU (`cargo run --release`).*\n".to_string();
+    }
+    let mut out = String::from("<div class=\"gpu-tabs\">\n");
+    for (i, (gpu, _)) in tabs.iter().enumerate() {
+        let id = format!("gpu-{name}-{}", gpu.slug);
+        let checked = if i == 0 { " checked" } else { "" };
+        let _ = writeln!(out, "<input type=\"radio\" name=\"gpu-{name}\" id=\"{id}\"{checked}>");
+        let _ = writeln!(out, "<label for=\"{id}\">{}</label>", gpu.name);
+    }
+    for (_, body) in tabs {
+        let _ = write!(out, "<div class=\"gpu-tab\">\n\n{body}\n</div>\n");
+    }
+    out + "</div>\n"
+}
+
+/// `SUMMARY.md` with its generated part (between [`BEGIN`] and [`END`]) rendered from the registry:
+/// a part per family, a line per chapter, then the family's summary page.
+fn table_of_contents(course: &Course, path: &Path) -> Result<String, BookError> {
+    let mut generated = String::new();
+    for family in &course.families {
+        let _ = writeln!(generated, "# {}\n", family.title);
+        for chapter in &family.chapters {
+            let _ = writeln!(generated, "- [{}]({})", chapter.title, chapter.file);
+        }
+        if let Some(page) = &family.summary {
+            let _ = writeln!(generated, "- [{}]({})", page.title, page.file);
+        }
+        generated += "\n";
+    }
+    replace_generated(path, generated.trim_end())
+}
+
+/// The README with its status table (between [`BEGIN`] and [`END`]) rendered from the registry and
+/// the data: one row per step and peer, its share of its roof on each GPU at the summary case.
+fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, BookError> {
+    let mut generated = String::new();
+    for family in &course.families {
+        let case = &family.summary_case.label;
+        let _ = write!(
+            generated,
+            "**{}** (% of the step's own roof at {case}: the read roof for a step that only reads, the copy \
+             roof for one that reads and writes; measured by the tour, from `book/src/data/<gpu>/`)\n\n| crate | step | what it does |",
+            family.title
+        );
+        for gpu in gpus {
+            let _ = write!(generated, " {} |", gpu.name);
+        }
+        generated += "\n|---|---|---|";
+        generated += &"---:|".repeat(gpus.len());
+        generated += "\n";
+        for step in family.steps().filter(|s| !s.step.extra) {
+            let what = match step.peer {
+                Some(peer) => format!("peer: {}", peer.source),
+                None => step.step.about.clone(),
+            };
+            let _ = write!(generated, "| `{}` | {} | {what} |", step.crate_name, step.name());
+            for gpu in gpus {
+                let cell = find_record(&gpu.results, &step, case)
+                    .map_or("-".into(), |r| format!("{:.1}%", r.percent_of_roof()));
+                let _ = write!(generated, " {cell} |");
+            }
+            generated += "\n";
+        }
+        generated += "\n";
+    }
+    replace_generated(path, generated.trim_end())
+}
+
+/// The text of `path` with what lies between [`BEGIN`] and [`END`] replaced by `generated`.
+fn replace_generated(path: &Path, generated: &str) -> Result<String, BookError> {
+    let text = std::fs::read_to_string(path).map_err(|e| BookError::Layout(format!("{}: {e}", path.display())))?;
+    let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
+        return Err(BookError::Layout(format!("{} has no `{BEGIN}` ... `{END}` markers", path.display())));
+    };
+    if end < begin {
+        return Err(BookError::Layout(format!("{}: the end marker comes before the begin marker", path.display())));
+    }
+    Ok(format!("{}{BEGIN}\n{generated}\n{}", &text[..begin], &text[end..]))
+}

@@ -1,0 +1,21 @@
+//! # report: measured results, their tables and charts, and the book pages drawn from them
+//!
+//! - [`session`]: the one measuring path of the tour and the benches (prepare, check, time,
+//!   record next to the roofs of the same run);
+//! - [`results`]: the results format and its one writer;
+//! - [`tables`]: the tables, rendered once, written as Markdown (the book) or text (the tour);
+//! - [`charts`]: SVG bar charts with the read roof, the copy roof and the theoretical peak;
+//! - [`book`]: every generated page of the book and the README, from the registry and the data;
+//! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones.
+
+pub mod book;
+pub mod charts;
+pub mod prose;
+pub mod results;
+pub mod session;
+pub mod tables;
+
+pub use book::{BookError, render_book};
+pub use results::{Record, Results, book_data_dir, gpu_slug, load_results, workspace_root, write_results};
+pub use session::{Failure, Session, find_entry};
+pub use tables::Table;
