@@ -22,8 +22,8 @@ reduce_unroll_volatile_racy(const float* __restrict__ input,
     unsigned int tid = threadIdx.x;
 
     float sum = 0.0f;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + tid; i < n; i += stride) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + tid; i < n; i += stride) {
         sum += input[i];
     }
     sdata[tid] = sum;
@@ -87,8 +87,8 @@ reduce_unroll_last_warp(const float* __restrict__ input,
     unsigned int tid = threadIdx.x;
 
     float sum = 0.0f;
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + tid; i < n; i += stride) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + tid; i < n; i += stride) {
         sum += input[i];
     }
     sdata[tid] = sum;
@@ -134,8 +134,8 @@ reduce_complete_unroll(const float* __restrict__ input,
     unsigned int tid = threadIdx.x;
 
     float sum = 0.0f;
-    size_t stride = (size_t)gridDim.x * BLOCK_SIZE;
-    for (size_t i = (size_t)blockIdx.x * BLOCK_SIZE + tid; i < n; i += stride) {
+    long long stride = (long long)gridDim.x * BLOCK_SIZE;
+    for (long long i = (long long)blockIdx.x * BLOCK_SIZE + tid; i < n; i += stride) {
         sum += input[i];
     }
     sdata[tid] = sum;

@@ -591,6 +591,31 @@ impl<T: Element> DeviceBuffer<T> {
         }
     }
 
+    /// Overwrites `host.len()` elements starting at element `offset` with `host`.
+    pub fn write_at(&mut self, offset: usize, host: &[T]) -> Result<()> {
+        let end = offset.checked_add(host.len()).filter(|&end| end <= self.len()).ok_or_else(|| {
+            GpuError::BadInput(format!(
+                "a write of {} elements at {offset} into a buffer of {}",
+                host.len(),
+                self.len()
+            ))
+        })?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        match (&mut self.storage, &self.device.inner.backend) {
+            (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
+                let mut view = slice.slice_mut(offset..end);
+                cuda.stream.memcpy_htod(host, &mut view).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+            }
+            (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => {
+                let at = *address + (offset * std::mem::size_of::<T>()) as u64;
+                lock(&cpu.machine).write(at, as_bytes(host)).map_err(|e| sim_error("copy to device", e))
+            }
+            _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
+        }
+    }
+
     /// Sets every 32-bit word of the buffer to `word` on the device's stream, without a host copy
     /// and without waiting. For element types whose size is a multiple of 4 bytes.
     pub fn fill_words(&mut self, word: u32) -> Result<()> {

@@ -74,9 +74,36 @@ impl HostFinishedStep for GridStride {
 }
 // ANCHOR_END: step
 
+/// The grid-stride step as it was first written, with an unsigned 64-bit loop index: the compiler
+/// cannot count its iterations, so it does not unroll it. Not on the ladder: measured to show what
+/// the index type costs.
+pub struct GridStrideUnsignedIndex;
+
+impl HostFinishedStep for GridStrideUnsignedIndex {
+    const STEP: &'static str = "grid-stride-unsigned-index";
+    const SOURCE: KernelSource = SOURCE;
+    const KERNEL: &'static str = "reduce_grid_stride_unsigned_index";
+
+    fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
+        let mut plan = GridStride::plan(n, gpu)?;
+        for pass in &mut plan.passes {
+            pass.kernel = Self::KERNEL;
+        }
+        Ok(plan)
+    }
+
+    fn boundary_sizes() -> Vec<usize> {
+        GridStride::boundary_sizes()
+    }
+}
+
 /// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
 /// sizes).
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
-    vec![measured::host_finished::<FirstAdd>(crate_name), measured::host_finished::<GridStride>(crate_name)]
+    vec![
+        measured::host_finished::<FirstAdd>(crate_name),
+        measured::host_finished::<GridStride>(crate_name),
+        measured::host_finished::<GridStrideUnsignedIndex>(crate_name),
+    ]
 }

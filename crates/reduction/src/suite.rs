@@ -72,6 +72,9 @@ pub trait SumReduction: Sized + Send + 'static {
 /// block, a page, and large sizes with and without a power of two.
 pub const EDGE_SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 4096, 1 << 20, (1 << 20) + 3];
 
+/// The largest input a kernel with a 32-bit element count takes: 2^32 - 1 elements (16 GiB of f32).
+pub const LARGEST_U32_INPUT: usize = u32::MAX as usize;
+
 /// Sums `host` with a fresh upload, poisoning the launcher's scratch first.
 fn sum_of<R: SumReduction>(device: &Device, reducer: &mut R, host: &[f32]) -> Result<f32> {
     let input = device.upload(host)?;
@@ -131,6 +134,29 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut R::create(device)?, &input)?;
                     check_sum(&rng, "integer-valued floats", &input, got, true)
+                },
+            )
+            .gpu_if(
+                format!("sum_suite::{tag}::markers_up_to_2_pow_32_minus_1"),
+                |d| fits_test_time(d, LARGEST_U32_INPUT).or_else(|| enough_memory(d, 17 << 30)),
+                |device| {
+                    // The largest input a 32-bit count allows: zeros, and 1, 2, 4, 8 at the first
+                    // element, on both sides of 2^31 and at the last. A loop index that wraps, or
+                    // stops early, loses a marker; one that revisits elements counts one twice.
+                    let n = LARGEST_U32_INPUT;
+                    let mut input = device.alloc::<f32>(n)?;
+                    input.fill_words(0)?;
+                    for (at, value) in [(0, 1.0f32), ((1 << 31) - 1, 2.0), (1 << 31, 4.0), (n - 1, 8.0)] {
+                        input.write_at(at, &[value])?;
+                    }
+                    let mut reducer = R::create(device)?;
+                    reducer.reserve(n)?;
+                    reducer.poison_scratch()?;
+                    let got = reducer.sum(input.as_view())?;
+                    if got != 15.0 {
+                        return Err(format!("2^32 - 1 elements: got {got}, expected 15 (1 + 2 + 4 + 8)").into());
+                    }
+                    Ok(())
                 },
             )
             .gpu(format!("sum_suite::{tag}::view_at_odd_offset"), |device| {
