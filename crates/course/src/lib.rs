@@ -111,11 +111,16 @@ pub struct Step {
     pub about: String,
     pub moves: Moves,
     pub bytes: Formula,
-    /// A case measured besides the ladder, at its own `cases`.
+    /// A case the chapter measures besides the ladder (not compared with the steps before it).
     #[serde(default)]
     pub extra: bool,
+    /// The cases this step runs at, where they are not the family's (a one-block step at its
+    /// largest size, a matrix shape).
     #[serde(default, deserialize_with = "optional_cases")]
     pub cases: Option<Vec<Case>>,
+    /// The bytes of its input, where they are not the family's `input_bytes` (an f32 variant of a
+    /// family of byte inputs): the roofs are measured on this many bytes.
+    pub input_bytes: Option<Formula>,
 }
 
 /// A library call or a reference kernel that steps are compared with.
@@ -178,14 +183,19 @@ impl<'a> StepRef<'a> {
         !self.step.extra && self.peer.is_none()
     }
 
+    /// The bytes of the step's input at `case`, on which its roofs are measured.
+    pub fn input_bytes(&self, case: &Case) -> u64 {
+        match &self.step.input_bytes {
+            // `validate` checked that the formula names only these.
+            Some(formula) => formula.eval(|name| case_value(case, name)).unwrap_or(0),
+            None => self.family.input_bytes(case),
+        }
+    }
+
     /// The bytes the step moves at `case`, given the counts it reported.
     pub fn bytes(&self, case: &Case, counts: &[(&str, u64)]) -> Result<u64, String> {
-        let value = |name: &str| match name {
-            "n" => Some(case.n()),
-            "rows" => Some(case.rows()),
-            "cols" => Some(case.cols()),
-            _ => counts.iter().find(|(n, _)| *n == name).map(|&(_, v)| v),
-        };
+        let value =
+            |name: &str| case_value(case, name).or_else(|| counts.iter().find(|(n, _)| *n == name).map(|&(_, v)| v));
         self.step.bytes.eval(value).map_err(|e| format!("{}/{}: {e}", self.crate_name, self.step.name))
     }
 }
@@ -227,8 +237,8 @@ impl Course {
                     return Err(format!("family `{}`: step `{}` twice", family.id, step.name()));
                 }
                 names.push(step.name());
-                if step.step.extra != step.step.cases.is_some() {
-                    return Err(format!("step `{}`: an extra names its own cases, and only an extra", step.name()));
+                if let Some(formula) = &step.step.input_bytes {
+                    formula.eval(|name| ["n", "rows", "cols"].contains(&name).then_some(1))?;
                 }
             }
             for peer in &family.peers {
@@ -285,14 +295,8 @@ impl Family {
 
     /// Bytes of the input of `case`, on which the roofs are measured.
     pub fn input_bytes(&self, case: &Case) -> u64 {
-        let value = |name: &str| match name {
-            "n" => Some(case.n()),
-            "rows" => Some(case.rows()),
-            "cols" => Some(case.cols()),
-            _ => None,
-        };
         // `validate` checked that the formula names only these.
-        self.input_bytes.eval(value).unwrap_or(0)
+        self.input_bytes.eval(|name| case_value(case, name)).unwrap_or(0)
     }
 }
 
@@ -300,6 +304,16 @@ impl Chapter {
     /// The kernel file, `cuda/<crate_name>.cu` with `_` for `-`.
     pub fn kernel_file(&self) -> String {
         format!("{}.cu", self.crate_name.replace('-', "_"))
+    }
+}
+
+/// The value of `n`, `rows` or `cols` for a case.
+fn case_value(case: &Case, name: &str) -> Option<u64> {
+    match name {
+        "n" => Some(case.n()),
+        "rows" => Some(case.rows()),
+        "cols" => Some(case.cols()),
+        _ => None,
     }
 }
 

@@ -85,7 +85,7 @@ impl Session {
     /// Times `prepared` (step `step` at `case`) and records it with the roofs of its case.
     pub fn time(&mut self, step: &StepRef, case: &Case, prepared: &mut dyn Prepared) -> Result<Record> {
         let bytes = step.bytes(case, &prepared.counts()).map_err(GpuError::BadInput)?;
-        let roofs = self.roofs(step.family.input_bytes(case))?;
+        let roofs = self.roofs(step.input_bytes(case))?;
         let median_ms = time_step(&self.device, prepared)?;
         let record = Record {
             step: step.name().to_string(),
