@@ -124,9 +124,12 @@ struct CudaBackend {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     target: Target,
-    /// Each module with the PTX NVRTC produced beside it (for the kernels' parameter lists).
-    modules: Mutex<HashMap<ModuleKey, (Arc<CudaModule>, Option<Arc<String>>)>>,
+    modules: Mutex<HashMap<ModuleKey, LoadedModule>>,
 }
+
+/// A module loaded on the GPU, with the PTX NVRTC produced beside it (for the kernels' parameter
+/// lists, which launches are checked against).
+type LoadedModule = (Arc<CudaModule>, Option<Arc<String>>);
 
 /// The CPU simulator: one simulated global memory, the parsed PTX modules, and the counters of the
 /// last launch.
