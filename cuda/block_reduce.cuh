@@ -75,10 +75,12 @@ struct Min {
 template <class Op>
 __device__ __forceinline__ typename Op::Value warp_reduce(typename Op::Value value)
 {
+    // ANCHOR: solution(reduce-shuffle) combine each lane's value with the value offset lanes up, for offsets 16, 8, 4, 2, 1, with __shfl_down_sync, so lane 0 ends with the warp's result
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
         value = Op::combine(value, __shfl_down_sync(0xffffffffu, value, offset));
     }
+    // ANCHOR_END: solution
     return value;
 }
 // ANCHOR_END: warp_reduce

@@ -83,7 +83,9 @@ __device__ __forceinline__ void reduce_atomic(typename Op::Value block_value, ty
 {
     block_value = block_reduce<Op>(block_value);
     if (threadIdx.x == 0) {
+        // ANCHOR: solution combine the block's value into the result with one atomic operation (Atomic<Op>::apply)
         Atomic<Op>::apply(result, block_value);
+        // ANCHOR_END: solution
     }
 }
 // ANCHOR_END: atomic
@@ -102,12 +104,15 @@ __device__ __forceinline__ void reduce_last_block(typename Op::Value block_value
         partial[blockIdx.x] = block_value;
         // Make this block's partial visible to every other block before taking a ticket: the block
         // that draws the last ticket must see all partials.
+        // ANCHOR: solution publish the partial (__threadfence), take a ticket from the counter (atomicAdd), and set is_last_block in the block that draws the last one, which then fences again before reading
         __threadfence();
         const unsigned int arrived = atomicAdd(ticket, 1);
         is_last_block = (arrived == gridDim.x - 1);
         if (is_last_block) {
             __threadfence(); // order the reads below after every other block's fence
         }
+        // ANCHOR_END: solution
+        // ANCHOR: stub is_last_block = false;
     }
     __syncthreads();
 
