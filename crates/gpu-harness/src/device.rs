@@ -29,7 +29,7 @@ mod sealed {
 macro_rules! elements {
     ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl Element for $t {})* };
 }
-elements!(f32, f64, i32, u32, i64, u64, u8);
+elements!(f32, f64, i32, u32, i64, u64, u8, u16);
 
 /// What a benchmark or a reader needs to know about the GPU the numbers came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
