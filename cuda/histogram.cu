@@ -151,7 +151,7 @@ __device__ __forceinline__ void add_each_byte(Copy& copy, uint4 v)
 // ANCHOR: one_copy
 // Step 3's counts: one copy of the 256 bins per block, shared by its 16 warps.
 struct OneCopy {
-    static constexpr unsigned int WORDS = BYTE_BINS;
+    enum : unsigned int { WORDS = BYTE_BINS };
     unsigned int* counts;
 
     __device__ explicit OneCopy(unsigned int* shared) : counts(shared) {}
@@ -201,7 +201,7 @@ histogram_vector_loads(const unsigned char* __restrict__ input, unsigned int* __
 // What it leaves slow: the contention that matters is inside a warp (its 32 lanes share one copy),
 // and that is unchanged: all-equal input still makes 32 additions to one word per atomic.
 struct PerWarpCopy {
-    static constexpr unsigned int WORDS = BYTE_BINS * HIST_WARPS;
+    enum : unsigned int { WORDS = BYTE_BINS * HIST_WARPS };
     unsigned int* counts;
 
     __device__ explicit PerWarpCopy(unsigned int* shared) : counts(shared + (threadIdx.x / 32) * BYTE_BINS) {}
@@ -238,11 +238,15 @@ histogram_per_warp(const unsigned char* __restrict__ input, unsigned int* __rest
 // reads bin b's 32 words starting at lane b % 32, so the 32 threads of a warp read 32 banks at once.
 // What it leaves slow: one atomic per byte, even when a thread's 16 bytes are all the same.
 struct LaneCopies {
-    static constexpr unsigned int WORDS = BYTE_BINS * 32;
+    enum : unsigned int { WORDS = BYTE_BINS * 32 };
     unsigned int* counts;
 
     __device__ explicit LaneCopies(unsigned int* shared) : counts(shared + threadIdx.x % 32) {}
-    __device__ void add(unsigned int bin, unsigned int count) { atomicAdd(&counts[bin * 32], count); }
+    // Bin b of this lane's copy is 128 bytes (32 words) after bin b - 1: a byte offset of b << 7.
+    __device__ void add(unsigned int bin, unsigned int count)
+    {
+        atomicAdd(reinterpret_cast<unsigned int*>(reinterpret_cast<char*>(counts) + (bin << 7)), count);
+    }
     __device__ void vector(uint4 v) { add_each_byte(*this, v); }
     __device__ static void merge(const unsigned int* shared, unsigned int* __restrict__ bins)
     {
@@ -292,8 +296,49 @@ histogram_runs(const unsigned char* __restrict__ input, unsigned int* __restrict
 }
 // ANCHOR_END: runs
 
+// ANCHOR: addresses
+// Step 4d, histogram_addresses: step 4c, with the address of each atomic computed the short way.
+// The compiler turns `counts + lane + bin * 32` into ((bin * 32) | lane) * 4 + base, four integer
+// instructions per byte besides the atomic (shift, mask, or, multiply-add). Here each thread
+// computes its lane's base address once, and each byte costs an extract and one multiply-add,
+// bin * 128 + lane_address, written in PTX so that the compiler keeps it in that form. With 4
+// blocks of 512 threads on an SM and 2 to 3 bytes per clock and SM to count, instructions are what
+// the lane copies run out of, not bandwidth.
+__device__ __forceinline__ void shared_add_at(unsigned int lane_address, unsigned int bin, unsigned int count)
+{
+    unsigned int address;
+    asm("mad.lo.u32 %0, %1, 128, %2;" : "=r"(address) : "r"(bin), "r"(lane_address));
+    asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(address), "r"(count) : "memory");
+}
+
+struct AddressedRuns : RunCopies {
+    unsigned int lane_address;
+    __device__ explicit AddressedRuns(unsigned int* shared)
+        : RunCopies(shared), lane_address((unsigned int)__cvta_generic_to_shared(shared + threadIdx.x % 32))
+    {
+    }
+    __device__ void add(unsigned int bin, unsigned int count) { shared_add_at(lane_address, bin, count); }
+    __device__ void vector(uint4 v)
+    {
+        const unsigned int first = v.x & 0xffu;
+        const unsigned int repeated = first * 0x01010101u;
+        if (v.x == repeated && v.y == repeated && v.z == repeated && v.w == repeated) {
+            add(first, 16u);
+        } else {
+            add_each_byte(*this, v);
+        }
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
+histogram_addresses(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+{
+    privatised<AddressedRuns>(input, bins, n);
+}
+// ANCHOR_END: addresses
+
 // ANCHOR: packed
-// Step 4d (an extra), histogram_packed: the lane copies with 16-bit counters, two bins per word
+// Step 4e (an extra), histogram_packed: the lane copies with 16-bit counters, two bins per word
 // (bins 2k and 2k + 1 of lane l share word k * 32 + l, low and high half): 16 KiB per block
 // instead of 32. A 16-bit counter holds 65535, so the block flushes its counters into the global
 // bins, and zeroes them, every `flush_rounds` rounds of the loop (the launcher computes it: a round
@@ -301,7 +346,7 @@ histogram_runs(const unsigned char* __restrict__ input, unsigned int* __restrict
 // block, so that every thread reaches the barriers of a flush.
 // What it costs: more instructions per byte (the half to add to), and a flush now and then.
 struct PackedCopies {
-    static constexpr unsigned int WORDS = BYTE_BINS / 2 * 32;
+    enum : unsigned int { WORDS = BYTE_BINS / 2 * 32 };
     unsigned int* counts;
 
     __device__ explicit PackedCopies(unsigned int* shared) : counts(shared + threadIdx.x % 32) {}

@@ -51,19 +51,22 @@ pub enum ByteStep {
     LaneCopies,
     /// 4c. Lane copies, and 16 equal bytes added with one atomic.
     Runs,
-    /// 4d. Lane copies in 16-bit counters, two per word, flushed before they overflow.
+    /// 4d. Step 4c with the address arithmetic written out: two instructions per byte, not four.
+    Addresses,
+    /// 4e (an extra). Lane copies in 16-bit counters, two per word, flushed before they overflow.
     Packed,
 }
 
 impl ByteStep {
     /// Every step, in order.
-    pub const ALL: [ByteStep; 7] = [
+    pub const ALL: [ByteStep; 8] = [
         ByteStep::GlobalAtomics,
         ByteStep::SharedAtomics,
         ByteStep::VectorLoads,
         ByteStep::PerWarp,
         ByteStep::LaneCopies,
         ByteStep::Runs,
+        ByteStep::Addresses,
         ByteStep::Packed,
     ];
 
@@ -77,6 +80,7 @@ impl ByteStep {
             ByteStep::LaneCopies => "lane-copies",
             ByteStep::Runs => "runs",
             ByteStep::Packed => "packed",
+            ByteStep::Addresses => "addresses",
         }
     }
 
@@ -90,6 +94,7 @@ impl ByteStep {
             ByteStep::LaneCopies => "histogram_lane_copies",
             ByteStep::Runs => "histogram_runs",
             ByteStep::Packed => "histogram_packed",
+            ByteStep::Addresses => "histogram_addresses",
         }
     }
 
@@ -99,7 +104,7 @@ impl ByteStep {
             ByteStep::GlobalAtomics => 0,
             ByteStep::SharedAtomics | ByteStep::VectorLoads => BYTE_BINS,
             ByteStep::PerWarp => BYTE_BINS * (BLOCK_SIZE / 32) as usize,
-            ByteStep::LaneCopies | ByteStep::Runs => BYTE_BINS * 32,
+            ByteStep::LaneCopies | ByteStep::Runs | ByteStep::Addresses => BYTE_BINS * 32,
             ByteStep::Packed => BYTE_BINS / 2 * 32,
         };
         4 * words as u32

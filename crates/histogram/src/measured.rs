@@ -170,7 +170,7 @@ fn byte_prepare(step: ByteStep) -> gpu_harness::workload::PrepareFn {
             }
         };
     }
-    prepare_for!(GlobalAtomics, SharedAtomics, VectorLoads, PerWarp, LaneCopies, Runs, Packed)
+    prepare_for!(GlobalAtomics, SharedAtomics, VectorLoads, PerWarp, LaneCopies, Runs, Packed, Addresses)
 }
 
 /// A byte step on its case's input: what is timed is zeroing the bins and the kernel.
