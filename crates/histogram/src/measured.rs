@@ -19,7 +19,11 @@ const CRATE: &str = env!("CARGO_PKG_NAME");
 
 /// Every step of the chapter, then the peers (CUB), as the tour and the benches measure them.
 pub fn steps() -> Vec<StepEntry> {
-    let bytes = ByteStep::ALL.iter().map(|&step| StepEntry { crate_name: CRATE, step: step.name(), prepare: byte_prepare(step) });
+    let bytes = ByteStep::ALL.iter().map(|&step| StepEntry {
+        crate_name: CRATE,
+        step: step.name(),
+        prepare: byte_prepare(step),
+    });
     let even = [
         StepEntry { crate_name: CRATE, step: EvenStep::OneCopy.name(), prepare: prepare_even::<false> },
         StepEntry { crate_name: CRATE, step: EvenStep::LaneCopies.name(), prepare: prepare_even::<true> },
@@ -83,7 +87,8 @@ fn in_parallel<T: Send>(data: &mut [T], seed: u64, fill: impl Fn(&mut SmallRng, 
         for group in groups {
             scope.spawn(move || {
                 for (index, chunk) in group {
-                    let mut rng = SmallRng::seed_from_u64(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                    let mut rng =
+                        SmallRng::seed_from_u64(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
                     fill(&mut rng, chunk);
                 }
             });
@@ -110,9 +115,12 @@ impl<T: gpu_harness::Element> Input<T> {
     }
 }
 
+/// Where the last input made is kept, with the device it lives on.
+type Last<T> = Mutex<Option<(Device, Arc<Input<T>>)>>;
+
 /// The last input made, kept so the next step at the same case reuses it.
 fn cached<T: gpu_harness::Element>(
-    last: &Mutex<Option<(Device, Arc<Input<T>>)>>,
+    last: &Last<T>,
     device: &Device,
     label: &str,
     seed: u64,
@@ -132,7 +140,7 @@ fn cached<T: gpu_harness::Element>(
 
 /// The byte input of `case` from `seed`.
 pub fn byte_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<u8>>> {
-    static LAST: Mutex<Option<(Device, Arc<Input<u8>>)>> = Mutex::new(None);
+    static LAST: Last<u8> = Mutex::new(None);
     let kind = ByteKind::of(case)?;
     let n = case.elements()?;
     cached(&LAST, device, &case.label, seed, || {
@@ -149,7 +157,7 @@ pub fn unit_bins() -> EvenBins {
 
 /// The f32 input of `case` from `seed`: values uniform in [0, 1).
 pub fn f32_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<f32>>> {
-    static LAST: Mutex<Option<(Device, Arc<Input<f32>>)>> = Mutex::new(None);
+    static LAST: Last<f32> = Mutex::new(None);
     if case.variant.as_deref() != Some("f32") {
         return Err(GpuError::BadInput(format!("case {case}: an f32 histogram's case ends in `f32`")));
     }

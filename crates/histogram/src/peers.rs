@@ -38,10 +38,13 @@ fn stream(device: &Device) -> Result<*mut c_void> {
     device.raw_stream().ok_or_else(|| GpuError::Unsupported("peers run on a GPU, not on the CPU simulator".into()))
 }
 
+/// One timed call of CUB: `(input, counts, scratch)`.
+type CubCall<T> = Box<dyn Fn(&Input<T>, &DeviceBuffer<u32>, &DeviceBuffer<u8>) -> c_int>;
+
 /// A CUB call on a case's input, its scratch allocated once: what is timed is the library call
 /// (which zeroes the counts itself).
 struct CubCase<T: gpu_harness::Element> {
-    call: Box<dyn Fn(&Input<T>, &DeviceBuffer<u32>, &DeviceBuffer<u8>) -> c_int>,
+    call: CubCall<T>,
     symbol: &'static str,
     input: Arc<Input<T>>,
     counts: DeviceBuffer<u32>,
@@ -50,12 +53,12 @@ struct CubCase<T: gpu_harness::Element> {
 
 impl<T: gpu_harness::Element> CubCase<T> {
     /// Asks CUB for its scratch size (a call with no scratch only says how much it needs).
-    fn new(
+    fn prepare(
         device: &Device,
         symbol: &'static str,
         input: Arc<Input<T>>,
         size: impl Fn(&Input<T>, &DeviceBuffer<u32>, &mut u64) -> c_int,
-        call: Box<dyn Fn(&Input<T>, &DeviceBuffer<u32>, &DeviceBuffer<u8>) -> c_int>,
+        call: CubCall<T>,
     ) -> Result<Box<dyn Prepared>> {
         let counts = device.alloc::<u32>(BYTE_BINS)?;
         let mut temp_bytes = 0u64;
@@ -91,7 +94,7 @@ fn prepare_cub_bytes(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn 
         let n = input.host.len() as i64;
         function(address(&input.device) as *const u8, address(counts) as *mut u32, n, temp, bytes, stream)
     };
-    CubCase::new(
+    CubCase::prepare(
         device,
         CUB_BYTES,
         input,
@@ -113,9 +116,19 @@ fn prepare_cub_f32(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Pr
     let run = move |input: &Input<f32>, counts: &DeviceBuffer<u32>, temp: *mut c_void, bytes: &mut u64| unsafe {
         let n = input.host.len() as i64;
         let (count, lower, upper) = (bins.bins() as c_int, bins.lower(), bins.upper());
-        function(address(&input.device) as *const f32, address(counts) as *mut u32, n, count, lower, upper, temp, bytes, stream)
+        function(
+            address(&input.device) as *const f32,
+            address(counts) as *mut u32,
+            n,
+            count,
+            lower,
+            upper,
+            temp,
+            bytes,
+            stream,
+        )
     };
-    CubCase::new(
+    CubCase::prepare(
         device,
         CUB_F32,
         input,

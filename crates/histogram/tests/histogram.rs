@@ -5,9 +5,7 @@
 //! snapshots of launch plans, of the counts of a fixed input and of the simulator's counters.
 
 use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape};
-use gpu_test::{
-    TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, rows, test_size,
-};
+use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, rows, test_size};
 use histogram::reference::{byte_histogram, even_histogram, mismatch};
 use histogram::{
     BLOCK_SIZE, BYTE_BINS, ByteHistogram, ByteStep, EvenBins, EvenHistogram, EvenStep, PACKED_COUNTER_MAX,
@@ -239,7 +237,9 @@ fn packed_tests(suite: TestSuite) -> TestSuite {
                 plan.flush_rounds = rounds;
                 match histogram.count_with_plan(buffer.as_view(), &mut bins, &plan) {
                     Err(GpuError::BadInput(_)) => {}
-                    other => return Err(format!("flush every {rounds} rounds: expected BadInput, got {other:?}").into()),
+                    other => {
+                        return Err(format!("flush every {rounds} rounds: expected BadInput, got {other:?}").into());
+                    }
                 }
             }
             Ok(())
@@ -280,7 +280,14 @@ fn largest_input_test(suite: TestSuite) -> TestSuite {
 // ---- f32 even bins ----
 
 /// Counts `host[offset..]` into `bins` with `step` (counts poisoned first) and compares.
-fn check_even(device: &Device, rng: &TestRng, step: EvenStep, bins: &EvenBins, host: &[f32], offset: usize) -> TestResult {
+fn check_even(
+    device: &Device,
+    rng: &TestRng,
+    step: EvenStep,
+    bins: &EvenBins,
+    host: &[f32],
+    offset: usize,
+) -> TestResult {
     let histogram = EvenHistogram::new(device, step)?;
     let buffer = device.upload(host)?;
     let mut counts = device.alloc::<u32>(bins.bins() as usize)?;
@@ -298,7 +305,13 @@ fn check_even(device: &Device, rng: &TestRng, step: EvenStep, bins: &EvenBins, h
 
 /// The next f32 below `x` (for positive, finite x).
 fn below(x: f32) -> f32 {
-    if x > 0.0 { f32::from_bits(x.to_bits() - 1) } else if x == 0.0 { -f32::from_bits(1) } else { f32::from_bits(x.to_bits() + 1) }
+    if x > 0.0 {
+        f32::from_bits(x.to_bits() - 1)
+    } else if x == 0.0 {
+        -f32::from_bits(1)
+    } else {
+        f32::from_bits(x.to_bits() + 1)
+    }
 }
 
 /// Values on and around every edge of `bins`, outside the range, and the non-finite ones.
@@ -336,7 +349,8 @@ fn even_tests(mut suite: TestSuite) -> TestSuite {
         suite = suite
             .gpu(format!("{name}::edges_bounds_nan_and_infinities"), move |device| {
                 let rng = TestRng::new();
-                for (count, lower, upper) in [(256, 0.0f32, 1.0f32), (7, -2.5, 3.25), (1, -1.0, 1.0), (1000, 1e-3, 1e3)] {
+                for (count, lower, upper) in [(256, 0.0f32, 1.0f32), (7, -2.5, 3.25), (1, -1.0, 1.0), (1000, 1e-3, 1e3)]
+                {
                     let bins = EvenBins::new(count, lower, upper)?;
                     let values = edge_values(&bins);
                     // Many copies, so every lane sees every edge.
@@ -418,7 +432,9 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             }
             for step in [EvenStep::OneCopy, EvenStep::LaneCopies] {
                 text += &format!("{}:\n", step.name());
-                for (n, bins) in [(0usize, 256u32), (1, 256), (1 << 28, 256), (1 << 28, 257), (1 << 28, 1000), (5, 8192)] {
+                for (n, bins) in
+                    [(0usize, 256u32), (1, 256), (1 << 28, 256), (1 << 28, 257), (1 << 28, 1000), (5, 8192)]
+                {
                     text += &format!("  {bins} bins: {}\n", step.plan(n, bins, gpu)?);
                 }
             }
