@@ -410,6 +410,7 @@ impl<'a> Parser<'a> {
             static_shared_bytes: static_end,
             dynamic_shared_offset: dynamic_offset,
             num_regs: body.num_regs,
+            code: instrs.iter().map(crate::decode::decode).collect(),
             instrs,
         })
     }

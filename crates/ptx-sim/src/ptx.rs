@@ -290,7 +290,10 @@ pub struct Kernel {
     /// Offset of the dynamic (`extern .shared`) array in the block's shared memory.
     pub(crate) dynamic_shared_offset: u32,
     pub(crate) num_regs: u32,
+    /// The instructions as parsed (for error messages and the general per-lane interpreter).
     pub(crate) instrs: Vec<Instr>,
+    /// The same instructions decoded for execution, one per entry of `instrs`.
+    pub(crate) code: Vec<crate::decode::Inst>,
 }
 
 impl Kernel {

@@ -56,31 +56,38 @@ impl fmt::Display for LaunchStats {
     }
 }
 
-/// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane.
-pub(crate) fn bank_conflicts(accesses: &[(u64, u32)]) -> u64 {
-    let mut words: Vec<u64> =
-        accesses.iter().flat_map(|&(addr, size)| (addr / 4)..=((addr + size.max(1) as u64 - 1) / 4)).collect();
-    words.sort_unstable();
-    words.dedup();
-    if words.is_empty() {
+/// The distinct `unit`-byte blocks that `accesses` touch, sorted, in `units` (reused scratch).
+fn distinct_units(accesses: &[(u64, u32)], unit: u64, units: &mut Vec<u64>) {
+    units.clear();
+    for &(addr, size) in accesses {
+        units.extend((addr / unit)..=((addr + size.max(1) as u64 - 1) / unit));
+    }
+    if !units.is_sorted() {
+        units.sort_unstable();
+    }
+    units.dedup();
+}
+
+/// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane. `scratch` is
+/// working space, so counting allocates nothing once it has grown.
+pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
+    distinct_units(accesses, 4, scratch);
+    if scratch.is_empty() {
         return 0;
     }
     let mut per_bank = [0u64; 32];
-    for w in &words {
+    for w in scratch.iter() {
         per_bank[(w % 32) as usize] += 1;
     }
     let worst = per_bank.iter().copied().max().unwrap_or(0);
-    let minimum = (words.len() as u64).div_ceil(32).max(1);
+    let minimum = (scratch.len() as u64).div_ceil(32).max(1);
     worst.saturating_sub(minimum)
 }
 
-/// Distinct 32-byte sectors touched by one warp-level global access.
-pub(crate) fn sectors(accesses: &[(u64, u32)]) -> u64 {
-    let mut s: Vec<u64> =
-        accesses.iter().flat_map(|&(addr, size)| (addr / 32)..=((addr + size.max(1) as u64 - 1) / 32)).collect();
-    s.sort_unstable();
-    s.dedup();
-    s.len() as u64
+/// Distinct 32-byte sectors touched by one warp-level global access (`scratch` as above).
+pub(crate) fn sectors(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
+    distinct_units(accesses, 32, scratch);
+    scratch.len() as u64
 }
 
 #[cfg(test)]
@@ -89,14 +96,18 @@ mod tests {
 
     #[test]
     fn consecutive_words_have_no_conflicts_and_strides_do() {
+        let s = &mut Vec::new();
         let unit: Vec<(u64, u32)> = (0..32).map(|i| (i * 4, 4)).collect();
-        assert_eq!(bank_conflicts(&unit), 0);
+        assert_eq!(bank_conflicts(&unit, s), 0);
         let stride2: Vec<(u64, u32)> = (0..32).map(|i| (i * 8, 4)).collect();
-        assert_eq!(bank_conflicts(&stride2), 1);
+        assert_eq!(bank_conflicts(&stride2, s), 1);
         let broadcast: Vec<(u64, u32)> = (0..32).map(|_| (0, 4)).collect();
-        assert_eq!(bank_conflicts(&broadcast), 0);
+        assert_eq!(bank_conflicts(&broadcast, s), 0);
         let vec4: Vec<(u64, u32)> = (0..32).map(|i| (i * 16, 16)).collect();
-        assert_eq!(bank_conflicts(&vec4), 0);
-        assert_eq!(sectors(&unit), 4);
+        assert_eq!(bank_conflicts(&vec4, s), 0);
+        assert_eq!(sectors(&unit, s), 4);
+        let reversed: Vec<(u64, u32)> = (0..32).rev().map(|i| (i * 64, 4)).collect();
+        assert_eq!(sectors(&reversed, s), 32);
+        assert_eq!(bank_conflicts(&reversed, s), 15);
     }
 }
