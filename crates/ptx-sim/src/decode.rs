@@ -420,6 +420,8 @@ fn setp(i: &Instr, ty: Type) -> Option<Kind> {
     let cmp_type = match ty {
         Type::F(32) => CmpType::F32,
         Type::F(64) => CmpType::F64,
+        // Equality does not depend on the sign: compare the bits, without sign-extending.
+        Type::S(_) if matches!(cmp, Cmp::Eq | Cmp::Ne) => CmpType::Unsigned,
         Type::S(b) => CmpType::Signed(b),
         Type::B(_) | Type::U(_) => CmpType::Unsigned,
         _ => return None,

@@ -5,6 +5,8 @@
 //! Each warp keeps its runnable lanes grouped by PC (sorted, distinct PCs); the group with the
 //! lowest PC runs next, which is min-PC scheduling without scanning 32 lane PCs per step.
 
+use std::mem::MaybeUninit;
+
 use crate::decode::{AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, ShflMode, Src, UnorderedCmp};
 use crate::error::{Fault, FaultSite, SimError};
 use crate::lane::{f32_result, f64_result, sext};
@@ -317,14 +319,57 @@ pub(crate) fn lanes(m: u32) -> impl Iterator<Item = usize> {
 /// 32 lanes' values.
 type Row = [u64; 32];
 
-/// `f` applied lane by lane; the result masked to `mask`.
+/// The row of `f(lane)` for the 32 lanes (a plain loop: `std::array::from_fn` does not vectorise).
 #[inline(always)]
-fn map3(a: &Row, b: &Row, c: &Row, mask: u64, f: impl Fn(u64, u64, u64) -> u64) -> Row {
+fn row_of(f: impl Fn(usize) -> u64) -> Row {
     let mut out = [0u64; 32];
-    for l in 0..32 {
-        out[l] = f(a[l], b[l], c[l]) & mask;
+    for (l, v) in out.iter_mut().enumerate() {
+        *v = f(l);
     }
     out
+}
+
+/// For each byte of an execution mask, the all-ones (lane set) or all-zeros masks of its 8 lanes.
+static LANE_MASKS: [[u64; 8]; 256] = {
+    let mut table = [[0u64; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut lane = 0;
+        while lane < 8 {
+            if byte & (1 << lane) != 0 {
+                table[byte][lane] = u64::MAX;
+            }
+            lane += 1;
+        }
+        byte += 1;
+    }
+    table
+};
+
+/// Lanes of zeros: the row of every operand an operation does not read.
+static ZERO_ROW: Row = [0; 32];
+
+/// Three operand rows and the masks of the widths they are read at.
+struct Operands<'a> {
+    x: &'a Row,
+    y: &'a Row,
+    z: &'a Row,
+    masks: (u64, u64, u64),
+}
+
+impl Operands<'_> {
+    /// `f` applied lane by lane to the masked operands; the result masked to `mask`.
+    #[inline(always)]
+    fn map(&self, mask: u64, f: impl Fn(u64, u64, u64) -> u64) -> Row {
+        let (ma, mb, mc) = self.masks;
+        row_of(|l| f(self.x[l] & ma, self.y[l] & mb, self.z[l] & mc) & mask)
+    }
+}
+
+/// Whether `addr` is not a multiple of `size` (sizes are powers of two but for odd vectors).
+#[inline(always)]
+fn misaligned(addr: u64, size: u32) -> bool {
+    if size.is_power_of_two() { addr & (size as u64 - 1) != 0 } else { addr % size as u64 != 0 }
 }
 
 fn f32_of(v: u64) -> f32 {
@@ -512,8 +557,12 @@ impl Block<'_> {
     fn predicate_mask(&self, w: usize, p: u32) -> u32 {
         let row = self.row(w, p);
         let mut set = 0u32;
-        for (l, v) in row.iter().enumerate() {
-            set |= ((*v & 1) as u32) << l;
+        for (byte, chunk) in row.chunks_exact(8).enumerate() {
+            let mut bits = 0u32;
+            for (i, v) in chunk.iter().enumerate() {
+                bits |= ((*v & 1) as u32) << i;
+            }
+            set |= bits << (8 * byte);
         }
         set
     }
@@ -538,7 +587,26 @@ impl Block<'_> {
                 }
                 out
             }
-            Src::Special(s) => std::array::from_fn(|l| self.special(w * 32 + l, s) & a.mask),
+            Src::Special(s) => {
+                let row = self.special_row(w, s);
+                row_of(|l| row[l] & a.mask)
+            }
+        }
+    }
+
+    /// Operand `a` for the 32 lanes of warp `w`, not yet masked: its register row in place, or
+    /// `buf` filled with its values.
+    #[inline(always)]
+    fn operand<'s>(&'s self, w: usize, a: &Arg, buf: &'s mut MaybeUninit<Row>) -> &'s Row {
+        match a.src {
+            Src::Reg(r) => self.row(w, r),
+            Src::Imm(0) => &ZERO_ROW,
+            Src::Imm(v) => buf.write([v; 32]),
+            Src::NotReg(r) => {
+                let row = self.row(w, r);
+                buf.write(row_of(|l| (row[l] & 1) ^ 1))
+            }
+            Src::Special(s) => buf.write(self.special_row(w, s)),
         }
     }
 
@@ -549,9 +617,12 @@ impl Block<'_> {
         if exec == u32::MAX {
             *row = *values;
         } else {
-            for l in 0..32 {
-                if exec & (1 << l) != 0 {
-                    row[l] = values[l];
+            // A branch-free blend, 8 lanes at a time, with each lane's all-ones or all-zeros mask
+            // from a table (shifting by the lane number does not vectorise).
+            for (byte, (old, new)) in row.chunks_exact_mut(8).zip(values.chunks_exact(8)).enumerate() {
+                let take = &LANE_MASKS[((exec >> (8 * byte)) & 0xff) as usize];
+                for i in 0..8 {
+                    old[i] = (new[i] & take[i]) | (old[i] & !take[i]);
                 }
             }
         }
@@ -585,6 +656,23 @@ impl Block<'_> {
             },
         };
         Ok(v & crate::decode::mask(ty.bits()))
+    }
+
+    /// Special register `s` for the 32 lanes of warp `w`.
+    fn special_row(&self, w: usize, s: Special) -> Row {
+        match s {
+            // One-dimensional blocks: %tid.x is the thread's index, no divisions needed.
+            Special::Tid(0) if self.ntid.1 == 1 && self.ntid.2 == 1 => row_of(|l| (w * 32 + l) as u64),
+            Special::Tid(_)
+            | Special::LaneId
+            | Special::LaneMaskEq
+            | Special::LaneMaskLt
+            | Special::LaneMaskLe
+            | Special::LaneMaskGt
+            | Special::LaneMaskGe => row_of(|l| self.special(w * 32 + l, s)),
+            // The rest are the same in every lane of a warp.
+            _ => [self.special(w * 32, s); 32],
+        }
     }
 
     fn special(&self, t: usize, s: Special) -> u64 {
@@ -641,44 +729,53 @@ impl Block<'_> {
     /// Checks and resolves an access of `size` bytes at `addr` in `space`; `traced` accesses count
     /// towards the warp instruction's memory requests (atomics are counted on their own).
     pub(crate) fn resolve(&mut self, space: Space, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
-        let (shared, offset) = match space {
-            Space::Shared => (true, addr),
-            Space::Global => (false, addr),
+        match space {
+            Space::Shared => self.shared_access(addr, addr, size, traced).map(Loc::Shared),
+            Space::Global => self.global_access(addr, size, traced),
             Space::Generic if (SHARED_WINDOW..SHARED_WINDOW + (1 << 32)).contains(&addr) => {
-                (true, addr - SHARED_WINDOW)
+                self.shared_access(addr - SHARED_WINDOW, addr, size, traced).map(Loc::Shared)
             }
-            Space::Generic => (false, addr),
+            Space::Generic => self.global_access(addr, size, traced),
             Space::Param => {
                 let end = addr.checked_add(size as u64).filter(|&e| e <= self.params.len() as u64);
-                return match end {
+                match end {
                     Some(_) => Ok(Loc::Param(addr as usize)),
                     None => Err(Fault::OutOfBounds { space: "param", addr, size }),
-                };
+                }
             }
-            Space::Local => return Err(Fault::Unsupported("local memory".into())),
-            Space::Const => return Err(Fault::Unsupported("constant memory".into())),
+            Space::Local => Err(Fault::Unsupported("local memory".into())),
+            Space::Const => Err(Fault::Unsupported("constant memory".into())),
+        }
+    }
+
+    /// Checks an access of `size` bytes at byte `offset` of shared memory (generic address `addr`).
+    #[inline]
+    fn shared_access(&mut self, offset: u64, addr: u64, size: u32, traced: bool) -> Lane<usize> {
+        if misaligned(offset, size) {
+            return Err(Fault::Misaligned { space: "shared", addr, size });
+        }
+        if offset.checked_add(size as u64).is_none_or(|e| e > self.shared.len() as u64) {
+            return Err(Fault::OutOfBounds { space: "shared", addr, size });
+        }
+        if traced {
+            self.trace.shared.push((offset, size));
+        }
+        Ok(offset as usize)
+    }
+
+    /// Checks an access of `size` bytes at global address `addr`.
+    #[inline]
+    fn global_access(&mut self, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
+        if misaligned(addr, size) {
+            return Err(Fault::Misaligned { space: "global", addr, size });
+        }
+        let Some((alloc, offset)) = self.global.locate(addr, size as usize) else {
+            return Err(Fault::OutOfBounds { space: "global", addr, size });
         };
-        let name = if shared { "shared" } else { "global" };
-        if offset % size as u64 != 0 {
-            return Err(Fault::Misaligned { space: name, addr, size });
+        if traced {
+            self.trace.global.push((addr, size));
         }
-        if shared {
-            if offset.checked_add(size as u64).is_none_or(|e| e > self.shared.len() as u64) {
-                return Err(Fault::OutOfBounds { space: name, addr, size });
-            }
-            if traced {
-                self.trace.shared.push((offset, size));
-            }
-            Ok(Loc::Shared(offset as usize))
-        } else {
-            let Some((alloc, at)) = self.global.locate(offset, size as usize) else {
-                return Err(Fault::OutOfBounds { space: name, addr, size });
-            };
-            if traced {
-                self.trace.global.push((offset, size));
-            }
-            Ok(Loc::Global { alloc, offset: at })
-        }
+        Ok(Loc::Global { alloc, offset })
     }
 
     pub(crate) fn load(&self, loc: Loc, size: usize) -> u64 {
@@ -756,52 +853,52 @@ impl Block<'_> {
         c: &Arg,
         exec: u32,
     ) -> Result<(), (usize, Fault)> {
-        let (x, y, z) = (self.fetch(w, a), self.fetch(w, b), self.fetch(w, c));
+        let (mut bx, mut by, mut bz) = (MaybeUninit::uninit(), MaybeUninit::uninit(), MaybeUninit::uninit());
+        let o = Operands {
+            x: self.operand(w, a, &mut bx),
+            y: self.operand(w, b, &mut by),
+            z: self.operand(w, c, &mut bz),
+            masks: (a.mask, b.mask, c.mask),
+        };
         let r = match op {
-            AluOp::Mov => map3(&x, &y, &z, m, |a, _, _| a),
-            AluOp::Sext(bits) => map3(&x, &y, &z, m, |a, _, _| sext(a, bits) as u64),
-            AluOp::Add => map3(&x, &y, &z, m, |a, b, _| a.wrapping_add(b)),
-            AluOp::Sub => map3(&x, &y, &z, m, |a, b, _| a.wrapping_sub(b)),
-            AluOp::MulLo | AluOp::MulWideU => map3(&x, &y, &z, m, |a, b, _| a.wrapping_mul(b)),
-            AluOp::MulWideS(bits) => {
-                map3(&x, &y, &z, m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64))
-            }
-            AluOp::MadLo | AluOp::MadWideU => map3(&x, &y, &z, m, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
+            AluOp::Mov => o.map(m, |a, _, _| a),
+            AluOp::Sext(bits) => o.map(m, |a, _, _| sext(a, bits) as u64),
+            AluOp::Add => o.map(m, |a, b, _| a.wrapping_add(b)),
+            AluOp::Sub => o.map(m, |a, b, _| a.wrapping_sub(b)),
+            AluOp::MulLo | AluOp::MulWideU => o.map(m, |a, b, _| a.wrapping_mul(b)),
+            AluOp::MulWideS(bits) => o.map(m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64)),
+            AluOp::MadLo | AluOp::MadWideU => o.map(m, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
             AluOp::MadWideS(bits) => {
-                map3(&x, &y, &z, m, |a, b, c| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c))
+                o.map(m, |a, b, c| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c))
             }
-            AluOp::Shl(bits) => map3(&x, &y, &z, m, |a, b, _| if b >= bits as u64 { 0 } else { a << b }),
-            AluOp::ShrU(bits) => map3(&x, &y, &z, m, |a, b, _| if b >= bits as u64 { 0 } else { a >> b }),
-            AluOp::ShrS(bits) => map3(&x, &y, &z, m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64),
-            AluOp::And => map3(&x, &y, &z, m, |a, b, _| a & b),
-            AluOp::Or => map3(&x, &y, &z, m, |a, b, _| a | b),
-            AluOp::Xor => map3(&x, &y, &z, m, |a, b, _| a ^ b),
-            AluOp::Not => map3(&x, &y, &z, m, |a, _, _| !a),
-            AluOp::MinU => map3(&x, &y, &z, m, |a, b, _| a.min(b)),
-            AluOp::MaxU => map3(&x, &y, &z, m, |a, b, _| a.max(b)),
-            AluOp::MinS(bits) => map3(&x, &y, &z, m, |a, b, _| sext(a, bits).min(sext(b, bits)) as u64),
-            AluOp::MaxS(bits) => map3(&x, &y, &z, m, |a, b, _| sext(a, bits).max(sext(b, bits)) as u64),
+            AluOp::Shl(bits) => o.map(m, |a, b, _| if b >= bits as u64 { 0 } else { a << b }),
+            AluOp::ShrU(bits) => o.map(m, |a, b, _| if b >= bits as u64 { 0 } else { a >> b }),
+            AluOp::ShrS(bits) => o.map(m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64),
+            AluOp::And => o.map(m, |a, b, _| a & b),
+            AluOp::Or => o.map(m, |a, b, _| a | b),
+            AluOp::Xor => o.map(m, |a, b, _| a ^ b),
+            AluOp::Not => o.map(m, |a, _, _| !a),
+            AluOp::MinU => o.map(m, |a, b, _| a.min(b)),
+            AluOp::MaxU => o.map(m, |a, b, _| a.max(b)),
+            AluOp::MinS(bits) => o.map(m, |a, b, _| sext(a, bits).min(sext(b, bits)) as u64),
+            AluOp::MaxS(bits) => o.map(m, |a, b, _| sext(a, bits).max(sext(b, bits)) as u64),
             AluOp::DivU | AluOp::RemU => {
-                if let Some(l) = lanes(exec).find(|&l| y[l] == 0) {
+                if let Some(l) = lanes(exec).find(|&l| o.y[l] & b.mask == 0) {
                     return Err((w * 32 + l, Fault::DivisionByZero));
                 }
-                if op == AluOp::DivU {
-                    map3(&x, &y, &z, m, |a, b, _| a / b.max(1))
-                } else {
-                    map3(&x, &y, &z, m, |a, b, _| a % b.max(1))
-                }
+                if op == AluOp::DivU { o.map(m, |a, b, _| a / b.max(1)) } else { o.map(m, |a, b, _| a % b.max(1)) }
             }
-            AluOp::Select => map3(&x, &y, &z, m, |a, b, c| if c != 0 { a } else { b }),
-            AluOp::AddF32 => map3(&x, &y, &z, m, |a, b, _| f32_result(f32_of(a) + f32_of(b))),
-            AluOp::SubF32 => map3(&x, &y, &z, m, |a, b, _| f32_result(f32_of(a) - f32_of(b))),
-            AluOp::MulF32 => map3(&x, &y, &z, m, |a, b, _| f32_result(f32_of(a) * f32_of(b))),
-            AluOp::FmaF32 => map3(&x, &y, &z, m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
-            AluOp::AddF64 => map3(&x, &y, &z, m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b))),
-            AluOp::SubF64 => map3(&x, &y, &z, m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b))),
-            AluOp::MulF64 => map3(&x, &y, &z, m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b))),
-            AluOp::FmaF64 => map3(&x, &y, &z, m, |a, b, c| {
-                f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)))
-            }),
+            AluOp::Select => o.map(m, |a, b, c| if c != 0 { a } else { b }),
+            AluOp::AddF32 => o.map(m, |a, b, _| f32_result(f32_of(a) + f32_of(b))),
+            AluOp::SubF32 => o.map(m, |a, b, _| f32_result(f32_of(a) - f32_of(b))),
+            AluOp::MulF32 => o.map(m, |a, b, _| f32_result(f32_of(a) * f32_of(b))),
+            AluOp::FmaF32 => o.map(m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
+            AluOp::AddF64 => o.map(m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b))),
+            AluOp::SubF64 => o.map(m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b))),
+            AluOp::MulF64 => o.map(m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b))),
+            AluOp::FmaF64 => {
+                o.map(m, |a, b, c| f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c))))
+            }
         };
         self.write(w, dst, &r, exec);
         Ok(())
@@ -821,59 +918,110 @@ impl Block<'_> {
         c: &Arg,
         exec: u32,
     ) {
-        let (x, y) = (self.fetch(w, a), self.fetch(w, b));
-        let mut result = [0u64; 32];
-        for l in 0..32 {
-            result[l] = compare(cmp, ty, x[l], y[l]) as u64;
-        }
-        let (mut p_values, mut q_values) = (result, result.map(|r| r ^ 1));
-        if let Some(op) = bool_op {
-            let z = self.fetch(w, c);
-            let combine = |v: u64, c: u64| match op {
-                BoolOp::And => v & (c != 0) as u64,
-                BoolOp::Or => v | (c != 0) as u64,
-                BoolOp::Xor => v ^ (c != 0) as u64,
+        let (mut bx, mut by) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        let (x, y) = (self.operand(w, a, &mut bx), self.operand(w, b, &mut by));
+        let (ma, mb) = (a.mask, b.mask);
+        // One loop per comparison, so the comparison is not matched again in every lane.
+        macro_rules! compare_lanes {
+            ($($c:ident),*) => {
+                match cmp {
+                    $(Cmp::$c => row_of(|l| compare(Cmp::$c, ty, x[l] & ma, y[l] & mb) as u64),)*
+                    _ => row_of(|l| compare(cmp, ty, x[l] & ma, y[l] & mb) as u64),
+                }
             };
-            for l in 0..32 {
-                p_values[l] = combine(p_values[l], z[l]);
-                q_values[l] = combine(q_values[l], z[l]);
-            }
         }
+        let result = compare_lanes!(Eq, Ne, Lt, Le, Gt, Ge);
+        let combined = |values: Row| match bool_op {
+            None => values,
+            Some(op) => {
+                let z = self.fetch(w, c);
+                row_of(|l| match op {
+                    BoolOp::And => values[l] & z[l],
+                    BoolOp::Or => values[l] | z[l],
+                    BoolOp::Xor => values[l] ^ z[l],
+                })
+            }
+        };
+        let p_values = combined(result);
+        let q_values = q.map(|_| combined(row_of(|l| result[l] ^ 1)));
         self.write(w, p, &p_values, exec);
-        if let Some(q) = q {
-            self.write(w, q, &q_values, exec);
+        if let (Some(q), Some(values)) = (q, q_values) {
+            self.write(w, q, &values, exec);
         }
     }
 
     fn memory(&mut self, w: usize, m: &MemAccess, exec: u32) -> Result<(), (usize, Fault)> {
+        if exec == 0 {
+            return Ok(());
+        }
+        let first = w * 32 + exec.trailing_zeros() as usize;
         let size = m.size as usize;
+        let count = m.count as usize;
         let total = m.size * m.count;
-        let values: [Row; 4] = if m.load {
-            [[0; 32]; 4]
-        } else {
-            std::array::from_fn(|k| if k < m.count as usize { self.fetch(w, &m.srcs[k]) } else { [0; 32] })
+        let offset = m.offset as u64;
+        let extend = |v: u64| match m.sign_extend {
+            Some(bits) => sext(v, bits) as u64,
+            None => v,
         };
-        let mut loaded = [[0u64; 32]; 4];
-        for l in lanes(exec) {
-            let t = w * 32 + l;
-            let addr = self.base_address(t, m.base).map_err(|f| (t, f))?.wrapping_add(m.offset as u64);
-            let base = self.resolve(m.space, addr, total, true).map_err(|f| (t, f))?;
-            for k in 0..m.count as usize {
-                let loc = base.plus(k * size);
-                if m.load {
-                    let v = self.load(loc, size);
-                    loaded[k][l] = match m.sign_extend {
-                        Some(bits) => sext(v, bits) as u64,
-                        None => v,
+        let addrs: Row = match m.base {
+            MemBase::Reg(r) => {
+                let row = self.row(w, r);
+                row_of(|l| row[l].wrapping_add(offset))
+            }
+            base => {
+                let address = self.base_address(first, base).map_err(|f| (first, f))?.wrapping_add(offset);
+                if m.load && m.space == Space::Param {
+                    // Every lane reads the same parameter bytes (and parameter reads are not
+                    // traced): read them once.
+                    let at = match self.resolve(Space::Param, address, total, false) {
+                        Ok(Loc::Param(at)) => at,
+                        Ok(_) => unreachable!("parameter space resolves to parameter bytes"),
+                        Err(f) => return Err((first, f)),
                     };
-                } else {
-                    self.store(loc, size, values[k][l]).map_err(|f| (t, f))?;
+                    for (k, dst) in m.dsts.iter().enumerate().take(count) {
+                        let v = extend(read_le(&self.params[at + k * size..at + (k + 1) * size]));
+                        self.write(w, *dst, &[v; 32], exec);
+                    }
+                    return Ok(());
+                }
+                [address; 32]
+            }
+        };
+        if m.load {
+            let mut loaded = [[0u64; 32]; 4];
+            for l in lanes(exec) {
+                let addr = addrs[l];
+                let located = match m.space {
+                    Space::Shared => self.shared_access(addr, addr, total, true).map(Loc::Shared),
+                    Space::Global => self.global_access(addr, total, true),
+                    space => self.resolve(space, addr, total, true),
+                };
+                let (bytes, at): (&[u8], usize) = match located.map_err(|f| (w * 32 + l, f))? {
+                    Loc::Shared(at) => (&self.shared, at),
+                    Loc::Global { alloc, offset } => (self.global.bytes(alloc), offset),
+                    Loc::Param(at) => (self.params, at),
+                };
+                for (k, row) in loaded.iter_mut().enumerate().take(count) {
+                    row[l] = extend(read_le(&bytes[at + k * size..at + (k + 1) * size]));
                 }
             }
-        }
-        if m.load {
-            for (dst, values) in m.dsts.iter().zip(&loaded).take(m.count as usize) {
+            for (dst, values) in m.dsts.iter().zip(&loaded).take(count) {
                 self.write(w, *dst, values, exec);
+            }
+        } else {
+            let values: [Row; 4] = std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] });
+            for l in lanes(exec) {
+                let t = w * 32 + l;
+                let addr = addrs[l];
+                let located = match m.space {
+                    Space::Shared => self.shared_access(addr, addr, total, true).map(Loc::Shared),
+                    Space::Global => self.global_access(addr, total, true),
+                    space => self.resolve(space, addr, total, true),
+                };
+                let loc = located.map_err(|f| (t, f))?;
+                for (k, row) in values.iter().enumerate().take(count) {
+                    self.store(loc.plus(k * size), size, row[l]).map_err(|f| (t, f))?;
+                }
             }
         }
         Ok(())

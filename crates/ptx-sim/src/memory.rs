@@ -5,6 +5,8 @@
 //! Shared memory is per block (in the interpreter); its generic addresses live in a separate
 //! window at [`SHARED_WINDOW`], so `cvta` and generic loads and stores tell the two apart.
 
+use std::cell::Cell;
+
 use crate::error::SimError;
 
 /// The first global address handed out.
@@ -26,6 +28,8 @@ struct Allocation {
 pub(crate) struct GlobalMemory {
     allocations: Vec<Allocation>,
     next: u64,
+    /// The allocation `locate` found last: consecutive accesses mostly hit the same one.
+    last_found: Cell<usize>,
 }
 
 impl GlobalMemory {
@@ -52,10 +56,18 @@ impl GlobalMemory {
 
     /// The allocation index and offset holding `[addr, addr + len)`, if one holds all of it.
     pub(crate) fn locate(&self, addr: u64, len: usize) -> Option<(usize, usize)> {
+        let holds = |a: &Allocation| {
+            addr.checked_sub(a.base)
+                .filter(|&offset| offset.checked_add(len as u64).is_some_and(|end| end <= a.data.len() as u64))
+        };
+        let last = self.last_found.get();
+        if let Some(offset) = self.allocations.get(last).and_then(holds) {
+            return Some((last, offset as usize));
+        }
         let i = self.allocations.partition_point(|a| a.base <= addr).checked_sub(1)?;
-        let a = &self.allocations[i];
-        let offset = (addr - a.base) as usize;
-        (offset.checked_add(len)? <= a.data.len()).then_some((i, offset))
+        let offset = holds(&self.allocations[i])?;
+        self.last_found.set(i);
+        Some((i, offset as usize))
     }
 
     /// The bytes of allocation number `alloc` (an index [`GlobalMemory::locate`] returned).

@@ -56,11 +56,16 @@ impl fmt::Display for LaunchStats {
     }
 }
 
-/// The distinct `unit`-byte blocks that `accesses` touch, sorted, in `units` (reused scratch).
-fn distinct_units(accesses: &[(u64, u32)], unit: u64, units: &mut Vec<u64>) {
+/// The distinct `2^unit_bits`-byte blocks that `accesses` touch, sorted, in `units` (reused scratch).
+fn distinct_units(accesses: &[(u64, u32)], unit_bits: u32, units: &mut Vec<u64>) {
     units.clear();
     for &(addr, size) in accesses {
-        units.extend((addr / unit)..=((addr + size.max(1) as u64 - 1) / unit));
+        let (first, last) = (addr >> unit_bits, (addr + size.max(1) as u64 - 1) >> unit_bits);
+        if first == last {
+            units.push(first);
+        } else {
+            units.extend(first..=last);
+        }
     }
     if !units.is_sorted() {
         units.sort_unstable();
@@ -71,13 +76,13 @@ fn distinct_units(accesses: &[(u64, u32)], unit: u64, units: &mut Vec<u64>) {
 /// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane. `scratch` is
 /// working space, so counting allocates nothing once it has grown.
 pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
-    distinct_units(accesses, 4, scratch);
+    distinct_units(accesses, 2, scratch);
     if scratch.is_empty() {
         return 0;
     }
     let mut per_bank = [0u64; 32];
     for w in scratch.iter() {
-        per_bank[(w % 32) as usize] += 1;
+        per_bank[(w & 31) as usize] += 1;
     }
     let worst = per_bank.iter().copied().max().unwrap_or(0);
     let minimum = (scratch.len() as u64).div_ceil(32).max(1);
@@ -86,7 +91,7 @@ pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) ->
 
 /// Distinct 32-byte sectors touched by one warp-level global access (`scratch` as above).
 pub(crate) fn sectors(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
-    distinct_units(accesses, 32, scratch);
+    distinct_units(accesses, 5, scratch);
     scratch.len() as u64
 }
 
