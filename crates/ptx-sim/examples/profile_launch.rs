@@ -18,10 +18,23 @@ fn main() {
     let input = common::integer_inputs(1 << 18, 1);
     let mut instructions = 0;
     let start = std::time::Instant::now();
+    let cpu_start = cpu_seconds();
     for _ in 0..runs {
         let (_, stats) = common::run_partials(&module, &kernel, &input, grid, shared);
         instructions += stats.warp_instructions;
     }
     let secs = start.elapsed().as_secs_f64();
-    println!("{kernel}: {instructions} warp instructions in {secs:.3} s = {:.1} M/s", instructions as f64 / secs / 1e6);
+    let cpu = cpu_seconds() - cpu_start;
+    println!(
+        "{kernel}: {instructions} warp instructions in {secs:.3} s = {:.1} M/s ({cpu:.3} s on the CPU = {:.1} M/s)",
+        instructions as f64 / secs / 1e6,
+        instructions as f64 / cpu / 1e6
+    );
+}
+
+/// Seconds this process has run on a CPU (from /proc/self/schedstat; 0 where there is none), so
+/// that other processes competing for the cores disturb the figure less than wall time.
+fn cpu_seconds() -> f64 {
+    let text = std::fs::read_to_string("/proc/self/schedstat").unwrap_or_default();
+    text.split_whitespace().next().and_then(|ns| ns.parse::<f64>().ok()).map_or(0.0, |ns| ns / 1e9)
 }

@@ -513,3 +513,157 @@ fn mem(i: &Instr, ty: Type) -> Option<Kind> {
         srcs,
     })))
 }
+
+/// The registers of `instrs` that some path may read before it writes them. PTX leaves such
+/// registers undefined; the simulator starts them at 0 in every block, so only these rows need
+/// clearing between blocks (every other register is written before it is read, in every thread).
+///
+/// A forward "definitely written" analysis over the control-flow graph: a register counts as
+/// written after an unguarded instruction that the compact form shows writes it; instructions run
+/// per lane count as reading every register they name and writing none (conservative).
+pub(crate) fn registers_read_before_written(instrs: &[Instr], code: &[Inst], num_regs: usize) -> Vec<u32> {
+    let n = instrs.len();
+    let words = num_regs.div_ceil(64);
+    let mut reads: Vec<Vec<u32>> = Vec::with_capacity(n);
+    let mut writes: Vec<Vec<u32>> = Vec::with_capacity(n);
+    let mut predecessors: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, (instr, inst)) in instrs.iter().zip(code).enumerate() {
+        let only_writes_first = match &inst.kind {
+            Kind::Alu { .. } | Kind::Setp { .. } | Kind::Shfl { .. } => true,
+            Kind::Mem(access) => access.load,
+            _ => false,
+        };
+        let mut read = Vec::new();
+        for (k, arg) in instr.args.iter().enumerate() {
+            if !(k == 0 && only_writes_first) {
+                registers_named(arg, &mut read);
+            }
+        }
+        if let Some((p, _)) = inst.guard {
+            read.push(p);
+        }
+        let mut written: Vec<u32> = Vec::new();
+        if inst.guard.is_none() {
+            match &inst.kind {
+                Kind::Alu { dst, .. } => written.extend(dst),
+                Kind::Setp { p, q, .. } => written.extend(p.iter().chain(q.iter().flatten())),
+                Kind::Shfl { dst, pred, .. } => written.extend(dst.iter().chain(pred.iter().flatten())),
+                Kind::Mem(access) if access.load => written.extend(access.dsts.iter().flatten()),
+                _ => {}
+            }
+        }
+        reads.push(read);
+        writes.push(written);
+        let falls_through = match inst.kind {
+            Kind::Branch { .. } | Kind::Exit => inst.guard.is_some(),
+            _ => true,
+        };
+        if falls_through && i + 1 < n {
+            predecessors[i + 1].push(i);
+        }
+        if let Kind::Branch { target } = inst.kind {
+            if (target as usize) < n {
+                predecessors[target as usize].push(i);
+            }
+        }
+    }
+    // written_before[i]: registers written on every path from the entry to instruction i.
+    let full = vec![u64::MAX; words];
+    let mut written_before: Vec<Vec<u64>> = vec![full.clone(); n];
+    if n > 0 {
+        written_before[0] = vec![0; words];
+    }
+    let after = |set: &Vec<u64>, i: usize| {
+        let mut out = set.clone();
+        for &r in &writes[i] {
+            out[r as usize / 64] |= 1 << (r % 64);
+        }
+        out
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for i in 1..n {
+            if predecessors[i].is_empty() {
+                continue;
+            }
+            let mut set = full.clone();
+            for &p in &predecessors[i] {
+                for (s, o) in set.iter_mut().zip(after(&written_before[p], p)) {
+                    *s &= o;
+                }
+            }
+            if set != written_before[i] {
+                written_before[i] = set;
+                changed = true;
+            }
+        }
+    }
+    let mut unsafe_reads = vec![false; num_regs];
+    for (i, read) in reads.iter().enumerate() {
+        for &r in read {
+            if written_before[i][r as usize / 64] & (1 << (r % 64)) == 0 {
+                unsafe_reads[r as usize] = true;
+            }
+        }
+    }
+    (0..num_regs as u32).filter(|&r| unsafe_reads[r as usize]).collect()
+}
+
+/// Every register an operand names.
+fn registers_named(op: &Operand, out: &mut Vec<u32>) {
+    match op {
+        Operand::Reg(r) | Operand::NotReg(r) => out.push(*r),
+        Operand::Pair(a, b) => out.extend([*a, *b]),
+        Operand::Vector(items) => items.iter().for_each(|item| registers_named(item, out)),
+        Operand::Mem { base: MemBase::Reg(r), .. } => out.push(*r),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse;
+
+    fn cleared(body: &str) -> Vec<u32> {
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n{body}\n}}\n"
+        );
+        parse(&ptx).unwrap().kernels[0].registers_to_clear.clone()
+    }
+
+    #[test]
+    fn registers_written_first_on_every_path_are_not_cleared() {
+        // %r1 is written before every read; %r2 is read before any write; %r3 is written only
+        // under a guard, then read; %r4 is written on one side of a branch only.
+        let body = "
+            .reg .pred %p<2>;
+            .reg .b32 %r<5>;
+            mov.u32 %r1, %tid.x;
+            add.s32 %r1, %r1, %r2;
+            setp.eq.s32 %p1, %r1, 0;
+            @%p1 mov.u32 %r3, 7;
+            add.s32 %r1, %r1, %r3;
+            @%p1 bra $L_skip;
+            mov.u32 %r4, 1;
+        $L_skip:
+            add.s32 %r1, %r1, %r4;
+            ret;";
+        // Registers are numbered in declaration order: %p0 %p1 %r0 %r1 %r2 %r3 %r4.
+        assert_eq!(cleared(body), vec![4, 5, 6]);
+    }
+
+    #[test]
+    fn a_loop_carried_register_written_before_the_loop_is_not_cleared() {
+        let body = "
+            .reg .pred %p<2>;
+            .reg .b32 %r<3>;
+            mov.u32 %r1, 0;
+        $L_loop:
+            add.s32 %r1, %r1, 1;
+            setp.lt.u32 %p1, %r1, 10;
+            @%p1 bra $L_loop;
+            ret;";
+        assert_eq!(cleared(body), Vec::<u32>::new());
+    }
+}

@@ -14,9 +14,16 @@ use crate::memory::{GlobalMemory, SHARED_WINDOW, read_le, write_le};
 use crate::ptx::{Instr, Kernel, MemBase, Module, Operand, Space, Special, Symbol, Type};
 use crate::stats::{LaunchStats, bank_conflicts, sectors};
 
-/// The default budget of warp instructions per block (2^28, about 268 million); see
-/// [`Machine::set_instruction_budget`].
-pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1 << 28;
+/// The default budget of warp instructions per block: 2^26, about 67 million.
+///
+/// The largest legitimate per-block work in the course's tests is one block of 256 threads looping
+/// over 2^24 elements: 65,536 iterations per thread, 8 warps, at most about 10 warp instructions per
+/// iteration, so about 5 million warp instructions, 13 times less than the budget (a warp-wide loop
+/// issues one warp instruction for 32 elements). A block that never finishes is stopped after
+/// 2^26 warp instructions, a few seconds of simulation. Only a single thread looping alone over
+/// millions of elements needs more: raise the budget for such launches with
+/// [`Machine::set_instruction_budget`] or [`INSTRUCTION_BUDGET_VAR`].
+pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1 << 26;
 /// The environment variable that overrides [`DEFAULT_INSTRUCTION_BUDGET`] for machines made by
 /// [`Machine::new`] (a positive integer: warp instructions per block).
 pub const INSTRUCTION_BUDGET_VAR: &str = "PTX_SIM_INSTRUCTION_BUDGET";
@@ -75,9 +82,14 @@ impl Default for Machine {
 /// # Panics
 /// If the variable is set to anything but a positive integer.
 fn budget_from_environment() -> u64 {
-    match std::env::var(INSTRUCTION_BUDGET_VAR) {
-        Err(_) => DEFAULT_INSTRUCTION_BUDGET,
-        Ok(text) => match text.trim().parse::<u64>() {
+    budget_from(std::env::var(INSTRUCTION_BUDGET_VAR).ok().as_deref())
+}
+
+/// The budget the value of [`INSTRUCTION_BUDGET_VAR`] asks for (`None`: unset).
+fn budget_from(value: Option<&str>) -> u64 {
+    match value {
+        None => DEFAULT_INSTRUCTION_BUDGET,
+        Some(text) => match text.trim().parse::<u64>() {
             Ok(budget) if budget > 0 => budget,
             _ => panic!("{INSTRUCTION_BUDGET_VAR} must be a positive number of warp instructions, not `{text}`"),
         },
@@ -195,6 +207,7 @@ impl Machine {
             stats: &mut stats,
             trace: Trace::default(),
             budget: self.instruction_budget,
+            ran_a_block: false,
         };
         for z in 0..grid.2 {
             for y in 0..grid.1 {
@@ -278,6 +291,8 @@ pub(crate) struct Block<'a> {
     pub(crate) stats: &'a mut LaunchStats,
     trace: Trace,
     budget: u64,
+    /// Whether a block ran already (and left values in the registers).
+    ran_a_block: bool,
 }
 
 /// Where a resolved address lives.
@@ -358,11 +373,16 @@ struct Operands<'a> {
 }
 
 impl Operands<'_> {
-    /// `f` applied lane by lane to the masked operands; the result masked to `mask`.
+    /// `f` applied lane by lane to the first `N` masked operands (the others read as 0); the
+    /// result masked to `mask`.
     #[inline(always)]
-    fn map(&self, mask: u64, f: impl Fn(u64, u64, u64) -> u64) -> Row {
+    fn map<const N: usize>(&self, mask: u64, f: impl Fn(u64, u64, u64) -> u64) -> Row {
         let (ma, mb, mc) = self.masks;
-        row_of(|l| f(self.x[l] & ma, self.y[l] & mb, self.z[l] & mc) & mask)
+        row_of(|l| {
+            let b = if N >= 2 { self.y[l] & mb } else { 0 };
+            let c = if N >= 3 { self.z[l] & mc } else { 0 };
+            f(self.x[l] & ma, b, c) & mask
+        })
     }
 }
 
@@ -377,9 +397,18 @@ fn f32_of(v: u64) -> f32 {
 }
 
 impl Block<'_> {
-    /// Prepares the block at `self.ctaid` to run from its first instruction.
+    /// Prepares the block at `self.ctaid` to run from its first instruction. Registers start at 0:
+    /// the register file is new and zeroed for the first block, and later blocks clear only the
+    /// registers the kernel may read before writing (the rest are overwritten before any read).
     fn reset(&mut self) {
-        self.regs.fill(0);
+        if self.ran_a_block {
+            for w in 0..self.warps.len() {
+                for &r in &self.kernel.registers_to_clear {
+                    *self.row_mut(w, r) = [0; 32];
+                }
+            }
+        }
+        self.ran_a_block = true;
         self.shared.fill(0);
         let nthreads = self.nthreads;
         for (w, warp) in self.warps.iter_mut().enumerate() {
@@ -748,34 +777,74 @@ impl Block<'_> {
         }
     }
 
+    /// The offset of an access of `size` bytes at byte `offset` of shared memory, if it is aligned
+    /// and in bounds.
+    #[inline(always)]
+    fn shared_offset(&self, offset: u64, size: u32) -> Option<usize> {
+        let in_bounds = offset.checked_add(size as u64).is_some_and(|e| e <= self.shared.len() as u64);
+        (!misaligned(offset, size) && in_bounds).then_some(offset as usize)
+    }
+
+    /// Where an access of `size` bytes at global address `addr` lands, if it is aligned and inside
+    /// one allocation.
+    #[inline(always)]
+    fn global_location(&self, addr: u64, size: u32) -> Option<Loc> {
+        if misaligned(addr, size) {
+            return None;
+        }
+        let (alloc, offset) = self.global.locate(addr, size as usize)?;
+        Some(Loc::Global { alloc, offset })
+    }
+
     /// Checks an access of `size` bytes at byte `offset` of shared memory (generic address `addr`).
-    #[inline]
     fn shared_access(&mut self, offset: u64, addr: u64, size: u32, traced: bool) -> Lane<usize> {
-        if misaligned(offset, size) {
-            return Err(Fault::Misaligned { space: "shared", addr, size });
-        }
-        if offset.checked_add(size as u64).is_none_or(|e| e > self.shared.len() as u64) {
-            return Err(Fault::OutOfBounds { space: "shared", addr, size });
-        }
+        let Some(at) = self.shared_offset(offset, size) else {
+            let fault = if misaligned(offset, size) {
+                Fault::Misaligned { space: "shared", addr, size }
+            } else {
+                Fault::OutOfBounds { space: "shared", addr, size }
+            };
+            return Err(fault);
+        };
         if traced {
             self.trace.shared.push((offset, size));
         }
-        Ok(offset as usize)
+        Ok(at)
     }
 
     /// Checks an access of `size` bytes at global address `addr`.
-    #[inline]
     fn global_access(&mut self, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
-        if misaligned(addr, size) {
-            return Err(Fault::Misaligned { space: "global", addr, size });
-        }
-        let Some((alloc, offset)) = self.global.locate(addr, size as usize) else {
-            return Err(Fault::OutOfBounds { space: "global", addr, size });
+        let Some(loc) = self.global_location(addr, size) else {
+            let fault = if misaligned(addr, size) {
+                Fault::Misaligned { space: "global", addr, size }
+            } else {
+                Fault::OutOfBounds { space: "global", addr, size }
+            };
+            return Err(fault);
         };
         if traced {
             self.trace.global.push((addr, size));
         }
-        Ok(Loc::Global { alloc, offset })
+        Ok(loc)
+    }
+
+    /// Resolves lane `l`'s access of `size` bytes at `addr` in `space` for a warp-wide load or
+    /// store of warp `w`: shared and global accesses are checked inline, and only a failed check or
+    /// another space goes through [`Block::resolve`] (which builds the fault).
+    #[inline(always)]
+    fn lane_access(&mut self, w: usize, l: usize, space: Space, addr: u64, size: u32) -> Result<Loc, (usize, Fault)> {
+        let fast = match space {
+            Space::Shared => self.shared_offset(addr, size).map(|at| {
+                self.trace.shared.push((addr, size));
+                Loc::Shared(at)
+            }),
+            Space::Global => self.global_location(addr, size).inspect(|_| self.trace.global.push((addr, size))),
+            _ => None,
+        };
+        match fast {
+            Some(loc) => Ok(loc),
+            None => self.resolve(space, addr, size, true).map_err(|f| (w * 32 + l, f)),
+        }
     }
 
     pub(crate) fn load(&self, loc: Loc, size: usize) -> u64 {
@@ -861,43 +930,59 @@ impl Block<'_> {
             masks: (a.mask, b.mask, c.mask),
         };
         let r = match op {
-            AluOp::Mov => o.map(m, |a, _, _| a),
-            AluOp::Sext(bits) => o.map(m, |a, _, _| sext(a, bits) as u64),
-            AluOp::Add => o.map(m, |a, b, _| a.wrapping_add(b)),
-            AluOp::Sub => o.map(m, |a, b, _| a.wrapping_sub(b)),
-            AluOp::MulLo | AluOp::MulWideU => o.map(m, |a, b, _| a.wrapping_mul(b)),
-            AluOp::MulWideS(bits) => o.map(m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64)),
-            AluOp::MadLo | AluOp::MadWideU => o.map(m, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
+            AluOp::Mov => o.map::<1>(m, |a, _, _| a),
+            AluOp::Sext(bits) => o.map::<1>(m, |a, _, _| sext(a, bits) as u64),
+            AluOp::Add => o.map::<2>(m, |a, b, _| a.wrapping_add(b)),
+            AluOp::Sub => o.map::<2>(m, |a, b, _| a.wrapping_sub(b)),
+            AluOp::MulLo | AluOp::MulWideU => o.map::<2>(m, |a, b, _| a.wrapping_mul(b)),
+            AluOp::MulWideS(bits) => o.map::<2>(m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64)),
+            AluOp::MadLo | AluOp::MadWideU => o.map::<3>(m, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
             AluOp::MadWideS(bits) => {
-                o.map(m, |a, b, c| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c))
+                o.map::<3>(m, |a, b, c| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c))
             }
-            AluOp::Shl(bits) => o.map(m, |a, b, _| if b >= bits as u64 { 0 } else { a << b }),
-            AluOp::ShrU(bits) => o.map(m, |a, b, _| if b >= bits as u64 { 0 } else { a >> b }),
-            AluOp::ShrS(bits) => o.map(m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64),
-            AluOp::And => o.map(m, |a, b, _| a & b),
-            AluOp::Or => o.map(m, |a, b, _| a | b),
-            AluOp::Xor => o.map(m, |a, b, _| a ^ b),
-            AluOp::Not => o.map(m, |a, _, _| !a),
-            AluOp::MinU => o.map(m, |a, b, _| a.min(b)),
-            AluOp::MaxU => o.map(m, |a, b, _| a.max(b)),
-            AluOp::MinS(bits) => o.map(m, |a, b, _| sext(a, bits).min(sext(b, bits)) as u64),
-            AluOp::MaxS(bits) => o.map(m, |a, b, _| sext(a, bits).max(sext(b, bits)) as u64),
+            AluOp::Shl(bits) => o.map::<2>(m, |a, b, _| if b >= bits as u64 { 0 } else { a << b }),
+            AluOp::ShrU(bits) => o.map::<2>(m, |a, b, _| if b >= bits as u64 { 0 } else { a >> b }),
+            AluOp::ShrS(bits) => o.map::<2>(m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64),
+            AluOp::And => o.map::<2>(m, |a, b, _| a & b),
+            AluOp::Or => o.map::<2>(m, |a, b, _| a | b),
+            AluOp::Xor => o.map::<2>(m, |a, b, _| a ^ b),
+            AluOp::Not => o.map::<1>(m, |a, _, _| !a),
+            AluOp::MinU => o.map::<2>(m, |a, b, _| a.min(b)),
+            AluOp::MaxU => o.map::<2>(m, |a, b, _| a.max(b)),
+            AluOp::MinS(bits) => o.map::<2>(m, |a, b, _| sext(a, bits).min(sext(b, bits)) as u64),
+            AluOp::MaxS(bits) => o.map::<2>(m, |a, b, _| sext(a, bits).max(sext(b, bits)) as u64),
             AluOp::DivU | AluOp::RemU => {
                 if let Some(l) = lanes(exec).find(|&l| o.y[l] & b.mask == 0) {
                     return Err((w * 32 + l, Fault::DivisionByZero));
                 }
-                if op == AluOp::DivU { o.map(m, |a, b, _| a / b.max(1)) } else { o.map(m, |a, b, _| a % b.max(1)) }
+                // One power-of-two divisor for the whole warp (`tid % (2 * stride)`): shift and mask.
+                let first = o.y[exec.trailing_zeros() as usize] & b.mask;
+                if first.is_power_of_two() && lanes(exec).all(|l| o.y[l] & b.mask == first) {
+                    let shift = first.trailing_zeros();
+                    let r = if op == AluOp::DivU {
+                        o.map::<1>(m, |a, _, _| a >> shift)
+                    } else {
+                        o.map::<1>(m, |a, _, _| a & (first - 1))
+                    };
+                    self.write(w, dst, &r, exec);
+                    return Ok(());
+                }
+                if op == AluOp::DivU {
+                    o.map::<2>(m, |a, b, _| a / b.max(1))
+                } else {
+                    o.map::<2>(m, |a, b, _| a % b.max(1))
+                }
             }
-            AluOp::Select => o.map(m, |a, b, c| if c != 0 { a } else { b }),
-            AluOp::AddF32 => o.map(m, |a, b, _| f32_result(f32_of(a) + f32_of(b))),
-            AluOp::SubF32 => o.map(m, |a, b, _| f32_result(f32_of(a) - f32_of(b))),
-            AluOp::MulF32 => o.map(m, |a, b, _| f32_result(f32_of(a) * f32_of(b))),
-            AluOp::FmaF32 => o.map(m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
-            AluOp::AddF64 => o.map(m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b))),
-            AluOp::SubF64 => o.map(m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b))),
-            AluOp::MulF64 => o.map(m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b))),
+            AluOp::Select => o.map::<3>(m, |a, b, c| if c != 0 { a } else { b }),
+            AluOp::AddF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) + f32_of(b))),
+            AluOp::SubF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) - f32_of(b))),
+            AluOp::MulF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) * f32_of(b))),
+            AluOp::FmaF32 => o.map::<3>(m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
+            AluOp::AddF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b))),
+            AluOp::SubF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b))),
+            AluOp::MulF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b))),
             AluOp::FmaF64 => {
-                o.map(m, |a, b, c| f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c))))
+                o.map::<3>(m, |a, b, c| f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c))))
             }
         };
         self.write(w, dst, &r, exec);
@@ -990,13 +1075,7 @@ impl Block<'_> {
         if m.load {
             let mut loaded = [[0u64; 32]; 4];
             for l in lanes(exec) {
-                let addr = addrs[l];
-                let located = match m.space {
-                    Space::Shared => self.shared_access(addr, addr, total, true).map(Loc::Shared),
-                    Space::Global => self.global_access(addr, total, true),
-                    space => self.resolve(space, addr, total, true),
-                };
-                let (bytes, at): (&[u8], usize) = match located.map_err(|f| (w * 32 + l, f))? {
+                let (bytes, at): (&[u8], usize) = match self.lane_access(w, l, m.space, addrs[l], total)? {
                     Loc::Shared(at) => (&self.shared, at),
                     Loc::Global { alloc, offset } => (self.global.bytes(alloc), offset),
                     Loc::Param(at) => (self.params, at),
@@ -1011,16 +1090,9 @@ impl Block<'_> {
         } else {
             let values: [Row; 4] = std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] });
             for l in lanes(exec) {
-                let t = w * 32 + l;
-                let addr = addrs[l];
-                let located = match m.space {
-                    Space::Shared => self.shared_access(addr, addr, total, true).map(Loc::Shared),
-                    Space::Global => self.global_access(addr, total, true),
-                    space => self.resolve(space, addr, total, true),
-                };
-                let loc = located.map_err(|f| (t, f))?;
+                let loc = self.lane_access(w, l, m.space, addrs[l], total)?;
                 for (k, row) in values.iter().enumerate().take(count) {
-                    self.store(loc.plus(k * size), size, row[l]).map_err(|f| (t, f))?;
+                    self.store(loc.plus(k * size), size, row[l]).map_err(|f| (w * 32 + l, f))?;
                 }
             }
         }
@@ -1128,5 +1200,39 @@ fn compare(cmp: Cmp, ty: CmpType, a: u64, b: u64) -> bool {
                 Cmp::Unordered(_) | Cmp::Num | Cmp::Nan => false,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_variable_overrides_the_default() {
+        assert_eq!(budget_from(None), DEFAULT_INSTRUCTION_BUDGET);
+        assert_eq!(budget_from(Some("1000")), 1000);
+        assert_eq!(budget_from(Some(" 4294967296\n")), 1 << 32);
+    }
+
+    #[test]
+    #[should_panic(expected = "PTX_SIM_INSTRUCTION_BUDGET must be a positive number")]
+    fn a_zero_budget_is_refused() {
+        budget_from(Some("0"));
+    }
+
+    #[test]
+    #[should_panic(expected = "not `lots`")]
+    fn a_budget_that_is_not_a_number_is_refused() {
+        budget_from(Some("lots"));
+    }
+
+    #[test]
+    fn groups_stay_sorted_and_merge_at_equal_pcs() {
+        let mut groups = vec![(3, 0b0001)];
+        insert_group(&mut groups, 7, 0b0100);
+        insert_group(&mut groups, 1, 0b1000);
+        insert_group(&mut groups, 7, 0b0010);
+        insert_group(&mut groups, 5, 0);
+        assert_eq!(groups, vec![(1, 0b1000), (3, 0b0001), (7, 0b0110)]);
     }
 }

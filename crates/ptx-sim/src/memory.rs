@@ -101,6 +101,11 @@ pub(crate) fn read_le(bytes: &[u8]) -> u64 {
 
 /// Writes the low `out.len()` bytes of `value`, little-endian.
 pub(crate) fn write_le(out: &mut [u8], value: u64) {
+    match out.len() {
+        4 => return out.copy_from_slice(&(value as u32).to_le_bytes()),
+        8 => return out.copy_from_slice(&value.to_le_bytes()),
+        _ => {}
+    }
     let len = out.len().min(8);
     out[..len].copy_from_slice(&value.to_le_bytes()[..len]);
 }

@@ -404,13 +404,16 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        let code: Vec<_> = instrs.iter().map(crate::decode::decode).collect();
+        let registers_to_clear = crate::decode::registers_read_before_written(&instrs, &code, body.num_regs as usize);
         Ok(Kernel {
             name,
             params,
             static_shared_bytes: static_end,
             dynamic_shared_offset: dynamic_offset,
             num_regs: body.num_regs,
-            code: instrs.iter().map(crate::decode::decode).collect(),
+            code,
+            registers_to_clear,
             instrs,
         })
     }

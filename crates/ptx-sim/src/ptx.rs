@@ -294,6 +294,8 @@ pub struct Kernel {
     pub(crate) instrs: Vec<Instr>,
     /// The same instructions decoded for execution, one per entry of `instrs`.
     pub(crate) code: Vec<crate::decode::Inst>,
+    /// The registers some path may read before writing them: the only ones cleared between blocks.
+    pub(crate) registers_to_clear: Vec<u32>,
 }
 
 impl Kernel {

@@ -73,9 +73,27 @@ fn distinct_units(accesses: &[(u64, u32)], unit_bits: u32, units: &mut Vec<u64>)
     units.dedup();
 }
 
+/// The bytes `[start, end)` that `accesses` cover when each starts where the one before ended
+/// (unit-stride access, the common case), or `None`.
+fn contiguous_span(accesses: &[(u64, u32)]) -> Option<(u64, u64)> {
+    let (&(start, size), rest) = accesses.split_first()?;
+    let mut end = start + size.max(1) as u64;
+    for &(addr, size) in rest {
+        if addr != end {
+            return None;
+        }
+        end += size.max(1) as u64;
+    }
+    Some((start, end))
+}
+
 /// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane. `scratch` is
 /// working space, so counting allocates nothing once it has grown.
 pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
+    if contiguous_span(accesses).is_some() {
+        // Consecutive words: every bank serves ceil(words / 32) of them, the minimum.
+        return 0;
+    }
     distinct_units(accesses, 2, scratch);
     if scratch.is_empty() {
         return 0;
@@ -91,6 +109,9 @@ pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) ->
 
 /// Distinct 32-byte sectors touched by one warp-level global access (`scratch` as above).
 pub(crate) fn sectors(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
+    if let Some((start, end)) = contiguous_span(accesses) {
+        return (end - 1) / 32 - start / 32 + 1;
+    }
     distinct_units(accesses, 5, scratch);
     scratch.len() as u64
 }
@@ -114,5 +135,12 @@ mod tests {
         let reversed: Vec<(u64, u32)> = (0..32).rev().map(|i| (i * 64, 4)).collect();
         assert_eq!(sectors(&reversed, s), 32);
         assert_eq!(bank_conflicts(&reversed, s), 15);
+        // Unit stride, but not from sector or bank 0: the contiguous shortcut agrees with counting.
+        let shifted: Vec<(u64, u32)> = (0..32).map(|i| (20 + i * 8, 8)).collect();
+        assert_eq!(sectors(&shifted, s), 9);
+        assert_eq!(bank_conflicts(&shifted, s), 0);
+        let bytes: Vec<(u64, u32)> = (0..32).map(|i| (100 + i, 1)).collect();
+        assert_eq!(sectors(&bytes, s), 2);
+        assert_eq!(bank_conflicts(&bytes, s), 0);
     }
 }
