@@ -318,6 +318,17 @@ impl Loc {
     }
 }
 
+/// Where every lane of a warp-wide access lands (see [`Block::warp_region`]).
+#[derive(Clone, Copy)]
+enum Region {
+    Shared,
+    /// Inside global allocation `alloc`, which starts at address `base`.
+    Global {
+        alloc: usize,
+        base: u64,
+    },
+}
+
 /// The lanes set in `m`, lowest first.
 pub(crate) fn lanes(m: u32) -> impl Iterator<Item = usize> {
     let mut rest = m;
@@ -520,6 +531,7 @@ impl Block<'_> {
         })?;
         let warp = &mut self.warps[w];
         let stay = match flow {
+            _ if matches!(flow, Flow::Next) => active,
             Flow::Next => active,
             Flow::Exit(exited) => active & !exited,
             Flow::Barrier(waiting) => {
@@ -627,6 +639,11 @@ impl Block<'_> {
     /// `buf` filled with its values.
     #[inline(always)]
     fn operand<'s>(&'s self, w: usize, a: &Arg, buf: &'s mut MaybeUninit<Row>) -> &'s Row {
+        // Registers first, by a conditional branch: a `match` jumps through a table, which
+        // predicts worse.
+        if let Src::Reg(r) = a.src {
+            return self.row(w, r);
+        }
         match a.src {
             Src::Reg(r) => self.row(w, r),
             Src::Imm(0) => &ZERO_ROW,
@@ -872,6 +889,11 @@ impl Block<'_> {
     /// Errors name the faulting thread (block-linear index).
     fn execute(&mut self, w: usize, pc: usize, inst: &Inst, active: u32, exec: u32) -> Result<Flow, (usize, Fault)> {
         let lo = w * 32;
+        // The most frequent kind first, by a conditional branch (see `operand`).
+        if let Kind::Alu { op, dst, dst_mask, a, b, c } = &inst.kind {
+            self.alu(w, *op, *dst, *dst_mask, a, b, c, exec)?;
+            return Ok(Flow::Next);
+        }
         match &inst.kind {
             Kind::Alu { op, dst, dst_mask, a, b, c } => {
                 self.alu(w, *op, *dst, *dst_mask, a, b, c, exec)?;
@@ -1035,6 +1057,73 @@ impl Block<'_> {
         }
     }
 
+    /// Where a warp-wide access of `total` bytes per lane at `addrs` (lanes of `exec`) in shared or
+    /// global space lands, when every lane's access is aligned and inside shared memory, or inside
+    /// one global allocation: then no lane needs checking on its own.
+    #[inline(always)]
+    fn warp_region(&self, space: Space, addrs: &Row, exec: u32, total: u32) -> Option<Region> {
+        let (mut lowest, mut highest, mut address_bits) = (u64::MAX, 0u64, 0u64);
+        for l in lanes(exec) {
+            lowest = lowest.min(addrs[l]);
+            highest = highest.max(addrs[l]);
+            address_bits |= addrs[l];
+        }
+        if !total.is_power_of_two() || address_bits & (total as u64 - 1) != 0 {
+            return None;
+        }
+        let end = highest.checked_add(total as u64)?;
+        if space == Space::Shared {
+            return (end <= self.shared.len() as u64).then_some(Region::Shared);
+        }
+        let (alloc, offset) = self.global.locate(lowest, usize::try_from(end - lowest).ok()?)?;
+        Some(Region::Global { alloc, base: lowest - offset as u64 })
+    }
+
+    /// A load or store whose every lane lands in `region` (see [`Block::warp_region`]).
+    #[inline(always)]
+    fn memory_in_region(&mut self, w: usize, m: &MemAccess, exec: u32, addrs: &Row, region: Region) {
+        let size = m.size as usize;
+        let count = m.count as usize;
+        let total = m.size * m.count;
+        let (trace, base) = match region {
+            Region::Shared => (&mut self.trace.shared, 0),
+            Region::Global { base, .. } => (&mut self.trace.global, base),
+        };
+        trace.extend(lanes(exec).map(|l| (addrs[l], total)));
+        if m.load {
+            let bytes: &[u8] = match region {
+                Region::Shared => &self.shared,
+                Region::Global { alloc, .. } => self.global.bytes(alloc),
+            };
+            let mut loaded = [[0u64; 32]; 4];
+            for l in lanes(exec) {
+                let at = (addrs[l] - base) as usize;
+                for (k, row) in loaded.iter_mut().enumerate().take(count) {
+                    let v = read_le(&bytes[at + k * size..at + (k + 1) * size]);
+                    row[l] = match m.sign_extend {
+                        Some(bits) => sext(v, bits) as u64,
+                        None => v,
+                    };
+                }
+            }
+            for (dst, values) in m.dsts.iter().zip(&loaded).take(count) {
+                self.write(w, *dst, values, exec);
+            }
+        } else {
+            let values: [Row; 4] = std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] });
+            let bytes: &mut [u8] = match region {
+                Region::Shared => &mut self.shared,
+                Region::Global { alloc, .. } => self.global.bytes_mut(alloc),
+            };
+            for l in lanes(exec) {
+                let at = (addrs[l] - base) as usize;
+                for (k, row) in values.iter().enumerate().take(count) {
+                    write_le(&mut bytes[at + k * size..at + (k + 1) * size], row[l]);
+                }
+            }
+        }
+    }
+
     fn memory(&mut self, w: usize, m: &MemAccess, exec: u32) -> Result<(), (usize, Fault)> {
         if exec == 0 {
             return Ok(());
@@ -1072,6 +1161,12 @@ impl Block<'_> {
                 [address; 32]
             }
         };
+        if matches!(m.space, Space::Shared | Space::Global) {
+            if let Some(region) = self.warp_region(m.space, &addrs, exec, total) {
+                self.memory_in_region(w, m, exec, &addrs, region);
+                return Ok(());
+            }
+        }
         if m.load {
             let mut loaded = [[0u64; 32]; 4];
             for l in lanes(exec) {
