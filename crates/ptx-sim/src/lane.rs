@@ -6,6 +6,7 @@
 use crate::decode::mask;
 use crate::error::Fault;
 use crate::exec::{Block, Lane, lanes};
+use crate::half::{self, HalfFormat};
 use crate::memory::SHARED_WINDOW;
 use crate::ptx::{Instr, Op, Operand, Space, Type};
 
@@ -58,6 +59,7 @@ impl Block<'_> {
             Op::Trap if exec != 0 => Err((first, Fault::Trap)),
             Op::Shfl => self.shfl(i, lo, exec),
             Op::Vote => self.vote(i, lo, exec),
+            Op::Match => self.match_lanes(i, lo, exec),
             Op::Activemask => {
                 for l in lanes(exec) {
                     self.set(lo + l, &i.args[0], active as u64).map_err(|f| (lo + l, f))?;
@@ -153,6 +155,70 @@ impl Block<'_> {
                 }
                 self.set(t, arg(i, 0)?, f)
             }
+            Op::Prmt => {
+                // The default mode only: each selector nibble picks one of the 8 bytes of {b, a}
+                // (a's bytes first); its top bit replicates that byte's sign bit instead.
+                if ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"].iter().any(|m| i.has(m)) {
+                    return self.unsupported(i);
+                }
+                let a = self.get(t, arg(i, 1)?, Type::B(32))?;
+                let b = self.get(t, arg(i, 2)?, Type::B(32))?;
+                let c = self.get(t, arg(i, 3)?, Type::B(32))?;
+                let bytes = (b << 32) | a;
+                let mut d = 0u64;
+                for k in 0..4 {
+                    let selector = (c >> (4 * k)) & 0xf;
+                    let byte = (bytes >> (8 * (selector & 7))) & 0xff;
+                    let byte = if selector & 8 == 0 {
+                        byte
+                    } else if byte & 0x80 != 0 {
+                        0xff
+                    } else {
+                        0
+                    };
+                    d |= byte << (8 * k);
+                }
+                self.set(t, arg(i, 0)?, d)
+            }
+            Op::Shf => {
+                // Funnel shift of the 64 bits {b (high), a (low)}: `.l` keeps the high 32 bits of
+                // the left shift, `.r` the low 32 bits of the right shift (arithmetic for `.s32`).
+                let a = self.get(t, arg(i, 1)?, Type::B(32))?;
+                let b = self.get(t, arg(i, 2)?, Type::B(32))?;
+                let c = self.get(t, arg(i, 3)?, Type::U(32))?;
+                let n = if i.has("clamp") {
+                    c.min(32)
+                } else if i.has("wrap") {
+                    c & 31
+                } else {
+                    return self.unsupported(i);
+                };
+                let high = if i.has("s32") { sext(b, 32) as u64 } else { b };
+                let wide = (high << 32) | a;
+                let d = if i.has("l") {
+                    (wide << n) >> 32
+                } else if i.has("r") {
+                    ((wide as i64) >> n) as u64
+                } else {
+                    return self.unsupported(i);
+                };
+                self.set(t, arg(i, 0)?, d & 0xffff_ffff)
+            }
+            Op::Bfind => {
+                // The bit position of the most significant 1 (for negative signed values, 0), or
+                // 0xffffffff when there is none; `.shiftamt` gives the left shift that brings it to
+                // the top instead.
+                let ty = ty(i)?;
+                let bits = ty.bits();
+                let a = self.get(t, arg(i, 1)?, ty)?;
+                let a = if matches!(ty, Type::S(_)) && sext(a, bits) < 0 { !a & mask(bits) } else { a };
+                let d = match a {
+                    0 => 0xffff_ffff,
+                    _ if i.has("shiftamt") => (a.leading_zeros() - (64 - bits)) as u64,
+                    _ => (63 - a.leading_zeros()) as u64,
+                };
+                self.set(t, arg(i, 0)?, d)
+            }
             Op::Bfe => {
                 let ty = ty(i)?;
                 let bits = ty.bits() as u64;
@@ -239,6 +305,15 @@ impl Block<'_> {
                 };
                 f64_result(r)
             }
+            Type::F(16) | Type::Bf16 | Type::F16x2 | Type::Bf16x2 => {
+                let op: fn(f64, f64, f64) -> f64 = match i.op {
+                    Op::Add => |x, y, _| x + y,
+                    Op::Sub => |x, y, _| x - y,
+                    Op::Mul => |x, y, _| x * y,
+                    _ => return self.unsupported(i),
+                };
+                self.half_arithmetic(i, ty, a, b, 0, op)?
+            }
             Type::F(_) => return self.unsupported(i),
             _ => {
                 let signed = matches!(ty, Type::S(_));
@@ -293,6 +368,11 @@ impl Block<'_> {
         let a = self.get(t, arg(i, 1)?, ty)?;
         let b = self.get(t, arg(i, 2)?, ty)?;
         match ty {
+            Type::F(16) | Type::Bf16 | Type::F16x2 | Type::Bf16x2 if i.op == Op::Fma => {
+                let c = self.get(t, arg(i, 3)?, ty)?;
+                let r = self.half_arithmetic(i, ty, a, b, c, |x, y, z| x.mul_add(y, z))?;
+                self.set(t, arg(i, 0)?, r)
+            }
             Type::F(32) => {
                 self.check_rn(i)?;
                 let c = self.get(t, arg(i, 3)?, ty)?;
@@ -431,8 +511,37 @@ impl Block<'_> {
                 _ => (0, (1i128 << ty.bits()) - 1),
             }
         };
+        let half = |ty: Type| match ty {
+            Type::F(16) => Some(HalfFormat::F16),
+            Type::Bf16 => Some(HalfFormat::Bf16),
+            _ => None,
+        };
+        let float = |ty: Type| matches!(ty, Type::F(32) | Type::F(64)) || half(ty).is_some();
         let r = match (dst, src) {
-            (Type::F(16), _) | (_, Type::F(16)) | (Type::Pred, _) | (_, Type::Pred) => return self.unsupported(i),
+            // Conversions between the 16-bit formats and f32/f64: widening is exact; narrowing
+            // rounds to nearest even (the only rounding NVRTC's headers use).
+            (d, s) if (half(d).is_some() || half(s).is_some()) && float(d) && float(s) => {
+                if ["rz", "rm", "rp", "rna", "sat", "relu", "satfinite"].iter().any(|m| i.has(m)) {
+                    return self.unsupported(i);
+                }
+                let x = match (half(s), s) {
+                    (Some(format), _) => format.value(a),
+                    (None, Type::F(32)) => {
+                        let x = f32::from_bits(a as u32);
+                        (if i.has("ftz") { ftz32(x) } else { x }) as f64
+                    }
+                    _ => f64::from_bits(a),
+                };
+                match (half(d), d) {
+                    (Some(format), _) => format.round(x),
+                    (None, Type::F(32)) => f32_result(x as f32),
+                    _ => f64_result(x),
+                }
+            }
+            (Type::F(16) | Type::Bf16 | Type::F16x2 | Type::Bf16x2, _)
+            | (_, Type::F(16) | Type::Bf16 | Type::F16x2 | Type::Bf16x2)
+            | (Type::Pred, _)
+            | (_, Type::Pred) => return self.unsupported(i),
             (Type::F(db), Type::F(sb)) => {
                 let x = if sb == 32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
                 let x = if i.has("ftz") && sb == 32 { ftz32(x as f32) as f64 } else { x };
@@ -606,6 +715,63 @@ impl Block<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `match.any.sync`: each lane gets the mask of the executing lanes holding its value;
+    /// `match.all.sync`: every lane gets the executing lanes if all hold the same value (predicate
+    /// true), else 0 (predicate false).
+    fn match_lanes(&mut self, i: &Instr, lo: usize, exec: u32) -> Result<(), (usize, Fault)> {
+        let first = lo + exec.trailing_zeros().min(31) as usize;
+        let (Some(ty), Some(src), Some(dst)) = (i.ty(), i.args.get(1), i.args.first()) else {
+            return Err((first, Fault::Unsupported(i.text.clone())));
+        };
+        let mut values = [0u64; 32];
+        for l in lanes(exec) {
+            values[l] = self.get(lo + l, src, ty).map_err(|f| (lo + l, f))?;
+        }
+        let same = |l: usize| lanes(exec).filter(|&k| values[k] == values[l]).fold(0u32, |acc, k| acc | 1 << k);
+        let all = exec == 0 || same(exec.trailing_zeros() as usize) == exec;
+        for l in lanes(exec) {
+            let t = lo + l;
+            let (mask, predicate) = if i.has("any") {
+                (same(l), None)
+            } else if i.has("all") {
+                (if all { exec } else { 0 }, Some(all))
+            } else {
+                return Err((t, Fault::Unsupported(i.text.clone())));
+            };
+            match (dst, predicate) {
+                (Operand::Pair(d, p), Some(predicate)) => {
+                    self.set(t, &Operand::Reg(*d), mask as u64).map_err(|f| (t, f))?;
+                    self.set(t, &Operand::Reg(*p), predicate as u64).map_err(|f| (t, f))?;
+                }
+                (d, _) => self.set(t, d, mask as u64).map_err(|f| (t, f))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Rounds `op` of the 16-bit elements of `a`, `b`, `c` (type `ty`: `.f16`, `.bf16` or a pair)
+    /// back to the type; round to nearest even only.
+    fn half_arithmetic(
+        &self,
+        i: &Instr,
+        ty: Type,
+        a: u64,
+        b: u64,
+        c: u64,
+        op: impl Fn(f64, f64, f64) -> f64,
+    ) -> Lane<u64> {
+        if ["rz", "rm", "rp", "ftz", "sat", "relu", "approx"].iter().any(|m| i.has(m)) {
+            return self.unsupported(i);
+        }
+        let (format, pair) = match ty {
+            Type::F(16) => (HalfFormat::F16, false),
+            Type::F16x2 => (HalfFormat::F16, true),
+            Type::Bf16 => (HalfFormat::Bf16, false),
+            _ => (HalfFormat::Bf16, true),
+        };
+        Ok(half::lanewise(format, pair, a, b, c, op))
     }
 
     fn vote(&mut self, i: &Instr, lo: usize, exec: u32) -> Result<(), (usize, Fault)> {

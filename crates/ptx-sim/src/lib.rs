@@ -19,6 +19,7 @@
 mod decode;
 mod error;
 mod exec;
+mod half;
 mod lane;
 mod memory;
 mod parser;
