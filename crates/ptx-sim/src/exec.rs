@@ -381,6 +381,9 @@ struct Operands<'a> {
     y: &'a Row,
     z: &'a Row,
     masks: (u64, u64, u64),
+    /// The second operand when it is a constant (`add.s32 %r1, %r2, 4`), masked: such maps read no
+    /// row for it.
+    y_constant: Option<u64>,
 }
 
 impl Operands<'_> {
@@ -389,6 +392,12 @@ impl Operands<'_> {
     #[inline(always)]
     fn map<const N: usize>(&self, mask: u64, f: impl Fn(u64, u64, u64) -> u64) -> Row {
         let (ma, mb, mc) = self.masks;
+        if let (true, Some(k)) = (N >= 2, self.y_constant) {
+            return row_of(|l| {
+                let c = if N >= 3 { self.z[l] & mc } else { 0 };
+                f(self.x[l] & ma, k, c) & mask
+            });
+        }
         row_of(|l| {
             let b = if N >= 2 { self.y[l] & mb } else { 0 };
             let c = if N >= 3 { self.z[l] & mc } else { 0 };
@@ -538,6 +547,13 @@ impl Block<'_> {
                 insert_group(&mut warp.waiting, pc, waiting);
                 active & !waiting
             }
+            // A uniform branch that is taken: the whole group moves (if no group waits there yet).
+            Flow::Branch { target, taken } if taken == active && warp.groups.get(1).is_none_or(|g| g.0 > target) => {
+                warp.groups[0].0 = target;
+                0
+            }
+            // Not taken by any lane: a step like any other.
+            Flow::Branch { taken: 0, .. } => active,
             Flow::Branch { target, taken } => {
                 warp.groups.remove(0);
                 insert_group(&mut warp.groups, target, taken);
@@ -662,6 +678,10 @@ impl Block<'_> {
         let row = self.row_mut(w, r);
         if exec == u32::MAX {
             *row = *values;
+        } else if exec.count_ones() <= 8 {
+            for l in lanes(exec) {
+                row[l] = values[l];
+            }
         } else {
             // A branch-free blend, 8 lanes at a time, with each lane's all-ones or all-zeros mask
             // from a table (shifting by the lane number does not vectorise).
@@ -950,6 +970,7 @@ impl Block<'_> {
             y: self.operand(w, b, &mut by),
             z: self.operand(w, c, &mut bz),
             masks: (a.mask, b.mask, c.mask),
+            y_constant: if let Src::Imm(k) = b.src { Some(k) } else { None },
         };
         let r = match op {
             AluOp::Mov => o.map::<1>(m, |a, _, _| a),
@@ -1028,16 +1049,21 @@ impl Block<'_> {
         let (mut bx, mut by) = (MaybeUninit::uninit(), MaybeUninit::uninit());
         let (x, y) = (self.operand(w, a, &mut bx), self.operand(w, b, &mut by));
         let (ma, mb) = (a.mask, b.mask);
-        // One loop per comparison, so the comparison is not matched again in every lane.
+        // One loop per comparison and operand type, so neither is matched again in every lane.
         macro_rules! compare_lanes {
-            ($($c:ident),*) => {
+            ($ty:expr; $($c:ident),*) => {
                 match cmp {
-                    $(Cmp::$c => row_of(|l| compare(Cmp::$c, ty, x[l] & ma, y[l] & mb) as u64),)*
-                    _ => row_of(|l| compare(cmp, ty, x[l] & ma, y[l] & mb) as u64),
+                    $(Cmp::$c => row_of(|l| compare(Cmp::$c, $ty, x[l] & ma, y[l] & mb) as u64),)*
+                    _ => row_of(|l| compare(cmp, $ty, x[l] & ma, y[l] & mb) as u64),
                 }
             };
         }
-        let result = compare_lanes!(Eq, Ne, Lt, Le, Gt, Ge);
+        let result = match ty {
+            CmpType::Unsigned => compare_lanes!(CmpType::Unsigned; Eq, Ne, Lt, Le, Gt, Ge),
+            CmpType::Signed(bits) => compare_lanes!(CmpType::Signed(bits); Lt, Le, Gt, Ge),
+            CmpType::F32 => compare_lanes!(CmpType::F32; Eq, Ne, Lt, Le, Gt, Ge),
+            CmpType::F64 => compare_lanes!(CmpType::F64; Lt, Gt),
+        };
         let combined = |values: Row| match bool_op {
             None => values,
             Some(op) => {
@@ -1085,11 +1111,28 @@ impl Block<'_> {
         let size = m.size as usize;
         let count = m.count as usize;
         let total = m.size * m.count;
-        let (trace, base) = match region {
-            Region::Shared => (&mut self.trace.shared, 0),
-            Region::Global { base, .. } => (&mut self.trace.global, base),
+        let base = match region {
+            Region::Shared => 0,
+            Region::Global { base, .. } => base,
         };
-        trace.extend(lanes(exec).map(|l| (addrs[l], total)));
+        // Unit stride (each lane's bytes follow the previous lane's): count the request here,
+        // in closed form (as `stats::sectors` and `stats::bank_conflicts` would); else trace it.
+        let mut next = addrs[exec.trailing_zeros() as usize];
+        let unit_stride = lanes(exec).all(|l| {
+            let follows = addrs[l] == next;
+            next = addrs[l].wrapping_add(total as u64);
+            follows
+        });
+        match (region, unit_stride) {
+            (Region::Shared, true) => self.stats.shared_accesses += 1,
+            (Region::Global { .. }, true) => {
+                let start = addrs[exec.trailing_zeros() as usize];
+                self.stats.global_requests += 1;
+                self.stats.global_sectors += (next - 1) / 32 - start / 32 + 1;
+            }
+            (Region::Shared, false) => self.trace.shared.extend(lanes(exec).map(|l| (addrs[l], total))),
+            (Region::Global { .. }, false) => self.trace.global.extend(lanes(exec).map(|l| (addrs[l], total))),
+        }
         if m.load {
             let bytes: &[u8] = match region {
                 Region::Shared => &self.shared,
