@@ -1133,35 +1133,47 @@ impl Block<'_> {
             (Region::Shared, false) => self.trace.shared.extend(lanes(exec).map(|l| (addrs[l], total))),
             (Region::Global { .. }, false) => self.trace.global.extend(lanes(exec).map(|l| (addrs[l], total))),
         }
+        // Registers are read and written in place: row `r` of this warp starts at `rows + 32 * r`.
+        let rows = w * self.nregs * 32;
         if m.load {
             let bytes: &[u8] = match region {
                 Region::Shared => &self.shared,
                 Region::Global { alloc, .. } => self.global.bytes(alloc),
             };
-            let mut loaded = [[0u64; 32]; 4];
+            let regs = &mut self.regs;
             for l in lanes(exec) {
                 let at = (addrs[l] - base) as usize;
-                for (k, row) in loaded.iter_mut().enumerate().take(count) {
+                for (k, dst) in m.dsts.iter().enumerate().take(count) {
                     let v = read_le(&bytes[at + k * size..at + (k + 1) * size]);
-                    row[l] = match m.sign_extend {
-                        Some(bits) => sext(v, bits) as u64,
-                        None => v,
-                    };
+                    if let Some(r) = dst {
+                        regs[rows + 32 * *r as usize + l] = match m.sign_extend {
+                            Some(bits) => sext(v, bits) as u64,
+                            None => v,
+                        };
+                    }
                 }
             }
-            for (dst, values) in m.dsts.iter().zip(&loaded).take(count) {
-                self.write(w, *dst, values, exec);
-            }
         } else {
-            let values: [Row; 4] = std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] });
+            // Register and constant sources are read in place; others (rare) are fetched first.
+            let fetched: Option<[Row; 4]> = m.srcs[..count]
+                .iter()
+                .any(|a| !matches!(a.src, Src::Reg(_) | Src::Imm(_)))
+                .then(|| std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] }));
             let bytes: &mut [u8] = match region {
                 Region::Shared => &mut self.shared,
                 Region::Global { alloc, .. } => self.global.bytes_mut(alloc),
             };
+            let regs = &self.regs;
             for l in lanes(exec) {
                 let at = (addrs[l] - base) as usize;
-                for (k, row) in values.iter().enumerate().take(count) {
-                    write_le(&mut bytes[at + k * size..at + (k + 1) * size], row[l]);
+                for (k, source) in m.srcs.iter().enumerate().take(count) {
+                    let v = match (&fetched, source.src) {
+                        (Some(values), _) => values[k][l],
+                        (None, Src::Reg(r)) => regs[rows + 32 * r as usize + l] & source.mask,
+                        (None, Src::Imm(v)) => v,
+                        (None, _) => unreachable!("other sources are fetched"),
+                    };
+                    write_le(&mut bytes[at + k * size..at + (k + 1) * size], v);
                 }
             }
         }
