@@ -125,7 +125,8 @@ struct CompensatedSum {
     {
         float rounding;
         const float sum = two_sum(a.sum, b.sum, &rounding);
-        return Compensated{sum, (a.error + b.error) + rounding};
+        // Past an infinity there is no rounding error to carry (TwoSum would make it NaN).
+        return Compensated{sum, isinf(sum) ? 0.0f : (a.error + b.error) + rounding};
     }
 };
 
@@ -177,7 +178,9 @@ struct MomentsOf {
         const unsigned long long count = a.count + b.count;
         const float share_b = (float)b.count / (float)count;
         const float d = b.mean - a.mean;
-        const float mean = a.mean + d * share_b;
+        // An infinite mean stays infinite (NaN if both signs meet), as numpy's mean does; the
+        // variance of data with an infinity is NaN either way (d is infinite or NaN).
+        const float mean = (isinf(a.mean) || isinf(b.mean)) ? a.mean + b.mean : a.mean + d * share_b;
         const float m2 = (a.m2 + b.m2) + d * d * ((float)a.count * share_b);
         return Moments{count, mean, m2};
     }

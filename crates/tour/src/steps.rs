@@ -13,6 +13,7 @@ pub fn entries() -> Vec<StepEntry> {
         reduce_shuffle::steps(),
         reduce_multi_level::steps(),
         reduce_atomic::steps(),
+        reduce_numerics::steps(),
         reduction::peers::steps(),
         histogram::steps(),
     ]
