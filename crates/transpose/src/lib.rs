@@ -23,7 +23,7 @@
 //! mutably, and Rust does not let one buffer be both, so passing the same buffer twice does not
 //! compile:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0502
 //! # use gpu_harness::Device;
 //! # use transpose::{Step, Transposer};
 //! # fn run(device: &Device) -> gpu_harness::Result<()> {
@@ -204,19 +204,24 @@ fn check_lengths(what: &str, rows: usize, cols: usize, input: usize, output: usi
     Ok(n)
 }
 
-/// Launches `kernel` on `plan` over a checked input and output.
+// ANCHOR: transposer
+/// Checks the lengths, plans the launch (`plan`) and queues `kernel` over `input` and `output`; an
+/// empty matrix launches nothing. Every kernel takes `(in, out, rows, cols)`.
 fn launch<T: Word>(
     device: &Device,
     kernel: &Kernel,
-    plan: TransposePlan,
+    what: &str,
+    plan: impl FnOnce() -> Result<TransposePlan>,
     input: DeviceView<'_, T>,
-    output: &mut DeviceBuffer<T>,
     (rows, cols): (usize, usize),
+    output: &mut DeviceBuffer<T>,
 ) -> Result<()> {
-    device.launch(kernel, plan.config).arg(input).arg(output).arg(rows as u32).arg(cols as u32).run()
+    if check_lengths(what, rows, cols, input.len(), output.len())? == 0 {
+        return Ok(());
+    }
+    device.launch(kernel, plan()?.config).arg(input).arg(output).arg(rows as u32).arg(cols as u32).run()
 }
 
-// ANCHOR: transposer
 /// Transposes matrices with one step's kernel.
 pub struct Transposer {
     device: Device,
@@ -244,12 +249,7 @@ impl Transposer {
         cols: usize,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        let n = check_lengths("transpose", rows, cols, input.len(), output.len())?;
-        if n == 0 {
-            return Ok(());
-        }
-        let plan = self.step.plan(rows, cols)?;
-        launch(&self.device, &self.kernel, plan, input, output, (rows, cols))
+        launch(&self.device, &self.kernel, "transpose", || self.step.plan(rows, cols), input, (rows, cols), output)
     }
 
     /// The transpose of a host matrix, through the device: uploads it, transposes it, downloads the
@@ -295,11 +295,7 @@ impl TileCopy {
         cols: usize,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        let n = check_lengths("copy", rows, cols, input.len(), output.len())?;
-        if n == 0 {
-            return Ok(());
-        }
-        launch(&self.device, &self.kernel, Self::plan(rows, cols)?, input, output, (rows, cols))
+        launch(&self.device, &self.kernel, "copy", || Self::plan(rows, cols), input, (rows, cols), output)
     }
 }
 
