@@ -172,7 +172,8 @@ __device__ __forceinline__ void transpose_tiles(const word* __restrict__ in, wor
     unsigned int x = threadIdx.x, y = threadIdx.y;
     unsigned int r0 = blockIdx.y * SIDE, c0 = blockIdx.x * SIDE;
 
-    // Read: every load first, into registers (elements outside the matrix read as 0, never stored).
+    // Read: every load first, into registers (elements outside the matrix read as 0 and are never
+    // written out).
     word v[SIDE / ROWS][SIDE / 32];
 #pragma unroll
     for (unsigned int i = 0; i < SIDE / ROWS; ++i) {
