@@ -62,9 +62,11 @@ extern "C" __global__ void transpose_naive(const word* __restrict__ in, word* __
 {
     unsigned int c = blockIdx.x * TILE + threadIdx.x;
     unsigned int r = blockIdx.y * TILE + threadIdx.y;
+    // ANCHOR: solution move element (r, c) of the row-major rows x cols input to (c, r) of the row-major cols x rows output, where it is inside the matrix
     if (r < rows && c < cols) {
         out[(size_t)c * rows + r] = in[(size_t)r * cols + c];
     }
+    // ANCHOR_END: solution
 }
 // ANCHOR_END: naive
 
@@ -101,9 +103,11 @@ extern "C" __global__ void transpose_tiled(const word* __restrict__ in, word* __
     __syncthreads();
     // Write: thread (x, y) writes output row c0 + y (input column c0 + y), output column r0 + x
     // (input row r0 + x), taking the tile's column y.
+    // ANCHOR: solution thread (x, y) writes output row c0 + y, column r0 + x, from the tile's column y (tile[x][y]), where it is inside the matrix
     if (c0 + y < cols && r0 + x < rows) {
         out[(size_t)(c0 + y) * rows + r0 + x] = tile[x][y];
     }
+    // ANCHOR_END: solution
 }
 // ANCHOR_END: tiled
 

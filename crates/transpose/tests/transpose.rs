@@ -174,7 +174,7 @@ fn counters(
 
 fn main() -> std::process::ExitCode {
     let mut suite = TestSuite::new()
-        .cpu("launch_plans", || {
+        .cpu("illustration::launch_plans", || {
             insta::assert_snapshot!("launch_plans", plan_snapshot()?);
             Ok(())
         })
@@ -238,7 +238,7 @@ fn main() -> std::process::ExitCode {
                 }
                 Ok(())
             })
-            .nvrtc_if(format!("{name}::simulator_counters"), counters_comparable, move || {
+            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
                 let counted = counters(|device, input, output| {
                     Transposer::new(device, step)?.transpose(input.as_view(), 64, 64, output)
                 })?;
