@@ -1,0 +1,202 @@
+// look_back.cuh: the machinery of a single-pass scan with decoupled look-back (Merrill and Garland,
+// "Single-pass Parallel Prefix Scan with Decoupled Look-back", 2016), shared by the scan kernels
+// and by stream compaction:
+//
+//   - scan operations (ScanSum<T>) and their values as 32-bit words;
+//   - warp-wide scans and in-order reductions with shuffles;
+//   - tile tickets drawn from an atomic counter, so tile k is only ever processed by a block that
+//     started after the blocks holding tiles 0 .. k-1 (blocks need not start in blockIdx order);
+//   - tile status words: a tile's 32-bit value and its flag packed in one 64-bit word, written and
+//     read as one access, so a reader can never see a flag without its value;
+//   - the look-back itself: one warp reads 32 predecessors at a time, nearest first, and combines
+//     their values up to the nearest one that holds an inclusive prefix.
+//
+// An operation `Op` is a struct with
+//   typedef Value                  what is scanned (a 4-byte number, or a number and a flag)
+//   identity()                     the value that changes nothing
+//   combine(earlier, later)        two values in order (need not be commutative)
+//   bits(v), mark(v), unpack(b, m) the value as a 32-bit word and one spare bit, and back
+#pragma once
+#include "block_reduce.cuh"
+
+#define FULL_MASK 0xffffffffu
+
+// ---- 4-byte values as 32-bit words, and shuffles of them ----
+__device__ __forceinline__ unsigned to_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ unsigned to_bits(int x) { return (unsigned)x; }
+__device__ __forceinline__ unsigned to_bits(unsigned x) { return x; }
+
+template <class T> __device__ __forceinline__ T from_bits(unsigned bits);
+template <> __device__ __forceinline__ float from_bits<float>(unsigned bits) { return __uint_as_float(bits); }
+template <> __device__ __forceinline__ int from_bits<int>(unsigned bits) { return (int)bits; }
+template <> __device__ __forceinline__ unsigned from_bits<unsigned>(unsigned bits) { return bits; }
+
+#define SCAN_SHUFFLES(T)                                                                                 \
+    __device__ __forceinline__ T shfl_up(T v, int delta) { return __shfl_up_sync(FULL_MASK, v, delta); }  \
+    __device__ __forceinline__ T shfl_down(T v, int delta) { return __shfl_down_sync(FULL_MASK, v, delta); } \
+    __device__ __forceinline__ T shfl_idx(T v, int lane) { return __shfl_sync(FULL_MASK, v, lane); }
+SCAN_SHUFFLES(float)
+SCAN_SHUFFLES(int)
+SCAN_SHUFFLES(unsigned)
+
+// ANCHOR: scan_sum
+// The sum: integers wrap around modulo 2^32 (as unsigned arithmetic does), floats round.
+template <class T>
+struct ScanSum {
+    typedef T Value;
+    __device__ static T identity() { return (T)0; }
+    __device__ static T combine(T earlier, T later) { return wrapping_add(earlier, later); }
+    __device__ static unsigned bits(T v) { return to_bits(v); }
+    __device__ static bool mark(T) { return false; }
+    __device__ static T unpack(unsigned bits, bool) { return from_bits<T>(bits); }
+};
+// ANCHOR_END: scan_sum
+
+// ANCHOR: warp_scan
+// Inclusive scan across the 32 lanes of a warp: after step k each lane holds the combination of
+// the 2^k lanes ending at it. log2(32) = 5 shuffles, each moving registers between lanes.
+template <class Op>
+__device__ __forceinline__ typename Op::Value warp_inclusive_scan(typename Op::Value v)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        typename Op::Value earlier = shfl_up(v, offset);
+        if (lane >= offset) {
+            v = Op::combine(earlier, v);
+        }
+    }
+    return v;
+}
+// ANCHOR_END: warp_scan
+
+// Combines the 32 lanes' values in reverse lane order (lane 31 first, lane 0 last: the look-back
+// holds the nearest predecessor in lane 0), and gives the result to every lane.
+template <class Op>
+__device__ __forceinline__ typename Op::Value warp_reduce_reversed(typename Op::Value v)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        typename Op::Value earlier = shfl_down(v, offset);
+        if (lane + offset < 32) {
+            v = Op::combine(earlier, v);
+        }
+    }
+    return shfl_idx(v, 0);
+}
+
+// ---- tile tickets ----
+
+// ANCHOR: ticket
+// Draws the next tile number from `counter`. A launch draws exactly `last_draw + 1` numbers (each
+// block knows how many it draws); the block that draws the last one sets the counter back to 0,
+// ready for the next launch on the stream. Blocks start in any order on a GPU, but a block only
+// draws after it started, so the blocks holding earlier tiles are running or done: the look-back
+// waits only on blocks that make progress.
+__device__ __forceinline__ unsigned draw_tile(unsigned* counter, unsigned last_draw)
+{
+    const unsigned tile = atomicAdd(counter, 1u);
+    if (tile == last_draw) {
+        atomicExch(counter, 0u);
+    }
+    return tile;
+}
+// ANCHOR_END: ticket
+
+// ---- tile status words ----
+
+// ANCHOR: status
+// A tile's status, one 64-bit word per tile:
+//   bits 63..32  the value (ScanSum: the tile's sum, or the sum of every element up to its end)
+//   bits 31..3   the launch's epoch (1 .. 2^29 - 1), so words left by an earlier launch read as empty
+//                and the array needs no clearing between launches
+//   bit  2       a spare bit the operation may use (a segmented scan: "a segment starts here")
+//   bits 1..0    the flag: empty, aggregate (this tile's own value) or prefix (everything up to it)
+// The word is stored and loaded as one 64-bit access, relaxed at GPU scope: it carries everything a
+// reader needs, so nothing else has to be ordered around it, and a reader sees either the whole old
+// word or the whole new one.
+enum : unsigned { TILE_EMPTY = 0u, TILE_AGGREGATE = 1u, TILE_PREFIX = 2u };
+#define EPOCH_MASK 0x1fffffffu
+
+struct TileStatus {
+    unsigned long long* words;
+    unsigned epoch;
+};
+
+__device__ __forceinline__ unsigned long long load_status(const unsigned long long* word)
+{
+    unsigned long long value;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(word) : "memory");
+    return value;
+}
+
+__device__ __forceinline__ void store_status(unsigned long long* word, unsigned long long value)
+{
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
+}
+
+template <class Op>
+__device__ __forceinline__ void publish(TileStatus status, unsigned tile, unsigned flag, typename Op::Value v)
+{
+    const unsigned long long word = ((unsigned long long)Op::bits(v) << 32) | ((status.epoch & EPOCH_MASK) << 3) |
+                                    ((unsigned)Op::mark(v) << 2) | flag;
+    store_status(status.words + tile, word);
+}
+
+// The flag of a status word, TILE_EMPTY if another launch wrote it.
+__device__ __forceinline__ unsigned status_flag(unsigned long long word, unsigned epoch)
+{
+    return (((unsigned)word >> 3) & EPOCH_MASK) == (epoch & EPOCH_MASK) ? (unsigned)word & 3u : TILE_EMPTY;
+}
+// ANCHOR_END: status
+
+// ANCHOR: look_back
+// The exclusive prefix of `tile` (tile > 0): the combination of every earlier tile's value. Called
+// by all 32 lanes of one warp; returns the prefix in every lane.
+//
+// Lane i reads the status of tile `window - i`, so lane 0 holds the nearest predecessor. The warp
+// waits until every tile from the nearest up to the nearest one with a prefix has published
+// something (a shorter wait than "all 32 ready"), combines their values in order, and stops there;
+// if none of the 32 holds a prefix, it combines all 32 aggregates and moves 32 tiles further back.
+// Tile 0 always publishes a prefix, so the walk ends.
+template <class Op>
+__device__ typename Op::Value look_back(TileStatus status, unsigned tile)
+{
+    typedef typename Op::Value Value;
+    const int lane = threadIdx.x & 31;
+    Value prefix = Op::identity(); // the tiles between the current window and `tile`
+    int window = (int)tile - 1;
+    while (true) {
+        const int predecessor = window - lane;
+        unsigned flag, prefixes, waiting;
+        Value v;
+        while (true) {
+            flag = TILE_PREFIX; // before tile 0 there is nothing: the identity, as a prefix
+            v = Op::identity();
+            if (predecessor >= 0) {
+                const unsigned long long word = load_status(status.words + predecessor);
+                flag = status_flag(word, status.epoch);
+                v = Op::unpack((unsigned)(word >> 32), (word >> 2) & 1u);
+            }
+            prefixes = __ballot_sync(FULL_MASK, flag == TILE_PREFIX);
+            // The lanes from 0 up to and including the nearest prefix (all 32 if there is none).
+            waiting = prefixes ? prefixes ^ (prefixes - 1) : FULL_MASK;
+            if ((__ballot_sync(FULL_MASK, flag == TILE_EMPTY) & waiting) == 0) {
+                break;
+            }
+#ifdef LOOK_BACK_SLEEP_NS
+            __nanosleep(LOOK_BACK_SLEEP_NS);
+#endif
+        }
+        if (((waiting >> lane) & 1u) == 0) {
+            v = Op::identity(); // beyond the nearest prefix: already counted in it
+        }
+        prefix = Op::combine(warp_reduce_reversed<Op>(v), prefix);
+        if (prefixes != 0) {
+            return prefix;
+        }
+        window -= 32;
+    }
+}
+// ANCHOR_END: look_back
