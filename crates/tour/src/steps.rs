@@ -14,6 +14,7 @@ pub fn entries() -> Vec<StepEntry> {
         reduce_multi_level::steps(),
         reduce_atomic::steps(),
         reduction::peers::steps(),
+        scan::steps(),
     ]
     .concat()
 }
