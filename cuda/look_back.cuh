@@ -151,16 +151,24 @@ __device__ __forceinline__ unsigned status_flag(unsigned long long word, unsigne
 }
 // ANCHOR_END: status
 
+// The lowest lane of a ballot, 32 for none (a population count: the bits up to the lowest set one).
+__device__ __forceinline__ int lowest_lane(unsigned lanes)
+{
+    return lanes ? __popc(lanes ^ (lanes - 1)) - 1 : 32;
+}
+
 // ANCHOR: look_back
 // The exclusive prefix of `tile` (tile > 0): the combination of every earlier tile's value. Called
 // by all 32 lanes of one warp; returns the prefix in every lane.
 //
-// Lane i reads the status of tile `window - i`, so lane 0 holds the nearest predecessor. The warp
-// waits until every tile from the nearest up to the nearest one with a prefix has published
-// something (a shorter wait than "all 32 ready"), combines their values in order, and stops there;
-// if none of the 32 holds a prefix, it combines all 32 aggregates and moves 32 tiles further back.
-// Tile 0 always publishes a prefix, so the walk ends.
-template <class Op>
+// The warp reads 32 * PER_LANE predecessors per round trip to L2: lane i reads the PER_LANE tiles
+// from `window - i * PER_LANE` down, so lane 0 holds the nearest ones. It waits until every tile
+// from the nearest up to the nearest one holding a prefix has published something, combines their
+// values in order, and stops there; if none holds a prefix, it combines all of them and moves on
+// to the next 32 * PER_LANE. Tile 0 always publishes a prefix, so the walk ends. With PER_LANE = 1
+// this is the usual look-back; reading several tiles per lane cuts the round trips of a long walk
+// (when many tiles are in flight, the nearest prefix can be hundreds of tiles back).
+template <class Op, int PER_LANE, int SLEEP_NS>
 __device__ typename Op::Value look_back(TileStatus status, unsigned tile)
 {
     typedef typename Op::Value Value;
@@ -168,35 +176,60 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile)
     Value prefix = Op::identity(); // the tiles between the current window and `tile`
     int window = (int)tile - 1;
     while (true) {
-        const int predecessor = window - lane;
-        unsigned flag, prefixes, waiting;
-        Value v;
+        Value v[PER_LANE];
+        int first_prefix;           // this lane's nearest tile with a prefix (PER_LANE: none)
+        unsigned lanes_with_prefix; // the lanes that hold one
         while (true) {
-            flag = TILE_PREFIX; // before tile 0 there is nothing: the identity, as a prefix
-            v = Op::identity();
-            if (predecessor >= 0) {
-                const unsigned long long word = load_status(status.words + predecessor);
-                flag = status_flag(word, status.epoch);
-                v = Op::unpack((unsigned)(word >> 32), (word >> 2) & 1u);
+            unsigned flag[PER_LANE];
+#pragma unroll
+            for (int j = 0; j < PER_LANE; ++j) {
+                const int predecessor = window - lane * PER_LANE - j;
+                flag[j] = TILE_PREFIX; // before tile 0 there is nothing: the identity, as a prefix
+                v[j] = Op::identity();
+                if (predecessor >= 0) {
+                    const unsigned long long word = load_status(status.words + predecessor);
+                    flag[j] = status_flag(word, status.epoch);
+                    v[j] = Op::unpack((unsigned)(word >> 32), (word >> 2) & 1u);
+                }
             }
-            prefixes = __ballot_sync(FULL_MASK, flag == TILE_PREFIX);
-            // The lanes from 0 up to and including the nearest prefix (all 32 if there is none).
-            waiting = prefixes ? prefixes ^ (prefixes - 1) : FULL_MASK;
-            if ((__ballot_sync(FULL_MASK, flag == TILE_EMPTY) & waiting) == 0) {
+            first_prefix = PER_LANE;
+#pragma unroll
+            for (int j = PER_LANE - 1; j >= 0; --j) {
+                if (flag[j] == TILE_PREFIX) {
+                    first_prefix = j;
+                }
+            }
+            bool empty = false, empty_before_prefix = false;
+#pragma unroll
+            for (int j = 0; j < PER_LANE; ++j) {
+                empty = empty || flag[j] == TILE_EMPTY;
+                empty_before_prefix = empty_before_prefix || (flag[j] == TILE_EMPTY && j < first_prefix);
+            }
+            lanes_with_prefix = __ballot_sync(FULL_MASK, first_prefix < PER_LANE);
+            const int nearest = lowest_lane(lanes_with_prefix);
+            // Waiting on: an empty tile nearer than the nearest prefix.
+            const bool waiting = (lane < nearest && empty) || (lane == nearest && empty_before_prefix);
+            if (!__any_sync(FULL_MASK, waiting)) {
                 break;
             }
-#ifdef LOOK_BACK_SLEEP_NS
-            __nanosleep(LOOK_BACK_SLEEP_NS);
-#endif
+            if (SLEEP_NS > 0) {
+                __nanosleep(SLEEP_NS);
+            }
         }
-        if (((waiting >> lane) & 1u) == 0) {
-            v = Op::identity(); // beyond the nearest prefix: already counted in it
+        const int nearest = lowest_lane(lanes_with_prefix);
+        const int counted = lane < nearest ? PER_LANE : lane == nearest ? first_prefix + 1 : 0;
+        Value mine = Op::identity(); // this lane's counted tiles, earliest first
+#pragma unroll
+        for (int j = PER_LANE - 1; j >= 0; --j) {
+            if (j < counted) {
+                mine = Op::combine(mine, v[j]);
+            }
         }
-        prefix = Op::combine(warp_reduce_reversed<Op>(v), prefix);
-        if (prefixes != 0) {
+        prefix = Op::combine(warp_reduce_reversed<Op>(mine), prefix);
+        if (lanes_with_prefix != 0) {
             return prefix;
         }
-        window -= 32;
+        window -= 32 * PER_LANE;
     }
 }
 // ANCHOR_END: look_back

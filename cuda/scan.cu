@@ -11,7 +11,8 @@
 //   3. scan_tiles, add_tile_prefixes          any size: scan-then-propagate (read twice, write twice)
 //      reduce_tiles, scan_tiles_with_prefix   any size: reduce-then-scan (read twice, write once)
 //   4. scan_single_pass        any size, one launch: decoupled look-back (look_back.cuh)
-//      scan_persistent         the same, with each block's next tile loading during its look-back
+//      scan_wide_look_back     the look-back reads several predecessors per lane per round trip
+//      scan_early_loads        a block's loads go out before its tile ticket comes back
 //      segmented_scan          the single pass over (value, head flag) pairs
 #include "block_reduce.cuh"
 #include "look_back.cuh"
@@ -240,8 +241,11 @@ __device__ __forceinline__ void scan_tiles_with_prefix(const T* input, T* output
 #ifndef SCAN_ITEMS
 #define SCAN_ITEMS 16
 #endif
-#ifndef SCAN_BLOCKS_PER_SM
-#define SCAN_BLOCKS_PER_SM 4
+#ifndef LOOK_BACK_PER_LANE
+#define LOOK_BACK_PER_LANE 4
+#endif
+#ifndef LOOK_BACK_SLEEP_NS
+#define LOOK_BACK_SLEEP_NS 0
 #endif
 
 // Plain values: the input and output of a scan of T.
@@ -368,7 +372,7 @@ __device__ __forceinline__ void finish_rows(typename IO::Op::Value base,
 // Everything before `tile`, found by warp 0 while the block's other warps wait: the tile publishes
 // its aggregate at once (tile 0: its prefix, there is nothing before it), looks back, then
 // publishes its inclusive prefix for the tiles after it.
-template <class Op>
+template <class Op, int PER_LANE, int SLEEP_NS>
 __device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, unsigned tile,
                                                           typename Op::Value aggregate)
 {
@@ -382,7 +386,7 @@ __device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, uns
     if (lane == 0) {
         publish<Op>(status, tile, TILE_AGGREGATE, aggregate);
     }
-    const typename Op::Value exclusive = look_back<Op>(status, tile);
+    const typename Op::Value exclusive = look_back<Op, PER_LANE, SLEEP_NS>(status, tile);
     if (lane == 0) {
         publish<Op>(status, tile, TILE_PREFIX, Op::combine(exclusive, aggregate));
     }
@@ -407,37 +411,66 @@ __device__ __forceinline__ void combine_warps(const typename Op::Value* totals, 
     }
 }
 
+// How a single pass looks back and starts: the predecessors each lane of the look-back warp reads
+// per round trip, and whether the tile's loads go out before its ticket arrives.
+struct Classic {
+    static const int PER_LANE = 1;
+    static const bool EARLY_LOADS = false;
+};
+struct WideLookBack {
+    static const int PER_LANE = LOOK_BACK_PER_LANE;
+    static const bool EARLY_LOADS = false;
+};
+struct EarlyLoads {
+    static const int PER_LANE = LOOK_BACK_PER_LANE;
+    static const bool EARLY_LOADS = true;
+};
+
 // ANCHOR: single_pass
-// scan_single_pass: the whole scan in one launch, one tile per block. Each block draws its tile
+// scan_single_pass: the whole scan in one launch, a block per tile. Each block draws its tile
 // number from an atomic counter, loads its tile (16-byte vectors, ITEMS per thread), scans it in
 // registers (scan_rows), combines its warps' totals through shared memory, and finds everything
 // before the tile by decoupled look-back (tile_prefix). Then each element is written once: the
 // input is read once and the output written once, 2n accesses in all.
-// What it leaves slow: a block's loads start only after its ticket arrives, and its look-back
-// waits with no loads in flight; more blocks per SM hide part of that.
+// What it leaves slow: many tiles are in flight at once, so the nearest tile with a prefix is often
+// far back, and a warp reading 32 predecessors per round trip to L2 walks back slowly (next form).
+//
+// scan_wide_look_back: the look-back warp reads LOOK_BACK_PER_LANE predecessors per lane per round
+// trip instead of one.
+//
+// scan_early_loads: the block does not wait for its ticket to start loading: it loads tile
+// blockIdx.x while the ticket is on its way, and loads again only if the ticket names another
+// tile. Blocks usually start in blockIdx order, so the guess is usually right and the ticket's
+// round trip to L2 overlaps the loads; when it is wrong the result is still right.
+//
 // Launch: ceil(n / (THREADS * ITEMS)) blocks of THREADS threads; `counter` 0 before the first
 // launch; `status` one word per tile; `epoch` different from the previous launch's (1 .. 2^29 - 1).
-template <class IO, int THREADS, int ITEMS, bool INCLUSIVE>
+template <class IO, int THREADS, int ITEMS, bool INCLUSIVE, class Form, int SLEEP_NS = LOOK_BACK_SLEEP_NS>
 __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, unsigned* counter, unsigned long long n)
 {
     typedef typename IO::Op Op;
     typedef typename Op::Value Value;
     constexpr int WARPS = THREADS / 32;
-    constexpr unsigned TILE = THREADS * ITEMS;
+    constexpr unsigned long long TILE = THREADS * ITEMS;
     __shared__ unsigned drawn;
     __shared__ Value warp_totals[WARPS];
     __shared__ Value before_tile;
     const int warp = threadIdx.x / 32;
+    const unsigned long long warp_offset = (unsigned long long)warp * 32 * ITEMS;
 
     if (threadIdx.x == 0) {
         drawn = draw_tile(counter, gridDim.x - 1);
     }
+    typename IO::Value x[ITEMS];
+    if (Form::EARLY_LOADS) {
+        io.template load<ITEMS>(blockIdx.x * TILE + warp_offset, n, x);
+    }
     __syncthreads();
     const unsigned tile = drawn;
-    const unsigned long long first = (unsigned long long)tile * TILE + (unsigned long long)warp * 32 * ITEMS;
+    if (!Form::EARLY_LOADS || tile != blockIdx.x) {
+        io.template load<ITEMS>(tile * TILE + warp_offset, n, x);
+    }
 
-    typename IO::Value x[ITEMS];
-    io.template load<ITEMS>(first, n, x);
     Value lane_prefix[ITEMS / 4];
     const Value warp_total = scan_rows<Op, ITEMS>(x, lane_prefix);
     if ((threadIdx.x & 31) == 0) {
@@ -447,7 +480,7 @@ __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, uns
     Value before_warp, aggregate;
     combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
     if (warp == 0) {
-        const Value exclusive = tile_prefix<Op>(status, tile, aggregate);
+        const Value exclusive = tile_prefix<Op, Form::PER_LANE, SLEEP_NS>(status, tile, aggregate);
         if (threadIdx.x == 0) {
             before_tile = exclusive;
         }
@@ -455,95 +488,10 @@ __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, uns
     __syncthreads();
     typename IO::Out y[ITEMS];
     finish_rows<IO, ITEMS, INCLUSIVE>(Op::combine(before_tile, before_warp), lane_prefix, x, y);
-    io.template store<ITEMS>(first, n, x, y);
+    io.template store<ITEMS>(tile * TILE + warp_offset, n, x, y);
 }
 // ANCHOR_END: single_pass
 
-// ANCHOR: persistent
-// scan_persistent: the same scan with a grid that fills the GPU once, each block scanning tile
-// after tile. A block draws its next tile number while it scans the current tile, and issues the
-// next tile's loads before it looks back: its look-back and its stores now overlap loads of its
-// own, so every block keeps bytes in flight almost all the time. The two tiles in registers
-// (x, y) cost registers, which the launch bounds budget for.
-// Deadlock-free: tile numbers are drawn in increasing order, so the owner of the lowest tile
-// without a prefix is working on that very tile, and everything before it is published.
-// Launch: min(tiles, SMs * BLOCKS_PER_SM) blocks of THREADS threads; `counter`, `status` and
-// `epoch` as for scan_single_pass.
-template <class IO, int THREADS, int ITEMS, bool INCLUSIVE>
-__device__ __forceinline__ void persistent(const IO& io, TileStatus status, unsigned* counter, unsigned long long n)
-{
-    typedef typename IO::Op Op;
-    typedef typename Op::Value Value;
-    constexpr int WARPS = THREADS / 32;
-    constexpr unsigned TILE = THREADS * ITEMS;
-    // Tile numbers pass through two slots in turn: thread 0 fills one while the block may still be
-    // reading the other.
-    __shared__ unsigned drawn[2];
-    __shared__ Value warp_totals[WARPS];
-    __shared__ Value before_tile;
-    const int warp = threadIdx.x / 32;
-    const unsigned tiles = (unsigned)((n + TILE - 1) / TILE);
-    // Every block draws until it gets a number past the last tile: tiles + gridDim.x draws in all.
-    const unsigned last_draw = tiles + gridDim.x - 1;
-    const unsigned long long warp_offset = (unsigned long long)warp * 32 * ITEMS;
-
-    if (threadIdx.x == 0) {
-        drawn[0] = draw_tile(counter, last_draw);
-    }
-    __syncthreads();
-    unsigned tile = drawn[0];
-    unsigned slot = 1;
-    if (tile >= tiles) {
-        return;
-    }
-    typename IO::Value x[ITEMS];
-    io.template load<ITEMS>((unsigned long long)tile * TILE + warp_offset, n, x);
-    unsigned next = 0; // thread 0: the number of the block's next tile, drawn one tile ahead
-    if (threadIdx.x == 0) {
-        next = draw_tile(counter, last_draw);
-    }
-    while (true) {
-        Value lane_prefix[ITEMS / 4];
-        const Value warp_total = scan_rows<Op, ITEMS>(x, lane_prefix);
-        if ((threadIdx.x & 31) == 0) {
-            warp_totals[warp] = warp_total;
-        }
-        if (threadIdx.x == 0) {
-            drawn[slot] = next;
-        }
-        __syncthreads();
-        const unsigned following = drawn[slot];
-        slot ^= 1;
-        typename IO::Value y[ITEMS];
-        if (following < tiles) { // the next tile's loads go out now
-            io.template load<ITEMS>((unsigned long long)following * TILE + warp_offset, n, y);
-            if (threadIdx.x == 0) {
-                next = draw_tile(counter, last_draw);
-            }
-        }
-        Value before_warp, aggregate;
-        combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
-        if (warp == 0) {
-            const Value exclusive = tile_prefix<Op>(status, tile, aggregate);
-            if (threadIdx.x == 0) {
-                before_tile = exclusive;
-            }
-        }
-        __syncthreads();
-        typename IO::Out out[ITEMS];
-        finish_rows<IO, ITEMS, INCLUSIVE>(Op::combine(before_tile, before_warp), lane_prefix, x, out);
-        io.template store<ITEMS>((unsigned long long)tile * TILE + warp_offset, n, x, out);
-        if (following >= tiles) {
-            return;
-        }
-        tile = following;
-#pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            x[k] = y[k];
-        }
-    }
-}
-// ANCHOR_END: persistent
 
 __device__ __forceinline__ bool both_aligned(const void* a, const void* b)
 {
@@ -679,31 +627,28 @@ struct SegmentedTiles {
     }
 
 // The input and output may be the same buffer (an in-place scan): no __restrict__ on them.
-#define SINGLE_PASS_KERNELS(T, S, KIND, INCLUSIVE)                                                        \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_single_pass_##KIND##_##S(            \
+#define SINGLE_PASS_KERNEL(NAME, FORM, T, S, KIND, INCLUSIVE)                                             \
+    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) NAME##_##KIND##_##S(                       \
         const T* input, T* output, unsigned long long* status, unsigned* counter, unsigned long long n,   \
         unsigned epoch)                                                                                   \
     {                                                                                                     \
         const PlainTiles<T> io = {input, output, both_aligned(input, output)};                            \
-        single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE>(io, TileStatus{status, epoch},    \
-                                                                         counter, n);                     \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_BLOCKS_PER_SM)                        \
-        scan_persistent_##KIND##_##S(const T* input, T* output, unsigned long long* status,              \
-                                     unsigned* counter, unsigned long long n, unsigned epoch)             \
-    {                                                                                                     \
-        const PlainTiles<T> io = {input, output, both_aligned(input, output)};                            \
-        persistent<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE>(io, TileStatus{status, epoch},     \
-                                                                        counter, n);                      \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_BLOCKS_PER_SM)                        \
+        single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, FORM>(io, TileStatus{status, epoch}, \
+                                                                               counter, n);               \
+    }
+
+#define SINGLE_PASS_KERNELS(T, S, KIND, INCLUSIVE)                                                        \
+    SINGLE_PASS_KERNEL(scan_single_pass, Classic, T, S, KIND, INCLUSIVE)                                  \
+    SINGLE_PASS_KERNEL(scan_wide_look_back, WideLookBack, T, S, KIND, INCLUSIVE)                          \
+    SINGLE_PASS_KERNEL(scan_early_loads, EarlyLoads, T, S, KIND, INCLUSIVE)                               \
+    extern "C" __global__ void __launch_bounds__(SCAN_THREADS)                                            \
         segmented_scan_##KIND##_##S(const T* input, const unsigned char* heads, T* output,                \
                                     unsigned long long* status, unsigned* counter, unsigned long long n,  \
                                     unsigned epoch)                                                       \
     {                                                                                                     \
         const SegmentedTiles<T> io = {input, heads, output};                                              \
-        persistent<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE>(io, TileStatus{status, epoch}, \
-                                                                            counter, n);                  \
+        single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, EarlyLoads>(                  \
+            io, TileStatus{status, epoch}, counter, n);                                                   \
     }
 
 #define SCAN_KERNELS(T, S)                        \

@@ -25,22 +25,20 @@
         }                                                                                           \
     } while (0)
 
-template <class T, int THREADS, int ITEMS, int MIN_BLOCKS, bool INCLUSIVE>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-    persistent_variant(const T* in, T* out, unsigned long long* status, unsigned* counter, unsigned long long n,
-                       unsigned epoch)
-{
-    const PlainTiles<T> io = {in, out, both_aligned(in, out)};
-    persistent<PlainTiles<T>, THREADS, ITEMS, INCLUSIVE>(io, TileStatus{status, epoch}, counter, n);
-}
+// A form of the single pass: predecessors per lane of the look-back, loads before the ticket.
+template <int PER_LANE_, bool EARLY_LOADS_>
+struct Form {
+    static const int PER_LANE = PER_LANE_;
+    static const bool EARLY_LOADS = EARLY_LOADS_;
+};
 
-template <class T, int THREADS, int ITEMS, bool INCLUSIVE>
+template <class T, int THREADS, int ITEMS, bool INCLUSIVE, class F, int SLEEP>
 __global__ void __launch_bounds__(THREADS)
     tile_variant(const T* in, T* out, unsigned long long* status, unsigned* counter, unsigned long long n,
                  unsigned epoch)
 {
     const PlainTiles<T> io = {in, out, both_aligned(in, out)};
-    single_pass<PlainTiles<T>, THREADS, ITEMS, INCLUSIVE>(io, TileStatus{status, epoch}, counter, n);
+    single_pass<PlainTiles<T>, THREADS, ITEMS, INCLUSIVE, F, SLEEP>(io, TileStatus{status, epoch}, counter, n);
 }
 
 static int sms = 0;
@@ -91,45 +89,24 @@ static unsigned epoch = 0;
 
 using Launch = std::function<void(Buffers&, unsigned long long n, bool f32)>;
 
-template <int THREADS, int ITEMS, int MIN_BLOCKS>
-static Launch persistent_launch(int* regs, int* occupancy)
-{
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, persistent_variant<float, THREADS, ITEMS, MIN_BLOCKS, true>));
-    *regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        occupancy, persistent_variant<float, THREADS, ITEMS, MIN_BLOCKS, true>, THREADS, 0));
-    const int per_sm = *occupancy;
-    return [per_sm](Buffers& b, unsigned long long n, bool f32) {
-        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
-        const unsigned blocks = (unsigned)std::min<unsigned long long>(tiles, (unsigned long long)sms * per_sm);
-        ++epoch;
-        if (f32)
-            persistent_variant<float, THREADS, ITEMS, MIN_BLOCKS, true>
-                <<<blocks, THREADS>>>(b.f_in, b.f_out, b.status, b.counter, n, epoch);
-        else
-            persistent_variant<int, THREADS, ITEMS, MIN_BLOCKS, false>
-                <<<blocks, THREADS>>>(b.i_in, b.i_out, b.status, b.counter, n, epoch);
-    };
-}
-
-template <int THREADS, int ITEMS>
+template <int THREADS, int ITEMS, int PER_LANE, bool EARLY, int SLEEP = 0>
 static Launch tile_launch(int* regs, int* occupancy)
 {
+    typedef Form<PER_LANE, EARLY> F;
     cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, tile_variant<float, THREADS, ITEMS, true>));
+    CHECK(cudaFuncGetAttributes(&a, tile_variant<float, THREADS, ITEMS, true, F, SLEEP>));
     *regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(occupancy, tile_variant<float, THREADS, ITEMS, true>,
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(occupancy, tile_variant<float, THREADS, ITEMS, true, F, SLEEP>,
                                                         THREADS, 0));
     return [](Buffers& b, unsigned long long n, bool f32) {
         const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
         ++epoch;
         if (f32)
-            tile_variant<float, THREADS, ITEMS, true><<<(unsigned)tiles, THREADS>>>(b.f_in, b.f_out, b.status,
-                                                                                   b.counter, n, epoch);
+            tile_variant<float, THREADS, ITEMS, true, F, SLEEP>
+                <<<(unsigned)tiles, THREADS>>>(b.f_in, b.f_out, b.status, b.counter, n, epoch);
         else
-            tile_variant<int, THREADS, ITEMS, false><<<(unsigned)tiles, THREADS>>>(b.i_in, b.i_out, b.status,
-                                                                                  b.counter, n, epoch);
+            tile_variant<int, THREADS, ITEMS, false, F, SLEEP>
+                <<<(unsigned)tiles, THREADS>>>(b.i_in, b.i_out, b.status, b.counter, n, epoch);
     };
 }
 
@@ -175,47 +152,31 @@ int main()
     std::vector<Variant> variants;
     auto add = [&](std::string name, Launch launch, int regs, int occ) { variants.push_back({name, launch, regs, occ}); };
     int r, o;
-    {
-        auto l = tile_launch<256, 16>(&r, &o); add("tile 256x16", l, r, o);
+#define VARIANT(NAME, ...)                                  \
+    {                                                       \
+        auto l = tile_launch<__VA_ARGS__>(&r, &o);          \
+        add(NAME, l, r, o);                                 \
     }
-    {
-        auto l = tile_launch<128, 24>(&r, &o); add("tile 128x24", l, r, o);
-    }
-    {
-        auto l = tile_launch<256, 24>(&r, &o); add("tile 256x24", l, r, o);
-    }
-    {
-        auto l = persistent_launch<256, 16, 4>(&r, &o); add("persistent 256x16/4", l, r, o);
-    }
-    {
-        auto l = persistent_launch<256, 16, 3>(&r, &o); add("persistent 256x16/3", l, r, o);
-    }
-    {
-        auto l = persistent_launch<256, 12, 4>(&r, &o); add("persistent 256x12/4", l, r, o);
-    }
-    {
-        auto l = persistent_launch<256, 8, 6>(&r, &o); add("persistent 256x8/6", l, r, o);
-    }
-    {
-        auto l = persistent_launch<128, 16, 8>(&r, &o); add("persistent 128x16/8", l, r, o);
-    }
-    {
-        auto l = persistent_launch<128, 24, 5>(&r, &o); add("persistent 128x24/5", l, r, o);
-    }
-    {
-        auto l = persistent_launch<512, 8, 3>(&r, &o); add("persistent 512x8/3", l, r, o);
-    }
-    {
-        auto l = persistent_launch<512, 16, 2>(&r, &o); add("persistent 512x16/2", l, r, o);
-    }
-    {
-        auto l = persistent_launch<256, 24, 2>(&r, &o); add("persistent 256x24/2", l, r, o);
-    }
+    VARIANT("128x24 classic", 128, 24, 1, false)
+    VARIANT("128x24 wide4", 128, 24, 4, false)
+    VARIANT("128x24 wide8", 128, 24, 8, false)
+    VARIANT("128x24 wide2 early", 128, 24, 2, true)
+    VARIANT("128x24 wide4 early", 128, 24, 4, true)
+    VARIANT("128x24 wide8 early", 128, 24, 8, true)
+    VARIANT("128x24 wide4 early s100", 128, 24, 4, true, 100)
+    VARIANT("128x16 wide4 early", 128, 16, 4, true)
+    VARIANT("128x32 wide4 early", 128, 32, 4, true)
+    VARIANT("64x24 wide4 early", 64, 24, 4, true)
+    VARIANT("192x20 wide4 early", 192, 20, 4, true)
+    VARIANT("256x12 wide4 early", 256, 12, 4, true)
+    VARIANT("256x16 wide4 early", 256, 16, 4, true)
+    VARIANT("256x24 wide4 early", 256, 24, 4, true)
+    VARIANT("256x16 classic", 256, 16, 1, false)
 
     // Check every variant on i32 (exact) at two awkward sizes.
     std::vector<int> got(max_n);
     for (auto& v : variants) {
-        for (unsigned long long n : {(1ull << 24) + 77, 3ull * 4096 * 7 + 5}) {
+        for (unsigned long long n : {(1ull << 24) + 77, 3ull * 4096 * 7 + 5, 5ull}) {
             CHECK(cudaMemset(b.i_out, 0xff, n * 4));
             v.launch(b, n, false);
             CHECK(cudaDeviceSynchronize());

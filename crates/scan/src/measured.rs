@@ -156,16 +156,13 @@ fn single_pass_step<T: ScanElement>(
     prepared::<T, _>(device, case, seed, step, SinglePassCase(scan, kind))
 }
 
-fn single_pass(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    single_pass_step::<f32>(device, case, seed, "single-pass", SinglePass::TilePerBlock, ScanKind::Inclusive)
+fn single_pass<const FORM: u8>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
+    let form = SinglePass::ALL[FORM as usize];
+    single_pass_step::<f32>(device, case, seed, form.step(), form, ScanKind::Inclusive)
 }
 
-fn persistent(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    single_pass_step::<f32>(device, case, seed, "persistent", SinglePass::Persistent, ScanKind::Inclusive)
-}
-
-fn persistent_i32(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    single_pass_step::<i32>(device, case, seed, "persistent-i32", SinglePass::Persistent, ScanKind::Exclusive)
+fn early_loads_i32(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
+    single_pass_step::<i32>(device, case, seed, "early-loads-i32", SinglePass::EarlyLoads, ScanKind::Exclusive)
 }
 
 /// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
@@ -178,9 +175,10 @@ pub fn steps() -> Vec<StepEntry> {
         entry("blelloch-padded", one_block::<2>),
         entry("scan-then-propagate", multi_pass::<0>),
         entry("reduce-then-scan", multi_pass::<1>),
-        entry("single-pass", single_pass),
-        entry("persistent", persistent),
-        entry("persistent-i32", persistent_i32),
+        entry("single-pass", single_pass::<0>),
+        entry("wide-look-back", single_pass::<1>),
+        entry("early-loads", single_pass::<2>),
+        entry("early-loads-i32", early_loads_i32),
     ];
     steps.extend(crate::peers::steps());
     steps

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use gpu_harness::{GpuError, GpuShape, LaunchConfig, Result};
+use gpu_harness::{GpuError, LaunchConfig, Result};
 
 /// The most elements any scan here takes: 2^32 - 1 (tile numbers and element counts are 32-bit in
 /// the launchers' arithmetic; the kernels index with 64 bits).
@@ -210,19 +210,19 @@ pub fn multi_pass_scratch(n: u64) -> u64 {
 // ---- one pass ----
 
 // ANCHOR: tile_shape
-/// The shape of a single-pass tile: threads per block, elements per thread (a multiple of 4: the
-/// 16-byte vectors), and the blocks per SM the persistent form's grid and launch bounds plan for.
-/// The kernels are compiled with these values (`-D SCAN_THREADS=...`).
+/// The shape of a single-pass tile: threads per block and elements per thread (a multiple of 4:
+/// the 16-byte vectors), and how many predecessors each lane of the look-back warp reads per round
+/// trip in the wide look-back. The kernels are compiled with these values (`-D SCAN_THREADS=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
     pub threads: u32,
     pub items: u32,
-    pub blocks_per_sm: u32,
+    pub look_back_per_lane: u32,
 }
 
-/// The tile of the single-pass scans: 256 threads of 16 elements (a 16 KiB tile of 4-byte
-/// values), four blocks per SM (64 registers a thread).
-pub const SINGLE_PASS_TILE: TileShape = TileShape { threads: 256, items: 16, blocks_per_sm: 4 };
+/// The tile of the single-pass scans: 128 threads of 24 elements (a 12 KiB tile of 4-byte
+/// values, as CUB's tuning for Hopper), and a look-back of 4 x 32 tiles per round trip.
+pub const SINGLE_PASS_TILE: TileShape = TileShape { threads: 128, items: 24, look_back_per_lane: 4 };
 
 impl TileShape {
     /// Elements per tile.
@@ -240,48 +240,56 @@ impl TileShape {
         vec![
             ("SCAN_THREADS", self.threads.to_string()),
             ("SCAN_ITEMS", self.items.to_string()),
-            ("SCAN_BLOCKS_PER_SM", self.blocks_per_sm.to_string()),
+            ("LOOK_BACK_PER_LANE", self.look_back_per_lane.to_string()),
         ]
     }
 }
 // ANCHOR_END: tile_shape
 
-/// The two forms of the single pass.
+/// The three forms of the single pass, each one technique on from the one before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SinglePass {
-    /// One tile per block, a block per tile.
-    TilePerBlock,
-    /// A grid that fills the GPU once; each block scans tiles until none is left, loading the next
-    /// while it looks back.
-    Persistent,
+    /// Decoupled look-back, 32 predecessors per round trip.
+    Classic,
+    /// The look-back warp reads [`TileShape::look_back_per_lane`] predecessors per lane.
+    WideLookBack,
+    /// The tile's loads go out before its ticket comes back (the final form).
+    EarlyLoads,
 }
 
 impl SinglePass {
+    pub const ALL: [SinglePass; 3] = [SinglePass::Classic, SinglePass::WideLookBack, SinglePass::EarlyLoads];
+
+    /// The step's name in the registry.
+    pub fn step(self) -> &'static str {
+        match self {
+            SinglePass::Classic => "single-pass",
+            SinglePass::WideLookBack => "wide-look-back",
+            SinglePass::EarlyLoads => "early-loads",
+        }
+    }
+
     /// The kernel's name for `kind` and `suffix`.
     pub fn kernel(self, kind: crate::ScanKind, suffix: &str) -> String {
         let form = match self {
-            SinglePass::TilePerBlock => "scan_single_pass",
-            SinglePass::Persistent => "scan_persistent",
+            SinglePass::Classic => "scan_single_pass",
+            SinglePass::WideLookBack => "scan_wide_look_back",
+            SinglePass::EarlyLoads => "scan_early_loads",
         };
         format!("{form}_{}_{suffix}", kind.name())
     }
 }
 
 // ANCHOR: single_pass_plan
-/// One launch: a block per tile, or (persistent) as many blocks as fit on the GPU at once, but not
-/// more than there are tiles. Nothing for an empty input.
-pub fn single_pass_plan(form: SinglePass, kernel: String, n: usize, shape: TileShape, gpu: GpuShape) -> Result<LaunchPlan> {
+/// One launch, a block per tile. Nothing for an empty input.
+pub fn single_pass_plan(kernel: String, n: usize, shape: TileShape) -> Result<LaunchPlan> {
     check_size("single-pass scan", n, MAX_ELEMENTS)?;
     let tiles = shape.tiles(n as u64);
-    let blocks = match form {
-        SinglePass::TilePerBlock => tiles,
-        SinglePass::Persistent => tiles.min(u64::from(gpu.multiprocessors * shape.blocks_per_sm)),
-    };
     let launches = if n == 0 {
         vec![]
     } else {
         let note = format!("{tiles} tile(s) of {} elements", shape.elements());
-        vec![launch(kernel, blocks, shape.threads, note)]
+        vec![launch(kernel, tiles, shape.threads, note)]
     };
     Ok(LaunchPlan { n: n as u64, launches })
 }
@@ -302,12 +310,7 @@ mod tests {
     #[test]
     fn sizes_past_32_bits_are_refused() {
         let too_many = (1usize << 32) + 5;
-        let shape = SINGLE_PASS_TILE;
-        let gpu = GpuShape::HOPPER_132_SMS;
-        assert!(matches!(
-            single_pass_plan(SinglePass::Persistent, "k".into(), too_many, shape, gpu),
-            Err(GpuError::TooLarge { .. })
-        ));
+        assert!(matches!(single_pass_plan("k".into(), too_many, SINGLE_PASS_TILE), Err(GpuError::TooLarge { .. })));
         assert!(matches!(multi_pass_plan(MultiPass::ReduceThenScan, "f32", too_many), Err(GpuError::TooLarge { .. })));
         assert!(matches!(one_block_plan(OneBlock::HillisSteele, "f32", 1025), Err(GpuError::TooLarge { .. })));
     }

@@ -36,12 +36,12 @@ pub struct Scan<T: ScanElement> {
 }
 
 impl<T: ScanElement> Scan<T> {
-    /// The final form: persistent blocks that load their next tile while they look back.
+    /// The final form: a wide look-back, and loads that go out before the tile's ticket is back.
     pub fn new(device: &Device) -> Result<Self> {
-        Self::with_form(device, SinglePass::Persistent)
+        Self::with_form(device, SinglePass::EarlyLoads)
     }
 
-    /// The given form of the single pass (the segmented scans are always persistent).
+    /// The given form of the single pass (the segmented scans always use the final one).
     pub fn with_form(device: &Device, form: SinglePass) -> Result<Self> {
         let kernel = |name: String| compile(device, &name);
         let segmented = |kind: ScanKind| format!("segmented_scan_{}_{}", kind.name(), T::SUFFIX);
@@ -60,7 +60,7 @@ impl<T: ScanElement> Scan<T> {
 
     /// The launch plan of a scan of `n` elements on this device.
     pub fn plan(&self, n: usize) -> Result<LaunchPlan> {
-        plan(self.form, ScanKind::Inclusive, T::SUFFIX, n, &self.device)
+        plan(self.form, ScanKind::Inclusive, T::SUFFIX, n)
     }
 
     /// Makes room in the tile state for `n` elements (so that no allocation happens in a timed call).
@@ -153,7 +153,7 @@ impl<T: ScanElement> Scan<T> {
                 output.len()
             )));
         }
-        let plan = plan(SinglePass::Persistent, kind, T::SUFFIX, n, &self.device)?;
+        let plan = plan(SinglePass::EarlyLoads, kind, T::SUFFIX, n)?;
         let Some(planned) = plan.launches.first() else { return Ok(()) };
         self.state.reserve(self.shape.tiles(n as u64) as usize)?;
         let kernel = match kind {
@@ -174,7 +174,7 @@ impl<T: ScanElement> Scan<T> {
 
     /// Queues the scan of `n` elements from `input` to `output` (addresses, possibly the same).
     fn queue(&mut self, kind: ScanKind, input: KernelArg, output: KernelArg, n: usize) -> Result<()> {
-        let plan = plan(self.form, kind, T::SUFFIX, n, &self.device)?;
+        let plan = plan(self.form, kind, T::SUFFIX, n)?;
         let Some(planned) = plan.launches.first() else { return Ok(()) };
         self.state.reserve(self.shape.tiles(n as u64) as usize)?;
         let kernel = match kind {
@@ -187,7 +187,7 @@ impl<T: ScanElement> Scan<T> {
 }
 // ANCHOR_END: launcher
 
-/// The plan of a single-pass scan of `n` elements of type `suffix` on `device`.
-fn plan(form: SinglePass, kind: ScanKind, suffix: &str, n: usize, device: &Device) -> Result<LaunchPlan> {
-    single_pass_plan(form, form.kernel(kind, suffix), n, SINGLE_PASS_TILE, device.facts().shape())
+/// The plan of a single-pass scan of `n` elements of type `suffix`.
+fn plan(form: SinglePass, kind: ScanKind, suffix: &str, n: usize) -> Result<LaunchPlan> {
+    single_pass_plan(form.kernel(kind, suffix), n, SINGLE_PASS_TILE)
 }

@@ -3,7 +3,7 @@
 //! slices; segmented scans; a look-back stress test; launch plans, worked examples and simulator
 //! counters as snapshots.
 
-use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape};
+use gpu_harness::{Device, DeviceBuffer, GpuError};
 use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, test_size};
 use rand::RngExt;
 use scan::measured::POISON_WORD;
@@ -11,12 +11,13 @@ use scan::plan::{SINGLE_PASS_TILE, multi_pass_plan, one_block_plan, single_pass_
 use scan::reference::{scan_mismatch, segmented_mismatch};
 use scan::{MultiPass, MultiPassScan, OneBlock, OneBlockScan, Scan, ScanElement, ScanKind, SinglePass};
 
-/// Elements per single-pass tile, and tiles in one wave of the persistent grid on an H100/H200.
+/// Elements per single-pass tile, and about one wave of tiles on an H100/H200 (132 SMs, 8 blocks
+/// each).
 const TILE: usize = (SINGLE_PASS_TILE.threads * SINGLE_PASS_TILE.items) as usize;
-const WAVE_TILES: usize = (132 * SINGLE_PASS_TILE.blocks_per_sm) as usize;
+const WAVE_TILES: usize = 132 * 8;
 
 /// Sizes every single-pass scan is tested at: empty, one, around a warp, a block, a warp's part of
-/// a tile, a tile, a wave of the persistent grid, and large sizes that are not powers of two.
+/// a tile, a tile, a wave of tiles, and large sizes that are not powers of two.
 fn single_pass_sizes() -> Vec<usize> {
     let warp_part = 32 * SINGLE_PASS_TILE.items as usize;
     let mut sizes = vec![0, 1, 2, 3, 5, 31, 32, 33, 255, 256, 257];
@@ -139,13 +140,15 @@ fn typed_suite<T: ScanElement>(mut suite: TestSuite) -> TestSuite {
                 }
                 Ok(())
             })
-            .gpu(format!("tile_per_block::{t}::{k}"), move |device| {
+            .gpu(format!("earlier_forms::{t}::{k}"), move |device| {
                 let mut rng = TestRng::new();
-                let mut scan = Scan::<T>::with_form(device, SinglePass::TilePerBlock)?;
-                for n in [1, 33, TILE - 1, TILE + 1, 40 * TILE + 5, test_size(device, (1 << 24) + 3, 1 << 20)] {
-                    let host = exact_input::<T>(&mut rng, n + 1);
-                    check_scan(device, &rng, &mut scan, kind, &host, 0)?;
-                    check_scan(device, &rng, &mut scan, kind, &host, 1)?;
+                for form in [SinglePass::Classic, SinglePass::WideLookBack] {
+                    let mut scan = Scan::<T>::with_form(device, form)?;
+                    for n in [1, 33, TILE - 1, TILE + 1, 40 * TILE + 5, test_size(device, (1 << 24) + 3, 1 << 20)] {
+                        let host = exact_input::<T>(&mut rng, n + 1);
+                        check_scan(device, &rng, &mut scan, kind, &host, 0)?;
+                        check_scan(device, &rng, &mut scan, kind, &host, 1)?;
+                    }
                 }
                 Ok(())
             })
@@ -293,7 +296,6 @@ fn check_multi_pass<T: ScanElement>(device: &Device, rng: &mut TestRng, strategy
 const PLAN_SIZES: &[usize] = &[0, 1, 1000, 2048, 2049, 4096, 1 << 20, (1 << 20) + 3, 1 << 28];
 
 fn plans() -> gpu_harness::Result<String> {
-    let gpu = GpuShape::HOPPER_132_SMS;
     let mut text = String::new();
     for step in OneBlock::ALL {
         text += &format!("## {}\n", step.step());
@@ -307,11 +309,10 @@ fn plans() -> gpu_harness::Result<String> {
             text += &multi_pass_plan(strategy, "f32", n)?.to_string();
         }
     }
-    for form in [SinglePass::TilePerBlock, SinglePass::Persistent] {
-        text += &format!("## {form:?}\n");
+    for form in SinglePass::ALL {
+        text += &format!("## {}\n", form.step());
         for &n in PLAN_SIZES {
-            let kernel = form.kernel(ScanKind::Inclusive, "f32");
-            text += &single_pass_plan(form, kernel, n, SINGLE_PASS_TILE, gpu)?.to_string();
+            text += &single_pass_plan(form.kernel(ScanKind::Inclusive, "f32"), n, SINGLE_PASS_TILE)?.to_string();
         }
     }
     Ok(text)
@@ -329,10 +330,10 @@ fn worked_examples(device: &Device) -> gpu_harness::Result<String> {
         let got = MultiPassScan::<u32>::new(device, strategy)?.inclusive_host(&input)?;
         text += &format!("{} (inclusive): {got:?}\n", strategy.step());
     }
-    for form in [SinglePass::TilePerBlock, SinglePass::Persistent] {
+    for form in SinglePass::ALL {
         let mut scan = Scan::<u32>::with_form(device, form)?;
         for kind in ScanKind::BOTH {
-            text += &format!("{form:?} ({}): {:?}\n", kind.name(), scan.scan_host(kind, &input)?);
+            text += &format!("{} ({}): {:?}\n", form.step(), kind.name(), scan.scan_host(kind, &input)?);
         }
     }
     let heads = [1u8, 0, 1, 0, 0, 1, 0, 0, 0];
@@ -384,7 +385,7 @@ fn main() -> std::process::ExitCode {
         })
         .gpu("look_back_stress::few_tiles", |device| {
             let runs = test_size(device, 400, 4);
-            for form in [SinglePass::Persistent, SinglePass::TilePerBlock] {
+            for form in SinglePass::ALL {
                 stress::<u32>(device, form, 3 * TILE + 5, runs)?;
                 stress::<f32>(device, form, 3 * TILE + 5, runs)?;
             }
@@ -392,7 +393,7 @@ fn main() -> std::process::ExitCode {
         })
         .gpu("look_back_stress::many_waves", |device| {
             let (n, runs) = if device.is_simulated() { (WAVE_TILES * TILE / 4, 2) } else { ((1 << 24) + 3, 100) };
-            for form in [SinglePass::Persistent, SinglePass::TilePerBlock] {
+            for form in SinglePass::ALL {
                 stress::<i32>(device, form, n, runs)?;
                 stress::<f32>(device, form, n, runs / 2)?;
             }
@@ -446,8 +447,8 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .nvrtc_if("counters::single_pass", counters_comparable, || {
-            insta::assert_snapshot!("single_pass_counters", single_pass_counters(SinglePass::TilePerBlock)?);
-            insta::assert_snapshot!("persistent_counters", single_pass_counters(SinglePass::Persistent)?);
+            insta::assert_snapshot!("single_pass_counters", single_pass_counters(SinglePass::Classic)?);
+            insta::assert_snapshot!("early_loads_counters", single_pass_counters(SinglePass::EarlyLoads)?);
             Ok(())
         })
         .run()
