@@ -5,9 +5,9 @@ use std::marker::PhantomData;
 
 use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelArg, Result};
 
+use crate::compile;
 use crate::element::ScanElement;
 use crate::plan::{LaunchPlan, MultiPass, levels, multi_pass_plan, multi_pass_scratch};
-use crate::compile;
 
 // ANCHOR: launcher
 /// An inclusive scan of `T` of any size in several passes. The tile sums of every level live in
@@ -80,14 +80,12 @@ impl<T: ScanElement> MultiPassScan<T> {
             Ok(self.sums.view(starts[level - 1]..starts[level - 1] + sizes[level] as usize)?.into())
         };
         let source = |level: usize| -> Result<KernelArg> { if level == 0 { Ok(input.into()) } else { sums(level) } };
-        let target = |level: usize| -> Result<KernelArg> {
-            if level == 0 { Ok(output.as_view().into()) } else { sums(level) }
-        };
+        let target =
+            |level: usize| -> Result<KernelArg> { if level == 0 { Ok(output.as_view().into()) } else { sums(level) } };
         let mut launches = plan.launches.iter();
         let mut next = || launches.next().map(|l| l.config).ok_or_else(|| GpuError::BadInput("short plan".into()));
         let device = &self.device;
-        for level in 0..top {
-            let size = sizes[level];
+        for (level, &size) in sizes.iter().enumerate().take(top) {
             match self.strategy {
                 MultiPass::ScanThenPropagate => device
                     .launch(&self.scan_tiles, next()?)
@@ -96,16 +94,24 @@ impl<T: ScanElement> MultiPassScan<T> {
                     .arg(sums(level + 1)?)
                     .arg(size)
                     .run()?,
-                MultiPass::ReduceThenScan => {
-                    device.launch(&self.reduce_tiles, next()?).arg(source(level)?).arg(sums(level + 1)?).arg(size).run()?
-                }
+                MultiPass::ReduceThenScan => device
+                    .launch(&self.reduce_tiles, next()?)
+                    .arg(source(level)?)
+                    .arg(sums(level + 1)?)
+                    .arg(size)
+                    .run()?,
             }
         }
         // The top level is one tile; its total goes to the scratch's spare last slot.
         let spare: KernelArg = self.sums.view(self.sums.len() - 1..)?.into();
-        device.launch(&self.scan_tiles, next()?).arg(source(top)?).arg(target(top)?).arg(spare).arg(sizes[top]).run()?;
-        for level in (0..top).rev() {
-            let size = sizes[level];
+        device
+            .launch(&self.scan_tiles, next()?)
+            .arg(source(top)?)
+            .arg(target(top)?)
+            .arg(spare)
+            .arg(sizes[top])
+            .run()?;
+        for (level, &size) in sizes.iter().enumerate().take(top).rev() {
             match self.strategy {
                 MultiPass::ScanThenPropagate => device
                     .launch(&self.add_tile_prefixes, next()?)

@@ -5,9 +5,9 @@ use std::marker::PhantomData;
 
 use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, Result};
 
+use crate::compile;
 use crate::element::{ScanElement, ScanKind};
 use crate::plan::{LaunchPlan, OneBlock, one_block_plan};
-use crate::compile;
 
 // ANCHOR: launcher
 /// A one-block scan of `T` (at most [`OneBlock::max_elements`] elements): Hillis-Steele's is

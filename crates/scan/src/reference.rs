@@ -63,8 +63,7 @@ pub fn scan_mismatch<T: ScanElement>(kind: ScanKind, input: &[T], got: &[T]) -> 
         let (before, before_abs) = (sum, sum_abs);
         sum += x.to_f64();
         sum_abs += x.to_f64().abs();
-        let (expected, magnitude) =
-            if kind == ScanKind::Inclusive { (sum, sum_abs) } else { (before, before_abs) };
+        let (expected, magnitude) = if kind == ScanKind::Inclusive { (sum, sum_abs) } else { (before, before_abs) };
         let error = (g.to_f64() - expected).abs();
         let tolerance = scan_tolerance(input.len(), magnitude);
         if error.is_nan() || error > tolerance {

@@ -7,10 +7,10 @@ use std::ops::RangeBounds;
 
 use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelArg, Result};
 
+use crate::compile;
 use crate::element::{ScanElement, ScanKind};
 use crate::plan::{LaunchPlan, SINGLE_PASS_TILE, SinglePass, TileShape, single_pass_plan};
 use crate::tile_state::TileState;
-use crate::compile;
 
 // ANCHOR: launcher
 /// Single-pass scans of `T`: the compiled kernels and the tile state, reused from call to call.
