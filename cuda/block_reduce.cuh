@@ -69,16 +69,26 @@ struct Min {
 };
 
 // ANCHOR: warp_reduce
+// The value `offset` lanes up the warp, for every lane at once: __shfl_down_sync moves registers
+// between the lanes named by the mask (all 32 here) and waits for them, so there is no shared
+// memory and no race. (reduce-numerics adds overloads for its accumulators, one shuffle per field.)
+template <class T>
+__device__ __forceinline__ T shuffle_down(T value, int offset)
+{
+    return __shfl_down_sync(0xffffffffu, value, offset);
+}
+
 // Reduces one value per lane to one value, held by lane 0. Each step combines the value `offset`
-// lanes up: 16, 8, 4, 2, 1. __shfl_down_sync moves registers between the lanes named by the mask
-// (all 32 here) and waits for them, so there is no shared memory and no race.
+// lanes up: 16, 8, 4, 2, 1.
 template <class Op>
 __device__ __forceinline__ typename Op::Value warp_reduce(typename Op::Value value)
 {
+    // ANCHOR: solution(reduce-shuffle) combine each lane's value with the value offset lanes up (shuffle_down), for offsets 16, 8, 4, 2, 1, so lane 0 ends with the warp's result
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
-        value = Op::combine(value, __shfl_down_sync(0xffffffffu, value, offset));
+        value = Op::combine(value, shuffle_down(value, offset));
     }
+    // ANCHOR_END: solution
     return value;
 }
 // ANCHOR_END: warp_reduce

@@ -14,6 +14,7 @@
 // 8 blocks per SM); n is 64-bit. reduce_atomic needs *result set to the operation's identity
 // before the launch; reduce_last_block needs *ticket = 0 (it leaves it 0 again).
 #include "block_reduce.cuh"
+#include "last_block.cuh"
 
 // ANCHOR: atomics
 // How one block's value is combined into the result, per operation. Integer sums, minima and maxima
@@ -83,49 +84,13 @@ __device__ __forceinline__ void reduce_atomic(typename Op::Value block_value, ty
 {
     block_value = block_reduce<Op>(block_value);
     if (threadIdx.x == 0) {
+        // ANCHOR: solution combine the block's value into the result with one atomic operation (Atomic<Op>::apply)
         Atomic<Op>::apply(result, block_value);
+        // ANCHOR_END: solution
     }
 }
 // ANCHOR_END: atomic
 
-// ANCHOR: last_block
-template <class Op>
-__device__ __forceinline__ void reduce_last_block(typename Op::Value block_value,
-                                                  typename Op::Value* __restrict__ partial,
-                                                  unsigned int* __restrict__ ticket,
-                                                  typename Op::Value* __restrict__ result)
-{
-    __shared__ bool is_last_block;
-
-    block_value = block_reduce<Op>(block_value);
-    if (threadIdx.x == 0) {
-        partial[blockIdx.x] = block_value;
-        // Make this block's partial visible to every other block before taking a ticket: the block
-        // that draws the last ticket must see all partials.
-        __threadfence();
-        const unsigned int arrived = atomicAdd(ticket, 1);
-        is_last_block = (arrived == gridDim.x - 1);
-        if (is_last_block) {
-            __threadfence(); // order the reads below after every other block's fence
-        }
-    }
-    __syncthreads();
-
-    if (is_last_block) {
-        // Fixed order: thread t combines partials t, t + 256, t + 512, ..., then the block reduces.
-        // __ldcg reads from L2, where the other blocks' writes landed, never from a stale L1 line.
-        typename Op::Value value = Op::identity();
-        for (unsigned int i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
-            value = Op::combine(value, __ldcg(&partial[i]));
-        }
-        value = block_reduce<Op>(value);
-        if (threadIdx.x == 0) {
-            *result = value;
-            *ticket = 0; // ready for the next launch
-        }
-    }
-}
-// ANCHOR_END: last_block
 
 // One pair of extern "C" kernels per (operation, input type): atomic_<op>_<type> and
 // last_block_<op>_<type>.

@@ -22,9 +22,11 @@ extern "C" __global__ void reduce_first_add(const float* __restrict__ input,
     unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
 
     float sum = (i < n) ? input[i] : 0.0f;
+    // ANCHOR: solution add the block's second element, blockDim.x further on, when it is in range
     if (i + blockDim.x < n) {
         sum += input[i + blockDim.x];
     }
+    // ANCHOR_END: solution
     sdata[tid] = sum;
     __syncthreads();
 
@@ -67,10 +69,12 @@ reduce_grid_stride(const float* __restrict__ input,
 
     // ANCHOR: loop
     float sum = 0.0f;
+    // ANCHOR: solution add every element i = first, first + stride, ... below n into sum, where first is the thread's global index and stride the whole grid's threads; a signed 64-bit index, so the compiler unrolls
     long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + tid; i < n; i += stride) {
         sum += input[i];
     }
+    // ANCHOR_END: solution
     // ANCHOR_END: loop
     sdata[tid] = sum;
     __syncthreads();

@@ -25,6 +25,7 @@ extern "C" __global__ void reduce_strided_index(const float* __restrict__ input,
     sdata[tid] = (i < n) ? input[i] : 0.0f;
     __syncthreads();
 
+    // ANCHOR: solution the same tree as reduce_naive, but thread tid adds the pair that starts at 2 * stride * tid, so the working threads are the first ones of the block
     for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
         unsigned int index = 2 * stride * tid;
         if (index < blockDim.x) {
@@ -32,6 +33,7 @@ extern "C" __global__ void reduce_strided_index(const float* __restrict__ input,
         }
         __syncthreads();
     }
+    // ANCHOR_END: solution
 
     if (tid == 0) {
         partial[blockIdx.x] = sdata[0];
@@ -59,12 +61,14 @@ extern "C" __global__ void reduce_interleaved(const float* __restrict__ input,
     __syncthreads();
 
     // ANCHOR: tree
+    // ANCHOR: solution sequential addressing: the stride starts at half the block and halves each round; thread tid < stride adds sdata[tid + stride] to sdata[tid]
     for (unsigned int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
         if (tid < stride) {
             sdata[tid] += sdata[tid + stride];
         }
         __syncthreads();
     }
+    // ANCHOR_END: solution
     // ANCHOR_END: tree
 
     if (tid == 0) {

@@ -29,12 +29,14 @@ extern "C" __global__ void reduce_naive(const float* __restrict__ input,
     __syncthreads();
 
     // ANCHOR: tree
+    // ANCHOR: solution add the block's values into sdata[0]: rounds of interleaved pairs (stride 1, 2, 4, ...), chosen by tid % (2 * stride), with a barrier after each round
     for (unsigned int stride = 1; stride < blockDim.x; stride *= 2) {
         if (tid % (2 * stride) == 0) {
             sdata[tid] += sdata[tid + stride];
         }
         __syncthreads();
     }
+    // ANCHOR_END: solution
     // ANCHOR_END: tree
 
     if (tid == 0) {

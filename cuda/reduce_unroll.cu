@@ -59,6 +59,7 @@ reduce_unroll_volatile_racy(const float* __restrict__ input,
 // is still writing. Correct on every architecture; the barriers it replaces were block-wide.
 __device__ __forceinline__ void last_warp_reduce(float* sdata, unsigned int tid)
 {
+    // ANCHOR: solution add sdata[0..64) into sdata[0] with warp 0 alone: offsets 32, 16, ..., 1, each read then write separated by __syncwarp()
     float value = sdata[tid] + sdata[tid + 32];
     __syncwarp();
     sdata[tid] = value;
@@ -69,6 +70,7 @@ __device__ __forceinline__ void last_warp_reduce(float* sdata, unsigned int tid)
         sdata[tid] = value;
         __syncwarp();
     }
+    // ANCHOR_END: solution
 }
 // ANCHOR_END: last_warp
 
@@ -141,6 +143,7 @@ reduce_complete_unroll(const float* __restrict__ input,
     sdata[tid] = sum;
     __syncthreads();
 
+    // ANCHOR: solution the rounds at strides BLOCK_SIZE / 2 down to 64, unrolled by the compiler (the block size is a compile-time constant), a barrier after each
 #pragma unroll
     for (unsigned int stride = BLOCK_SIZE / 2; stride > 32; stride >>= 1) {
         if (tid < stride) {
@@ -148,6 +151,7 @@ reduce_complete_unroll(const float* __restrict__ input,
         }
         __syncthreads();
     }
+    // ANCHOR_END: solution
 
     if (tid < 32) {
         last_warp_reduce(sdata, tid);

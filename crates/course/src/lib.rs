@@ -17,7 +17,9 @@
 //! assert_eq!(naive.step.bytes.eval(|name| match name { "n" => Some(1000), "partials" => Some(4), _ => None }), Ok(4016));
 //! ```
 
+pub mod classroom;
 mod formula;
+pub mod regions;
 
 use std::sync::OnceLock;
 

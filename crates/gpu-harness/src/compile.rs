@@ -72,6 +72,45 @@ pub struct CompiledImage {
     pub target: Target,
     /// CUBIN bytes, or NUL-terminated PTX text.
     pub bytes: Vec<u8>,
+    /// The PTX NVRTC also produced for a CUBIN target, where it did (for the kernels' parameter
+    /// lists, which launches are checked against).
+    pub ptx: Option<String>,
+}
+
+impl CompiledImage {
+    /// The PTX of the image: its bytes for a PTX target, else the PTX produced beside the CUBIN.
+    pub fn ptx_text(&self) -> Option<String> {
+        match self.target {
+            Target::Ptx { .. } => Some(String::from_utf8_lossy(&self.bytes).trim_end_matches('\0').to_string()),
+            Target::Cubin { .. } => self.ptx.clone(),
+        }
+    }
+}
+
+/// The size in bytes of each parameter of `.entry kernel` in `ptx`, in order; `None` when the PTX
+/// has no such entry or declares a parameter this reader does not know.
+pub fn ptx_param_sizes(ptx: &str, kernel: &str) -> Option<Vec<usize>> {
+    let start = ptx.find(&format!(".entry {kernel}("))?;
+    let rest = &ptx[start..];
+    let list = &rest[rest.find('(')? + 1..rest.find(')')?];
+    list.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|param| {
+            let words: Vec<&str> = param.split_whitespace().collect();
+            if let Some(array) = words.last().and_then(|w| w.split_once('[')) {
+                // `.param .align 8 .b8 name[16]`: an array of bytes.
+                return array.1.trim_end_matches(']').parse().ok();
+            }
+            words.iter().find_map(|w| match *w {
+                ".u64" | ".s64" | ".b64" | ".f64" => Some(8),
+                ".u32" | ".s32" | ".b32" | ".f32" => Some(4),
+                ".u16" | ".s16" | ".b16" | ".f16" | ".bf16" => Some(2),
+                ".u8" | ".s8" | ".b8" => Some(1),
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 /// Version of the NVRTC library in use, as (major, minor).
@@ -162,7 +201,7 @@ fn compile_uncached(source: &KernelSource, target: Target, defines: &[(&str, Str
     )?;
     let compiled = unsafe { sys::nvrtcCompileProgram(program, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
     let result = if compiled == sys::nvrtcResult::NVRTC_SUCCESS {
-        read_output(program, target).map(|bytes| CompiledImage { target, bytes })
+        read_output(program, target).map(|bytes| CompiledImage { target, bytes, ptx: companion_ptx(program, target) })
     } else {
         let log = program_log(program).unwrap_or_else(|e| format!("(no log: {e})"));
         Err(compile_error(source.file, &log))
@@ -187,6 +226,16 @@ fn read_output(program: sys::nvrtcProgram, target: Target) -> Result<Vec<u8>> {
         }
     }
     Ok(bytes)
+}
+
+/// The PTX NVRTC produced beside a CUBIN, where this NVRTC keeps it.
+fn companion_ptx(program: sys::nvrtcProgram, target: Target) -> Option<String> {
+    let Target::Cubin { .. } = target else { return None };
+    let mut size = 0usize;
+    check(unsafe { sys::nvrtcGetPTXSize(program, &mut size) }, "nvrtcGetPTXSize").ok()?;
+    let mut bytes = vec![0u8; size];
+    check(unsafe { sys::nvrtcGetPTX(program, bytes.as_mut_ptr().cast()) }, "nvrtcGetPTX").ok()?;
+    Some(String::from_utf8_lossy(&bytes).trim_end_matches('\0').to_string())
 }
 
 fn program_log(program: sys::nvrtcProgram) -> Result<String> {
@@ -313,6 +362,14 @@ fn wheel_library_folders(site: &Path) -> [PathBuf; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_parameter_sizes_from_ptx() {
+        let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[24],\n\t.param .f32 k_param_3\n)\n{";
+        assert_eq!(ptx_param_sizes(ptx, "k"), Some(vec![8, 4, 24, 4]));
+        assert_eq!(ptx_param_sizes(".visible .entry e(\n)\n{", "e"), Some(vec![]));
+        assert_eq!(ptx_param_sizes(ptx, "missing"), None);
+    }
 
     #[test]
     fn compile_error_finds_the_first_error_line() {

@@ -29,7 +29,7 @@ mod sealed {
 macro_rules! elements {
     ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl Element for $t {})* };
 }
-elements!(f32, f64, i32, u32, i64, u64, u8);
+elements!(f32, f64, i32, u32, i64, u64, u8, u16);
 
 /// What a benchmark or a reader needs to know about the GPU the numbers came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,8 +124,12 @@ struct CudaBackend {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     target: Target,
-    modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
+    modules: Mutex<HashMap<ModuleKey, LoadedModule>>,
 }
+
+/// A module loaded on the GPU, with the PTX NVRTC produced beside it (for the kernels' parameter
+/// lists, which launches are checked against).
+type LoadedModule = (Arc<CudaModule>, Option<Arc<String>>);
 
 /// The CPU simulator: one simulated global memory, the parsed PTX modules, and the counters of the
 /// last launch.
@@ -285,16 +289,18 @@ impl Device {
         let missing = || GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() };
         let backend = match &self.inner.backend {
             Backend::Cuda(cuda) => {
-                let module = cached(&cuda.modules, key, || {
+                let (module, ptx) = cached(&cuda.modules, key, || {
                     let image = compile::compile(source, cuda.target, defines)?;
-                    let ptx = match image.target {
+                    let loadable = match image.target {
                         Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
                         Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
                     };
-                    cuda.context.load_module(ptx).map_err(|e| GpuError::driver("cuModuleLoadData", e))
+                    let module =
+                        cuda.context.load_module(loadable).map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                    Ok((module, image.ptx_text().map(Arc::new)))
                 })?;
                 let function = module.load_function(name).map_err(|_| missing())?;
-                let sizes = cuda_param_sizes(&function);
+                let sizes = ptx.and_then(|ptx| compile::ptx_param_sizes(&ptx, name));
                 (KernelBackend::Cuda(function), sizes)
             }
             Backend::Cpu(cpu) => {
@@ -467,27 +473,6 @@ fn open_cpu() -> Result<Device> {
         last_counters: Mutex::new(None),
     };
     Ok(Device { inner: Arc::new(Inner { facts, backend: Backend::Cpu(cpu) }) })
-}
-
-/// The size of each parameter of a CUDA kernel, from `cuFuncGetParamInfo` (CUDA 12.4 drivers and
-/// newer); `None` where the driver cannot tell.
-fn cuda_param_sizes(function: &CudaFunction) -> Option<Vec<usize>> {
-    let handle = function.cu_function();
-    std::panic::catch_unwind(|| {
-        let mut sizes = Vec::new();
-        loop {
-            let (mut offset, mut size) = (0usize, 0usize);
-            let status = unsafe { sys::cuFuncGetParamInfo(handle, sizes.len(), &mut offset, &mut size) };
-            match status {
-                sys::CUresult::CUDA_SUCCESS => sizes.push(size),
-                // Past the last parameter.
-                sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
-                _ => return None,
-            }
-        }
-    })
-    .ok()
-    .flatten()
 }
 
 /// PTX text from NVRTC's NUL-terminated bytes.
@@ -719,8 +704,8 @@ impl<'a, T: Element> From<&'a DeviceBuffer<T>> for DeviceView<'a, T> {
 pub struct Kernel {
     backend: KernelBackend,
     name: String,
-    /// The size in bytes of each parameter, in order, where the backend can tell (the simulator
-    /// always can; a CUDA 12.4 or newer driver can): launches are checked against it.
+    /// The size in bytes of each parameter, in order, from the kernel's PTX (always there on the
+    /// simulator; beside the CUBIN where this NVRTC keeps it): launches are checked against it.
     param_sizes: Option<Vec<usize>>,
 }
 

@@ -28,6 +28,12 @@ use rand::{RngExt, SeedableRng};
 
 use gpu_harness::{Device, GpuError};
 
+/// The name prefix of a test that illustrates a lesson rather than grading a kernel: snapshots of
+/// launch plans, of one solution's intermediate values and of the simulator's counters. A correct
+/// kernel written differently (another block size, another order of additions) changes them, so
+/// `cargo course grade` skips them; `cargo test` runs them like any other test.
+pub const ILLUSTRATION: &str = "illustration::";
+
 /// What a test returns: `Ok(())`, or a failure with a message (`?` works on [`GpuError`]).
 pub type TestResult = Result<(), Failed>;
 

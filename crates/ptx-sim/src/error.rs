@@ -67,6 +67,14 @@ pub enum Fault {
     Deadlock,
     #[error("trap executed")]
     Trap,
-    #[error("the block ran more than {0} warp instructions (an endless loop?)")]
-    StepLimit(u64),
+    /// The block ran more warp instructions than the machine's budget
+    /// ([`crate::Machine::set_instruction_budget`]): a loop that never ends, such as a spin-wait on a
+    /// flag nothing sets, or threads waiting at a barrier for threads that never reach it.
+    #[error(
+        "warp {warp} was still running when the block used up its budget of {budget} warp instructions \
+         ({threads_at_barrier} threads of the block waiting at a barrier): the kernel never finishes \
+         (a spin-wait nothing ends, or a barrier some threads never reach?); raise the budget with \
+         Machine::set_instruction_budget or PTX_SIM_INSTRUCTION_BUDGET if the work is legitimate"
+    )]
+    InstructionBudgetExceeded { budget: u64, warp: u32, threads_at_barrier: u32 },
 }

@@ -1,19 +1,36 @@
 //! The interpreter: a [`Machine`] with global memory that launches kernels of a [`Module`].
+//!
+//! A block's state is laid out for warps: the registers of warp `w` are `32 * num_regs` values,
+//! register `r` of its 32 lanes side by side, so a warp instruction reads and writes whole rows.
+//! Each warp keeps its runnable lanes grouped by PC (sorted, distinct PCs); the group with the
+//! lowest PC runs next, which is min-PC scheduling without scanning 32 lane PCs per step.
 
+use std::mem::MaybeUninit;
+
+use crate::decode::{AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, ShflMode, Src, UnorderedCmp};
 use crate::error::{Fault, FaultSite, SimError};
+use crate::lane::{f32_result, f64_result, sext};
 use crate::memory::{GlobalMemory, SHARED_WINDOW, read_le, write_le};
-use crate::ptx::{Instr, Kernel, MemBase, Module, Op, Operand, Space, Special, Symbol, Type};
+use crate::ptx::{Instr, Kernel, MemBase, Module, Operand, Space, Special, Symbol, Type};
 use crate::stats::{LaunchStats, bank_conflicts, sectors};
 
-/// Warp instructions one block may run before the launch is declared stuck.
-const STEP_LIMIT: u64 = 1 << 32;
+/// The default budget of warp instructions per block: 2^26, about 67 million.
+///
+/// The largest legitimate per-block work in the course's tests is one block of 256 threads looping
+/// over 2^24 elements: 65,536 iterations per thread, 8 warps, at most about 10 warp instructions per
+/// iteration, so about 5 million warp instructions, 13 times less than the budget (a warp-wide loop
+/// issues one warp instruction for 32 elements). A block that never finishes is stopped after
+/// 2^26 warp instructions, a few seconds of simulation. Only a single thread looping alone over
+/// millions of elements needs more: raise the budget for such launches with
+/// [`Machine::set_instruction_budget`] or [`INSTRUCTION_BUDGET_VAR`].
+pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1 << 26;
+/// The environment variable that overrides [`DEFAULT_INSTRUCTION_BUDGET`] for machines made by
+/// [`Machine::new`] (a positive integer: warp instructions per block).
+pub const INSTRUCTION_BUDGET_VAR: &str = "PTX_SIM_INSTRUCTION_BUDGET";
 /// Warp instructions a warp runs before the scheduler moves on to the next warp.
 const SLICE: u32 = 4096;
 /// Largest shared memory per block (Hopper: 227 KiB).
 const MAX_SHARED: u64 = 227 * 1024;
-/// PTX's canonical NaN results.
-const NAN32: u32 = 0x7fff_ffff;
-const NAN64: u64 = 0x7fff_ffff_ffff_ffff;
 
 /// A kernel argument.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,14 +60,58 @@ impl ParamValue {
 }
 
 /// A simulated device: global memory, and launches that run on it.
-#[derive(Default)]
+///
+/// Each block of a launch may run at most [`Machine::instruction_budget`] warp instructions; a
+/// block that runs more (a spin-wait on a flag nothing sets, threads that wait at a barrier for
+/// threads that never come) stops the launch with [`Fault::InstructionBudgetExceeded`], naming the
+/// kernel, the block and the warp that was running.
 pub struct Machine {
     global: GlobalMemory,
+    instruction_budget: u64,
+}
+
+impl Default for Machine {
+    /// A machine with no allocations and the instruction budget of [`Machine::new`].
+    fn default() -> Machine {
+        Machine { global: GlobalMemory::default(), instruction_budget: budget_from_environment() }
+    }
+}
+
+/// [`INSTRUCTION_BUDGET_VAR`] if set, else [`DEFAULT_INSTRUCTION_BUDGET`].
+///
+/// # Panics
+/// If the variable is set to anything but a positive integer.
+fn budget_from_environment() -> u64 {
+    budget_from(std::env::var(INSTRUCTION_BUDGET_VAR).ok().as_deref())
+}
+
+/// The budget the value of [`INSTRUCTION_BUDGET_VAR`] asks for (`None`: unset).
+fn budget_from(value: Option<&str>) -> u64 {
+    match value {
+        None => DEFAULT_INSTRUCTION_BUDGET,
+        Some(text) => match text.trim().parse::<u64>() {
+            Ok(budget) if budget > 0 => budget,
+            _ => panic!("{INSTRUCTION_BUDGET_VAR} must be a positive number of warp instructions, not `{text}`"),
+        },
+    }
 }
 
 impl Machine {
+    /// A machine with no allocations. Its instruction budget is [`DEFAULT_INSTRUCTION_BUDGET`], or
+    /// the value of the environment variable [`INSTRUCTION_BUDGET_VAR`] when that is set.
     pub fn new() -> Machine {
         Machine::default()
+    }
+
+    /// The most warp instructions one block of a launch may run.
+    pub fn instruction_budget(&self) -> u64 {
+        self.instruction_budget
+    }
+
+    /// Sets the most warp instructions one block of a launch may run (at least 1); see
+    /// [`DEFAULT_INSTRUCTION_BUDGET`] for the default and how it was chosen.
+    pub fn set_instruction_budget(&mut self, warp_instructions: u64) {
+        self.instruction_budget = warp_instructions.max(1);
     }
 
     /// Allocates `bytes` zeroed bytes of global memory; returns the device address.
@@ -127,44 +188,38 @@ impl Machine {
         }
         let mut stats = LaunchStats::default();
         let nthreads = threads as usize;
+        let nwarps = nthreads.div_ceil(32);
+        let nregs = k.num_regs as usize;
         let mut ctx = Block {
             kernel: k,
+            code: &k.code,
             ctaid: (0, 0, 0),
             nctaid: grid,
             ntid: block,
             nthreads,
-            nregs: k.num_regs as usize,
-            regs: vec![0; nthreads * k.num_regs as usize],
-            pc: vec![0; nthreads],
-            status: vec![Status::Running; nthreads],
+            nregs,
+            regs: vec![0; nwarps * nregs * 32],
+            warps: (0..nwarps).map(|_| Warp::default()).collect(),
             shared: vec![0; shared_total as usize],
             params: &param_buf,
             param_offsets: &param_offsets,
             global: &mut self.global,
             stats: &mut stats,
-            trace: Vec::with_capacity(32),
+            trace: Trace::default(),
+            budget: self.instruction_budget,
+            ran_a_block: false,
         };
         for z in 0..grid.2 {
             for y in 0..grid.1 {
                 for x in 0..grid.0 {
                     ctx.ctaid = (x, y, z);
-                    ctx.regs.fill(0);
-                    ctx.pc.fill(0);
-                    ctx.status.fill(Status::Running);
-                    ctx.shared.fill(0);
+                    ctx.reset();
                     ctx.run().map_err(|f| ctx.site(f))?;
                 }
             }
         }
         Ok(stats)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Running,
-    AtBarrier,
-    Exited,
 }
 
 /// A fault in a thread (block-linear index) at an instruction.
@@ -174,81 +229,217 @@ struct LaneFault {
     fault: Fault,
 }
 
-type Lane<T> = Result<T, Fault>;
+pub(crate) type Lane<T> = Result<T, Fault>;
+
+/// The lanes of a warp, by PC.
+#[derive(Default)]
+struct Warp {
+    /// Runnable lanes: (PC, lane mask), sorted by PC, PCs distinct, masks disjoint and non-empty.
+    groups: Vec<(u32, u32)>,
+    /// Lanes waiting at a barrier: (PC of the barrier, lane mask).
+    waiting: Vec<(u32, u32)>,
+}
+
+/// Adds `mask` lanes at `pc` to sorted groups, merging with a group already at `pc`.
+fn insert_group(groups: &mut Vec<(u32, u32)>, pc: u32, mask: u32) {
+    if mask == 0 {
+        return;
+    }
+    match groups.binary_search_by_key(&pc, |g| g.0) {
+        Ok(i) => groups[i].1 |= mask,
+        Err(i) => groups.insert(i, (pc, mask)),
+    }
+}
+
+/// The memory accesses of the current warp instruction, `(address or offset, bytes)` per lane,
+/// and scratch space to count them without allocating.
+#[derive(Default)]
+struct Trace {
+    shared: Vec<(u64, u32)>,
+    global: Vec<(u64, u32)>,
+    scratch: Vec<u64>,
+}
+
+/// How the lanes of the running group move on after a warp instruction.
+enum Flow {
+    /// Every lane goes to the next instruction.
+    Next,
+    /// `taken` lanes go to `target`, the rest to the next instruction.
+    Branch { target: u32, taken: u32 },
+    /// These lanes exit; the rest go to the next instruction.
+    Exit(u32),
+    /// These lanes wait at the barrier; the rest go to the next instruction.
+    Barrier(u32),
+}
 
 /// The state of one block while it runs.
-struct Block<'a> {
+pub(crate) struct Block<'a> {
     kernel: &'a Kernel,
+    code: &'a [Inst],
     ctaid: (u32, u32, u32),
     nctaid: (u32, u32, u32),
     ntid: (u32, u32, u32),
     nthreads: usize,
     nregs: usize,
+    /// Register `r` of lane `l` of warp `w` is at `(w * nregs + r) * 32 + l`.
     regs: Vec<u64>,
-    pc: Vec<u32>,
-    status: Vec<Status>,
+    warps: Vec<Warp>,
     shared: Vec<u8>,
     params: &'a [u8],
     param_offsets: &'a [u64],
     global: &'a mut GlobalMemory,
-    stats: &'a mut LaunchStats,
-    /// The memory accesses of the current warp instruction: (is shared, address, size).
-    trace: Vec<(bool, u64, u32)>,
+    pub(crate) stats: &'a mut LaunchStats,
+    trace: Trace,
+    budget: u64,
+    /// Whether a block ran already (and left values in the registers).
+    ran_a_block: bool,
 }
 
 /// Where a resolved address lives.
 #[derive(Clone, Copy)]
-enum Loc {
+pub(crate) enum Loc {
     Shared(usize),
-    Global(u64),
+    /// Byte `offset` of global allocation number `alloc`.
+    Global {
+        alloc: usize,
+        offset: usize,
+    },
     Param(usize),
 }
 
-fn mask(bits: u32) -> u64 {
-    if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
-}
-
-fn sext(v: u64, bits: u32) -> i64 {
-    if bits >= 64 { v as i64 } else { ((v << (64 - bits)) as i64) >> (64 - bits) }
-}
-
-fn arg(i: &Instr, n: usize) -> Lane<&Operand> {
-    i.args.get(n).ok_or_else(|| Fault::Unsupported(format!("missing operand {n}")))
-}
-
-fn ty(i: &Instr) -> Lane<Type> {
-    i.ty().ok_or_else(|| Fault::Unsupported(format!("`{}` without a type", i.text)))
-}
-
-fn lanes(m: u32) -> impl Iterator<Item = usize> {
-    (0..32).filter(move |i| m & (1 << i) != 0)
-}
-
-fn f32_result(x: f32) -> u64 {
-    if x.is_nan() { NAN32 as u64 } else { x.to_bits() as u64 }
-}
-
-fn f64_result(x: f64) -> u64 {
-    if x.is_nan() { NAN64 } else { x.to_bits() }
-}
-
-fn ftz32(x: f32) -> f32 {
-    if x.is_subnormal() { 0.0f32.copysign(x) } else { x }
-}
-
-/// PTX `min.f32`/`max.f32`: a NaN operand is ignored unless both are NaN; -0 < +0.
-fn fminmax(a: f64, b: f64, is_max: bool, nan_wins: bool) -> Option<f64> {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => None,
-        (true, false) | (false, true) if nan_wins => None,
-        (true, false) => Some(b),
-        (false, true) => Some(a),
-        _ if a == b => Some(if (a.is_sign_negative() && !is_max) || (!a.is_sign_negative() && is_max) { a } else { b }),
-        _ => Some(if (a < b) != is_max { a } else { b }),
+impl Loc {
+    /// The location `bytes` further on (within the access `resolve` checked).
+    pub(crate) fn plus(self, bytes: usize) -> Loc {
+        match self {
+            Loc::Shared(o) => Loc::Shared(o + bytes),
+            Loc::Global { alloc, offset } => Loc::Global { alloc, offset: offset + bytes },
+            Loc::Param(o) => Loc::Param(o + bytes),
+        }
     }
 }
 
+/// Where every lane of a warp-wide access lands (see [`Block::warp_region`]).
+#[derive(Clone, Copy)]
+enum Region {
+    Shared,
+    /// Inside global allocation `alloc`, which starts at address `base`.
+    Global {
+        alloc: usize,
+        base: u64,
+    },
+}
+
+/// The lanes set in `m`, lowest first.
+pub(crate) fn lanes(m: u32) -> impl Iterator<Item = usize> {
+    let mut rest = m;
+    std::iter::from_fn(move || {
+        if rest == 0 {
+            return None;
+        }
+        let l = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        Some(l)
+    })
+}
+
+/// 32 lanes' values.
+type Row = [u64; 32];
+
+/// The row of `f(lane)` for the 32 lanes (a plain loop: `std::array::from_fn` does not vectorise).
+#[inline(always)]
+fn row_of(f: impl Fn(usize) -> u64) -> Row {
+    let mut out = [0u64; 32];
+    for (l, v) in out.iter_mut().enumerate() {
+        *v = f(l);
+    }
+    out
+}
+
+/// For each byte of an execution mask, the all-ones (lane set) or all-zeros masks of its 8 lanes.
+static LANE_MASKS: [[u64; 8]; 256] = {
+    let mut table = [[0u64; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut lane = 0;
+        while lane < 8 {
+            if byte & (1 << lane) != 0 {
+                table[byte][lane] = u64::MAX;
+            }
+            lane += 1;
+        }
+        byte += 1;
+    }
+    table
+};
+
+/// Lanes of zeros: the row of every operand an operation does not read.
+static ZERO_ROW: Row = [0; 32];
+
+/// Three operand rows and the masks of the widths they are read at.
+struct Operands<'a> {
+    x: &'a Row,
+    y: &'a Row,
+    z: &'a Row,
+    masks: (u64, u64, u64),
+    /// The second operand when it is a constant (`add.s32 %r1, %r2, 4`), masked: such maps read no
+    /// row for it.
+    y_constant: Option<u64>,
+}
+
+impl Operands<'_> {
+    /// `f` applied lane by lane to the first `N` masked operands (the others read as 0); the
+    /// result masked to `mask`.
+    #[inline(always)]
+    fn map<const N: usize>(&self, mask: u64, f: impl Fn(u64, u64, u64) -> u64) -> Row {
+        let (ma, mb, mc) = self.masks;
+        if let (true, Some(k)) = (N >= 2, self.y_constant) {
+            return row_of(|l| {
+                let c = if N >= 3 { self.z[l] & mc } else { 0 };
+                f(self.x[l] & ma, k, c) & mask
+            });
+        }
+        row_of(|l| {
+            let b = if N >= 2 { self.y[l] & mb } else { 0 };
+            let c = if N >= 3 { self.z[l] & mc } else { 0 };
+            f(self.x[l] & ma, b, c) & mask
+        })
+    }
+}
+
+/// Whether `addr` is not a multiple of `size` (sizes are powers of two but for odd vectors).
+#[inline(always)]
+fn misaligned(addr: u64, size: u32) -> bool {
+    if size.is_power_of_two() { addr & (size as u64 - 1) != 0 } else { addr % size as u64 != 0 }
+}
+
+fn f32_of(v: u64) -> f32 {
+    f32::from_bits(v as u32)
+}
+
 impl Block<'_> {
+    /// Prepares the block at `self.ctaid` to run from its first instruction. Registers start at 0:
+    /// the register file is new and zeroed for the first block, and later blocks clear only the
+    /// registers the kernel may read before writing (the rest are overwritten before any read).
+    fn reset(&mut self) {
+        if self.ran_a_block {
+            for w in 0..self.warps.len() {
+                for &r in &self.kernel.registers_to_clear {
+                    *self.row_mut(w, r) = [0; 32];
+                }
+            }
+        }
+        self.ran_a_block = true;
+        self.shared.fill(0);
+        let nthreads = self.nthreads;
+        for (w, warp) in self.warps.iter_mut().enumerate() {
+            let lanes_here = (nthreads - w * 32).min(32);
+            let all = if lanes_here == 32 { u32::MAX } else { (1u32 << lanes_here) - 1 };
+            warp.groups.clear();
+            warp.groups.push((0, all));
+            warp.waiting.clear();
+        }
+    }
+
     fn site(&self, f: LaneFault) -> SimError {
         let t = f.thread as u32;
         let (bx, by) = (self.ntid.0, self.ntid.1);
@@ -267,7 +458,7 @@ impl Block<'_> {
 
     /// Runs the block to completion.
     fn run(&mut self) -> Result<(), LaneFault> {
-        let nwarps = self.nthreads.div_ceil(32);
+        let nwarps = self.warps.len();
         let mut steps: u64 = 0;
         loop {
             let mut progressed = false;
@@ -278,110 +469,240 @@ impl Block<'_> {
                     }
                     progressed = true;
                     steps += 1;
+                    if steps > self.budget {
+                        return Err(self.budget_exceeded(w));
+                    }
                 }
             }
-            if steps > STEP_LIMIT {
-                return Err(LaneFault { thread: 0, pc: 0, fault: Fault::StepLimit(STEP_LIMIT) });
-            }
-            let running = self.status.iter().filter(|&&s| s == Status::Running).count();
-            let waiting = self.status.iter().filter(|&&s| s == Status::AtBarrier).count();
-            if running == 0 && waiting == 0 {
+            let running = self.warps.iter().any(|w| !w.groups.is_empty());
+            let waiting = self.warps.iter().any(|w| !w.waiting.is_empty());
+            if !running && !waiting {
                 return Ok(());
             }
-            if running == 0 {
+            if !running {
                 // Every thread still alive waits at a barrier: release them.
                 self.stats.barriers += 1;
-                for t in 0..self.nthreads {
-                    if self.status[t] == Status::AtBarrier {
-                        self.status[t] = Status::Running;
-                        self.pc[t] += 1;
+                for warp in &mut self.warps {
+                    let Warp { groups, waiting } = warp;
+                    for (pc, mask) in waiting.drain(..) {
+                        insert_group(groups, pc + 1, mask);
                     }
                 }
             } else if !progressed {
-                let thread = self.status.iter().position(|&s| s == Status::Running).unwrap_or(0);
-                return Err(LaneFault { thread, pc: self.pc[thread] as usize, fault: Fault::Deadlock });
+                let (w, &(pc, mask)) =
+                    self.warps.iter().enumerate().find_map(|(w, warp)| warp.groups.first().map(|g| (w, g))).unwrap();
+                return Err(LaneFault {
+                    thread: w * 32 + mask.trailing_zeros() as usize,
+                    pc: pc as usize,
+                    fault: Fault::Deadlock,
+                });
             }
+        }
+    }
+
+    /// The fault of a block that ran past its instruction budget while warp `w` ran.
+    fn budget_exceeded(&self, w: usize) -> LaneFault {
+        let (pc, mask) = self.warps[w].groups.first().copied().unwrap_or((0, 1));
+        let waiting: u32 = self.warps.iter().flat_map(|warp| &warp.waiting).map(|&(_, m)| m.count_ones()).sum();
+        LaneFault {
+            thread: w * 32 + mask.trailing_zeros() as usize,
+            pc: pc as usize,
+            fault: Fault::InstructionBudgetExceeded {
+                budget: self.budget,
+                warp: w as u32,
+                threads_at_barrier: waiting,
+            },
         }
     }
 
     /// Executes one warp instruction of warp `w`; false when the warp cannot run now.
     fn step_warp(&mut self, w: usize) -> Result<bool, LaneFault> {
-        let lo = w * 32;
-        let hi = (lo + 32).min(self.nthreads);
-        let mut min_pc = u32::MAX;
-        for t in lo..hi {
-            if self.status[t] == Status::Running && self.pc[t] < min_pc {
-                min_pc = self.pc[t];
-            }
-        }
-        if min_pc == u32::MAX {
+        let Some(&(pc, active)) = self.warps[w].groups.first() else {
             return Ok(false);
-        }
-        let mut active = 0u32;
-        for t in lo..hi {
-            if self.status[t] == Status::Running && self.pc[t] == min_pc {
-                active |= 1 << (t - lo);
-            }
-        }
-        let pc = min_pc as usize;
-        let kernel = self.kernel;
-        let Some(instr) = kernel.instrs.get(pc) else {
+        };
+        let code = self.code;
+        let Some(inst) = code.get(pc as usize) else {
             // Falling off the end of the kernel is an exit.
-            for l in lanes(active) {
-                self.status[lo + l] = Status::Exited;
-            }
+            self.warps[w].groups.remove(0);
             return Ok(true);
         };
         let mut exec = active;
-        if let Some((p, negated)) = instr.guard {
-            for l in lanes(active) {
-                let v = self.regs[(lo + l) * self.nregs + p as usize] & 1 != 0;
-                if v == negated {
-                    exec &= !(1 << l);
-                }
-            }
+        if let Some((p, negated)) = inst.guard {
+            let set = self.predicate_mask(w, p);
+            exec &= if negated { !set } else { set };
         }
         self.stats.warp_instructions += 1;
         self.stats.active_lanes += active.count_ones() as u64;
-        self.trace.clear();
-        let advance =
-            self.execute(instr, lo, active, exec).map_err(|(thread, fault)| LaneFault { thread, pc, fault })?;
-        if advance {
-            for l in lanes(active) {
-                if self.status[lo + l] == Status::Running && self.pc[lo + l] == min_pc {
-                    self.pc[lo + l] += 1;
-                }
+        let flow = self.execute(w, pc as usize, inst, active, exec).map_err(|(thread, fault)| LaneFault {
+            thread,
+            pc: pc as usize,
+            fault,
+        })?;
+        let warp = &mut self.warps[w];
+        let stay = match flow {
+            _ if matches!(flow, Flow::Next) => active,
+            Flow::Next => active,
+            Flow::Exit(exited) => active & !exited,
+            Flow::Barrier(waiting) => {
+                insert_group(&mut warp.waiting, pc, waiting);
+                active & !waiting
             }
+            // A uniform branch that is taken: the whole group moves (if no group waits there yet).
+            Flow::Branch { target, taken } if taken == active && warp.groups.get(1).is_none_or(|g| g.0 > target) => {
+                warp.groups[0].0 = target;
+                0
+            }
+            // Not taken by any lane: a step like any other.
+            Flow::Branch { taken: 0, .. } => active,
+            Flow::Branch { target, taken } => {
+                warp.groups.remove(0);
+                insert_group(&mut warp.groups, target, taken);
+                insert_group(&mut warp.groups, pc + 1, active & !taken);
+                0
+            }
+        };
+        let groups = &mut warp.groups;
+        if stay != 0 {
+            // The staying lanes move on to pc + 1, joining lanes already there.
+            match groups.get(1) {
+                Some(&(next_pc, _)) if next_pc == pc + 1 => {
+                    groups[1].1 |= stay;
+                    groups.remove(0);
+                }
+                _ => groups[0] = (pc + 1, stay),
+            }
+        } else if !matches!(flow, Flow::Branch { .. }) {
+            groups.remove(0);
         }
-        if !self.trace.is_empty() {
+        if !self.trace.shared.is_empty() || !self.trace.global.is_empty() {
             self.account_memory();
         }
         Ok(true)
     }
 
     fn account_memory(&mut self) {
-        let shared: Vec<(u64, u32)> = self.trace.iter().filter(|a| a.0).map(|a| (a.1, a.2)).collect();
-        let global: Vec<(u64, u32)> = self.trace.iter().filter(|a| !a.0).map(|a| (a.1, a.2)).collect();
+        let Trace { shared, global, scratch } = &mut self.trace;
         if !shared.is_empty() {
             self.stats.shared_accesses += 1;
-            self.stats.shared_bank_conflicts += bank_conflicts(&shared);
+            self.stats.shared_bank_conflicts += bank_conflicts(shared, scratch);
+            shared.clear();
         }
         if !global.is_empty() {
             self.stats.global_requests += 1;
-            self.stats.global_sectors += sectors(&global);
+            self.stats.global_sectors += sectors(global, scratch);
+            global.clear();
         }
     }
 
-    // ----- operands -------------------------------------------------------------------------
+    // ----- registers and operands ----------------------------------------------------------
 
-    fn reg(&self, t: usize, r: u32) -> u64 {
-        self.regs[t * self.nregs + r as usize]
+    fn row_index(&self, w: usize, r: u32) -> usize {
+        (w * self.nregs + r as usize) * 32
     }
 
-    fn set(&mut self, t: usize, op: &Operand, v: u64) -> Lane<()> {
+    fn row(&self, w: usize, r: u32) -> &Row {
+        let i = self.row_index(w, r);
+        (&self.regs[i..i + 32]).try_into().expect("a register row is 32 lanes")
+    }
+
+    fn row_mut(&mut self, w: usize, r: u32) -> &mut Row {
+        let i = self.row_index(w, r);
+        (&mut self.regs[i..i + 32]).try_into().expect("a register row is 32 lanes")
+    }
+
+    /// The lanes of warp `w` whose predicate register `p` is true.
+    fn predicate_mask(&self, w: usize, p: u32) -> u32 {
+        let row = self.row(w, p);
+        let mut set = 0u32;
+        for (byte, chunk) in row.chunks_exact(8).enumerate() {
+            let mut bits = 0u32;
+            for (i, v) in chunk.iter().enumerate() {
+                bits |= ((*v & 1) as u32) << i;
+            }
+            set |= bits << (8 * byte);
+        }
+        set
+    }
+
+    /// Operand `a` for the 32 lanes of warp `w`, masked to its width.
+    fn fetch(&self, w: usize, a: &Arg) -> Row {
+        match a.src {
+            Src::Imm(v) => [v; 32],
+            Src::Reg(r) => {
+                let row = self.row(w, r);
+                let mut out = [0u64; 32];
+                for l in 0..32 {
+                    out[l] = row[l] & a.mask;
+                }
+                out
+            }
+            Src::NotReg(r) => {
+                let row = self.row(w, r);
+                let mut out = [0u64; 32];
+                for l in 0..32 {
+                    out[l] = ((row[l] & 1) ^ 1) & a.mask;
+                }
+                out
+            }
+            Src::Special(s) => {
+                let row = self.special_row(w, s);
+                row_of(|l| row[l] & a.mask)
+            }
+        }
+    }
+
+    /// Operand `a` for the 32 lanes of warp `w`, not yet masked: its register row in place, or
+    /// `buf` filled with its values.
+    #[inline(always)]
+    fn operand<'s>(&'s self, w: usize, a: &Arg, buf: &'s mut MaybeUninit<Row>) -> &'s Row {
+        // Registers first, by a conditional branch: a `match` jumps through a table, which
+        // predicts worse.
+        if let Src::Reg(r) = a.src {
+            return self.row(w, r);
+        }
+        match a.src {
+            Src::Reg(r) => self.row(w, r),
+            Src::Imm(0) => &ZERO_ROW,
+            Src::Imm(v) => buf.write([v; 32]),
+            Src::NotReg(r) => {
+                let row = self.row(w, r);
+                buf.write(row_of(|l| (row[l] & 1) ^ 1))
+            }
+            Src::Special(s) => buf.write(self.special_row(w, s)),
+        }
+    }
+
+    /// Writes `values` to register `dst` in the lanes of `exec`.
+    fn write(&mut self, w: usize, dst: Dst, values: &Row, exec: u32) {
+        let Some(r) = dst else { return };
+        let row = self.row_mut(w, r);
+        if exec == u32::MAX {
+            *row = *values;
+        } else if exec.count_ones() <= 8 {
+            for l in lanes(exec) {
+                row[l] = values[l];
+            }
+        } else {
+            // A branch-free blend, 8 lanes at a time, with each lane's all-ones or all-zeros mask
+            // from a table (shifting by the lane number does not vectorise).
+            for (byte, (old, new)) in row.chunks_exact_mut(8).zip(values.chunks_exact(8)).enumerate() {
+                let take = &LANE_MASKS[((exec >> (8 * byte)) & 0xff) as usize];
+                for i in 0..8 {
+                    old[i] = (new[i] & take[i]) | (old[i] & !take[i]);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn reg(&self, t: usize, r: u32) -> u64 {
+        self.regs[self.row_index(t / 32, r) + t % 32]
+    }
+
+    pub(crate) fn set(&mut self, t: usize, op: &Operand, v: u64) -> Lane<()> {
         match op {
             Operand::Reg(r) => {
-                self.regs[t * self.nregs + *r as usize] = v;
+                let i = self.row_index(t / 32, *r) + t % 32;
+                self.regs[i] = v;
                 Ok(())
             }
             Operand::Sink => Ok(()),
@@ -390,29 +711,34 @@ impl Block<'_> {
     }
 
     /// Reads `op` for thread `t` as a value of type `ty` (raw bits, masked to the width).
-    fn get(&self, t: usize, op: &Operand, ty: Type) -> Lane<u64> {
-        let bits = ty.bits();
+    pub(crate) fn get(&self, t: usize, op: &Operand, ty: Type) -> Lane<u64> {
         let v = match *op {
             Operand::Reg(r) => self.reg(t, r),
             Operand::NotReg(r) => (self.reg(t, r) & 1) ^ 1,
-            Operand::Imm(v) => match ty {
-                Type::F(32) => (v as f32).to_bits() as u64,
-                Type::F(64) => (v as f64).to_bits(),
-                _ => v as u64,
-            },
-            Operand::F32(b) => match ty {
-                Type::F(64) => (f32::from_bits(b) as f64).to_bits(),
-                _ => b as u64,
-            },
-            Operand::F64(b) => match ty {
-                Type::F(32) => (f64::from_bits(b) as f32).to_bits() as u64,
-                _ => b,
-            },
             Operand::Special(s) => self.special(t, s),
-            Operand::Symbol(Symbol::Shared(o)) => o as u64,
-            ref other => return Err(Fault::Unsupported(format!("source operand {other:?}"))),
+            ref other => match crate::decode::constant(other, ty) {
+                Some(v) => v,
+                None => return Err(Fault::Unsupported(format!("source operand {other:?}"))),
+            },
         };
-        Ok(v & mask(bits))
+        Ok(v & crate::decode::mask(ty.bits()))
+    }
+
+    /// Special register `s` for the 32 lanes of warp `w`.
+    fn special_row(&self, w: usize, s: Special) -> Row {
+        match s {
+            // One-dimensional blocks: %tid.x is the thread's index, no divisions needed.
+            Special::Tid(0) if self.ntid.1 == 1 && self.ntid.2 == 1 => row_of(|l| (w * 32 + l) as u64),
+            Special::Tid(_)
+            | Special::LaneId
+            | Special::LaneMaskEq
+            | Special::LaneMaskLt
+            | Special::LaneMaskLe
+            | Special::LaneMaskGt
+            | Special::LaneMaskGe => row_of(|l| self.special(w * 32 + l, s)),
+            // The rest are the same in every lane of a warp.
+            _ => [self.special(w * 32, s); 32],
+        }
     }
 
     fn special(&self, t: usize, s: Special) -> u64 {
@@ -443,12 +769,11 @@ impl Block<'_> {
         }
     }
 
-    /// The address of a memory operand (before resolving its state space).
-    fn address(&self, t: usize, op: &Operand) -> Lane<u64> {
-        let Operand::Mem { base, offset } = op else {
-            return Err(Fault::Unsupported(format!("expected a memory operand, found {op:?}")));
-        };
-        let b = match *base {
+    // ----- memory ----------------------------------------------------------------------------
+
+    /// The base address of a memory operand for thread `t` (before resolving its state space).
+    fn base_address(&self, t: usize, base: MemBase) -> Lane<u64> {
+        Ok(match base {
             MemBase::Reg(r) => self.reg(t, r),
             MemBase::Symbol(Symbol::Shared(o)) => o as u64,
             MemBase::Symbol(Symbol::Param(i)) => self.param_offsets[i],
@@ -456,63 +781,121 @@ impl Block<'_> {
                 return Err(Fault::Unsupported("module-level .global variables".into()));
             }
             MemBase::Absolute => 0,
-        };
-        Ok(b.wrapping_add(*offset as u64))
+        })
     }
 
-    /// Checks and resolves an access of `size` bytes at `addr` in `space`, and traces it.
-    fn resolve(&mut self, space: Space, addr: u64, size: u32) -> Lane<Loc> {
-        let (shared, offset) = match space {
-            Space::Shared => (true, addr),
-            Space::Global => (false, addr),
+    /// The address of a memory operand (before resolving its state space).
+    pub(crate) fn address(&self, t: usize, op: &Operand) -> Lane<u64> {
+        let Operand::Mem { base, offset } = op else {
+            return Err(Fault::Unsupported(format!("expected a memory operand, found {op:?}")));
+        };
+        Ok(self.base_address(t, *base)?.wrapping_add(*offset as u64))
+    }
+
+    /// Checks and resolves an access of `size` bytes at `addr` in `space`; `traced` accesses count
+    /// towards the warp instruction's memory requests (atomics are counted on their own).
+    pub(crate) fn resolve(&mut self, space: Space, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
+        match space {
+            Space::Shared => self.shared_access(addr, addr, size, traced).map(Loc::Shared),
+            Space::Global => self.global_access(addr, size, traced),
             Space::Generic if (SHARED_WINDOW..SHARED_WINDOW + (1 << 32)).contains(&addr) => {
-                (true, addr - SHARED_WINDOW)
+                self.shared_access(addr - SHARED_WINDOW, addr, size, traced).map(Loc::Shared)
             }
-            Space::Generic => (false, addr),
+            Space::Generic => self.global_access(addr, size, traced),
             Space::Param => {
                 let end = addr.checked_add(size as u64).filter(|&e| e <= self.params.len() as u64);
-                return match end {
+                match end {
                     Some(_) => Ok(Loc::Param(addr as usize)),
                     None => Err(Fault::OutOfBounds { space: "param", addr, size }),
-                };
+                }
             }
-            Space::Local => return Err(Fault::Unsupported("local memory".into())),
-            Space::Const => return Err(Fault::Unsupported("constant memory".into())),
-        };
-        let name = if shared { "shared" } else { "global" };
-        if offset % size as u64 != 0 {
-            return Err(Fault::Misaligned { space: name, addr, size });
-        }
-        if shared {
-            if offset.checked_add(size as u64).is_none_or(|e| e > self.shared.len() as u64) {
-                return Err(Fault::OutOfBounds { space: name, addr, size });
-            }
-            self.trace.push((true, offset, size));
-            Ok(Loc::Shared(offset as usize))
-        } else {
-            if self.global.slice(offset, size as usize).is_none() {
-                return Err(Fault::OutOfBounds { space: name, addr, size });
-            }
-            self.trace.push((false, offset, size));
-            Ok(Loc::Global(offset))
+            Space::Local => Err(Fault::Unsupported("local memory".into())),
+            Space::Const => Err(Fault::Unsupported("constant memory".into())),
         }
     }
 
-    fn load(&self, loc: Loc, size: usize) -> u64 {
+    /// The offset of an access of `size` bytes at byte `offset` of shared memory, if it is aligned
+    /// and in bounds.
+    #[inline(always)]
+    fn shared_offset(&self, offset: u64, size: u32) -> Option<usize> {
+        let in_bounds = offset.checked_add(size as u64).is_some_and(|e| e <= self.shared.len() as u64);
+        (!misaligned(offset, size) && in_bounds).then_some(offset as usize)
+    }
+
+    /// Where an access of `size` bytes at global address `addr` lands, if it is aligned and inside
+    /// one allocation.
+    #[inline(always)]
+    fn global_location(&self, addr: u64, size: u32) -> Option<Loc> {
+        if misaligned(addr, size) {
+            return None;
+        }
+        let (alloc, offset) = self.global.locate(addr, size as usize)?;
+        Some(Loc::Global { alloc, offset })
+    }
+
+    /// Checks an access of `size` bytes at byte `offset` of shared memory (generic address `addr`).
+    fn shared_access(&mut self, offset: u64, addr: u64, size: u32, traced: bool) -> Lane<usize> {
+        let Some(at) = self.shared_offset(offset, size) else {
+            let fault = if misaligned(offset, size) {
+                Fault::Misaligned { space: "shared", addr, size }
+            } else {
+                Fault::OutOfBounds { space: "shared", addr, size }
+            };
+            return Err(fault);
+        };
+        if traced {
+            self.trace.shared.push((offset, size));
+        }
+        Ok(at)
+    }
+
+    /// Checks an access of `size` bytes at global address `addr`.
+    fn global_access(&mut self, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
+        let Some(loc) = self.global_location(addr, size) else {
+            let fault = if misaligned(addr, size) {
+                Fault::Misaligned { space: "global", addr, size }
+            } else {
+                Fault::OutOfBounds { space: "global", addr, size }
+            };
+            return Err(fault);
+        };
+        if traced {
+            self.trace.global.push((addr, size));
+        }
+        Ok(loc)
+    }
+
+    /// Resolves lane `l`'s access of `size` bytes at `addr` in `space` for a warp-wide load or
+    /// store of warp `w`: shared and global accesses are checked inline, and only a failed check or
+    /// another space goes through [`Block::resolve`] (which builds the fault).
+    #[inline(always)]
+    fn lane_access(&mut self, w: usize, l: usize, space: Space, addr: u64, size: u32) -> Result<Loc, (usize, Fault)> {
+        let fast = match space {
+            Space::Shared => self.shared_offset(addr, size).map(|at| {
+                self.trace.shared.push((addr, size));
+                Loc::Shared(at)
+            }),
+            Space::Global => self.global_location(addr, size).inspect(|_| self.trace.global.push((addr, size))),
+            _ => None,
+        };
+        match fast {
+            Some(loc) => Ok(loc),
+            None => self.resolve(space, addr, size, true).map_err(|f| (w * 32 + l, f)),
+        }
+    }
+
+    pub(crate) fn load(&self, loc: Loc, size: usize) -> u64 {
         match loc {
             Loc::Shared(o) => read_le(&self.shared[o..o + size]),
             Loc::Param(o) => read_le(&self.params[o..o + size]),
-            Loc::Global(a) => self.global.slice(a, size).map_or(0, read_le),
+            Loc::Global { alloc, offset } => read_le(&self.global.bytes(alloc)[offset..offset + size]),
         }
     }
 
-    fn store(&mut self, loc: Loc, size: usize, v: u64) -> Lane<()> {
+    pub(crate) fn store(&mut self, loc: Loc, size: usize, v: u64) -> Lane<()> {
         match loc {
             Loc::Shared(o) => write_le(&mut self.shared[o..o + size], v),
-            Loc::Global(a) => match self.global.slice_mut(a, size) {
-                Some(out) => write_le(out, v),
-                None => return Err(Fault::OutOfBounds { space: "global", addr: a, size: size as u32 }),
-            },
+            Loc::Global { alloc, offset } => write_le(&mut self.global.bytes_mut(alloc)[offset..offset + size], v),
             Loc::Param(o) => {
                 return Err(Fault::Unsupported(format!("store to kernel parameter space at offset {o}")));
             }
@@ -522,642 +905,484 @@ impl Block<'_> {
 
     // ----- instructions ---------------------------------------------------------------------
 
-    /// Executes `instr` for the lanes in `exec` (of those in `active`); returns whether the
-    /// active lanes move on to the next instruction.
-    fn execute(&mut self, i: &Instr, lo: usize, active: u32, exec: u32) -> Result<bool, (usize, Fault)> {
-        let first = lo + exec.trailing_zeros().min(31) as usize;
-        match i.op {
-            Op::Bra => {
-                let Some(Operand::Label(target)) = i.args.first() else {
-                    return Err((first, Fault::Unsupported("indirect branch".into())));
-                };
+    /// Executes `inst` (number `pc`) for the lanes in `exec` (of those in `active`) of warp `w`.
+    /// Errors name the faulting thread (block-linear index).
+    fn execute(&mut self, w: usize, pc: usize, inst: &Inst, active: u32, exec: u32) -> Result<Flow, (usize, Fault)> {
+        let lo = w * 32;
+        // The most frequent kind first, by a conditional branch (see `operand`).
+        if let Kind::Alu { op, dst, dst_mask, a, b, c } = &inst.kind {
+            self.alu(w, *op, *dst, *dst_mask, a, b, c, exec)?;
+            return Ok(Flow::Next);
+        }
+        match &inst.kind {
+            Kind::Alu { op, dst, dst_mask, a, b, c } => {
+                self.alu(w, *op, *dst, *dst_mask, a, b, c, exec)?;
+                Ok(Flow::Next)
+            }
+            Kind::Setp { cmp, ty, bool_op, p, q, a, b, c } => {
+                self.setp(w, *cmp, *ty, *bool_op, *p, *q, a, b, c, exec);
+                Ok(Flow::Next)
+            }
+            Kind::Mem(access) => {
+                self.memory(w, access, exec)?;
+                Ok(Flow::Next)
+            }
+            Kind::Shfl { mode, dst, pred, a, b, c } => {
+                self.shuffle(w, *mode, *dst, *pred, a, b, c, exec)?;
+                Ok(Flow::Next)
+            }
+            Kind::Branch { target } => {
                 self.stats.branches += 1;
                 if exec != 0 && exec != active {
                     self.stats.divergent_branches += 1;
                 }
-                for l in lanes(exec) {
-                    self.pc[lo + l] = *target as u32;
-                }
-                for l in lanes(active & !exec) {
-                    self.pc[lo + l] += 1;
-                }
-                Ok(false)
+                Ok(Flow::Branch { target: *target, taken: exec })
             }
-            Op::Ret | Op::Exit => {
-                for l in lanes(exec) {
-                    self.status[lo + l] = Status::Exited;
-                }
-                Ok(true)
+            Kind::Barrier => Ok(Flow::Barrier(exec)),
+            Kind::Exit => Ok(Flow::Exit(exec)),
+            Kind::Nop => Ok(Flow::Next),
+            Kind::Unsupported(message) => {
+                Err((lo + exec.trailing_zeros().min(31) as usize, Fault::Unsupported(message.clone())))
             }
-            Op::Trap if exec != 0 => Err((first, Fault::Trap)),
-            Op::Bar | Op::Barrier if i.has("warp") => Ok(true),
-            Op::Bar | Op::Barrier => {
-                if i.has("arrive") || i.has("red") || i.args.len() > 1 {
-                    return Err((first, Fault::Unsupported(i.text.clone())));
-                }
-                for l in lanes(exec) {
-                    self.status[lo + l] = Status::AtBarrier;
-                }
-                Ok(true)
-            }
-            Op::Membar | Op::Fence => Ok(true),
-            Op::Shfl => self.shfl(i, lo, exec).map(|()| true),
-            Op::Vote => self.vote(i, lo, exec).map(|()| true),
-            Op::Activemask => {
-                for l in lanes(exec) {
-                    self.set(lo + l, &i.args[0], active as u64).map_err(|f| (lo + l, f))?;
-                }
-                Ok(true)
-            }
-            _ => {
-                for l in lanes(exec) {
-                    let t = lo + l;
-                    self.lane(i, t).map_err(|f| (t, f))?;
-                }
-                Ok(true)
+            Kind::PerLane => {
+                let instr: &Instr = &self.kernel.instrs[pc];
+                self.per_lane_warp(instr, lo, active, exec)?;
+                Ok(Flow::Next)
             }
         }
     }
 
-    fn unsupported<T>(&self, i: &Instr) -> Lane<T> {
-        Err(Fault::Unsupported(i.text.clone()))
-    }
-
-    /// Rejects rounding modes other than round-to-nearest-even on float arithmetic.
-    fn check_rn(&self, i: &Instr) -> Lane<()> {
-        if ["rz", "rm", "rp", "approx"].iter().any(|m| i.has(m)) { self.unsupported(i) } else { Ok(()) }
-    }
-
-    /// One lane's share of a lane-independent instruction.
-    fn lane(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        match i.op {
-            Op::Mov => self.mov(i, t),
-            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Rem | Op::Min | Op::Max | Op::And | Op::Or | Op::Xor => {
-                self.binary(i, t)
-            }
-            Op::Shl | Op::Shr => {
-                let ty = ty(i)?;
-                let bits = ty.bits();
-                let a = self.get(t, arg(i, 1)?, ty)?;
-                let b = self.get(t, arg(i, 2)?, Type::U(32))?;
-                let r = match (i.op, ty) {
-                    (Op::Shl, _) => {
-                        if b >= bits as u64 {
-                            0
-                        } else {
-                            a << b
-                        }
-                    }
-                    (_, Type::S(_)) => (sext(a, bits) >> b.min(bits as u64 - 1)) as u64,
-                    _ => {
-                        if b >= bits as u64 {
-                            0
-                        } else {
-                            a >> b
-                        }
-                    }
-                };
-                self.set(t, arg(i, 0)?, r & mask(bits))
-            }
-            Op::Mad | Op::Fma => self.mad(i, t),
-            Op::Neg | Op::Abs | Op::Not | Op::Popc | Op::Clz | Op::Brev | Op::Sqrt | Op::Rcp => self.unary(i, t),
-            Op::Selp => {
-                let ty = ty(i)?;
-                let c = self.get(t, arg(i, 3)?, Type::Pred)?;
-                let v = self.get(t, arg(i, if c != 0 { 1 } else { 2 })?, ty)?;
-                self.set(t, arg(i, 0)?, v)
-            }
-            Op::Setp => self.setp(i, t),
-            Op::Cvt => self.cvt(i, t),
-            Op::Cvta => {
-                let ty = ty(i)?;
-                let a = self.get(t, arg(i, 1)?, ty)?;
-                let r = match (i.space, i.has("to")) {
-                    (Space::Global, _) => a,
-                    (Space::Shared, false) => a.wrapping_add(SHARED_WINDOW),
-                    (Space::Shared, true) => a.wrapping_sub(SHARED_WINDOW),
-                    _ => return self.unsupported(i),
-                };
-                self.set(t, arg(i, 0)?, r & mask(ty.bits()))
-            }
-            Op::Ld | Op::St => self.ld_st(i, t),
-            Op::Atom | Op::Red => self.atom(i, t),
-            Op::Bfi => {
-                let ty = ty(i)?;
-                let bits = ty.bits();
-                let a = self.get(t, arg(i, 1)?, ty)?;
-                let b = self.get(t, arg(i, 2)?, ty)?;
-                let pos = self.get(t, arg(i, 3)?, Type::U(32))? & 0xff;
-                let len = self.get(t, arg(i, 4)?, Type::U(32))? & 0xff;
-                let mut f = b;
-                for k in 0..len {
-                    if pos + k < bits as u64 {
-                        let bit = (a >> k) & 1;
-                        f = (f & !(1 << (pos + k))) | (bit << (pos + k));
-                    }
-                }
-                self.set(t, arg(i, 0)?, f)
-            }
-            Op::Bfe => {
-                let ty = ty(i)?;
-                let bits = ty.bits() as u64;
-                let a = self.get(t, arg(i, 1)?, ty)?;
-                let pos = self.get(t, arg(i, 2)?, Type::U(32))? & 0xff;
-                let len = self.get(t, arg(i, 3)?, Type::U(32))? & 0xff;
-                let signed = matches!(ty, Type::S(_));
-                let sbit = if signed && len > 0 { (a >> (pos + len - 1).min(bits - 1)) & 1 } else { 0 };
-                let mut d = 0u64;
-                for k in 0..bits {
-                    let bit = if k < len && pos + k < bits { (a >> (pos + k)) & 1 } else { sbit };
-                    d |= bit << k;
-                }
-                self.set(t, arg(i, 0)?, d)
-            }
-            _ => self.unsupported(i),
-        }
-    }
-
-    fn mov(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        match (arg(i, 0)?, arg(i, 1)?) {
-            (Operand::Vector(parts), src) => {
-                let v = self.get(t, src, ty)?;
-                let w = ty.bits() / parts.len() as u32;
-                for (k, p) in parts.iter().enumerate() {
-                    self.set(t, p, (v >> (w * k as u32)) & mask(w))?;
-                }
-                Ok(())
-            }
-            (dst, Operand::Vector(parts)) => {
-                let w = ty.bits() / parts.len() as u32;
-                let mut v = 0u64;
-                for (k, p) in parts.iter().enumerate() {
-                    v |= self.get(t, p, Type::B(w))? << (w * k as u32);
-                }
-                self.set(t, dst, v)
-            }
-            (dst, src) => {
-                let v = self.get(t, src, ty)?;
-                self.set(t, dst, v)
-            }
-        }
-    }
-
-    fn binary(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        let bits = ty.bits();
-        let a = self.get(t, arg(i, 1)?, ty)?;
-        let b = self.get(t, arg(i, 2)?, ty)?;
-        let r = match ty {
-            Type::F(32) => {
-                self.check_rn(i)?;
-                let ftz = i.has("ftz");
-                let (mut x, mut y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
-                if ftz {
-                    (x, y) = (ftz32(x), ftz32(y));
-                }
-                let r = match i.op {
-                    Op::Add => x + y,
-                    Op::Sub => x - y,
-                    Op::Mul => x * y,
-                    Op::Div if i.has("rn") => x / y,
-                    Op::Min | Op::Max => match fminmax(x as f64, y as f64, i.op == Op::Max, i.has("NaN")) {
-                        Some(v) => v as f32,
-                        None => f32::NAN,
-                    },
-                    _ => return self.unsupported(i),
-                };
-                let r = if ftz { ftz32(r) } else { r };
-                let r = if i.has("sat") { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
-                f32_result(r)
-            }
-            Type::F(64) => {
-                self.check_rn(i)?;
-                let (x, y) = (f64::from_bits(a), f64::from_bits(b));
-                let r = match i.op {
-                    Op::Add => x + y,
-                    Op::Sub => x - y,
-                    Op::Mul => x * y,
-                    Op::Div if i.has("rn") => x / y,
-                    Op::Min | Op::Max => fminmax(x, y, i.op == Op::Max, i.has("NaN")).unwrap_or(f64::NAN),
-                    _ => return self.unsupported(i),
-                };
-                f64_result(r)
-            }
-            Type::F(_) => return self.unsupported(i),
-            _ => {
-                let signed = matches!(ty, Type::S(_));
-                let (sa, sb) = (sext(a, bits), sext(b, bits));
-                match i.op {
-                    Op::Add if i.has("sat") => (sa.saturating_add(sb).clamp(i32::MIN as i64, i32::MAX as i64)) as u64,
-                    Op::Sub if i.has("sat") => (sa.saturating_sub(sb).clamp(i32::MIN as i64, i32::MAX as i64)) as u64,
-                    Op::Add => a.wrapping_add(b),
-                    Op::Sub => a.wrapping_sub(b),
-                    Op::Mul => return self.mul(i, t, ty, a, b, None),
-                    Op::Div | Op::Rem if b == 0 => return Err(Fault::DivisionByZero),
-                    Op::Div if signed => sa.wrapping_div(sb) as u64,
-                    Op::Rem if signed => sa.wrapping_rem(sb) as u64,
-                    Op::Div => a / b,
-                    Op::Rem => a % b,
-                    Op::Min if signed => sa.min(sb) as u64,
-                    Op::Max if signed => sa.max(sb) as u64,
-                    Op::Min => a.min(b),
-                    Op::Max => a.max(b),
-                    Op::And => a & b,
-                    Op::Or => a | b,
-                    Op::Xor => a ^ b,
-                    _ => return self.unsupported(i),
-                }
-            }
+    #[allow(clippy::too_many_arguments)]
+    fn alu(
+        &mut self,
+        w: usize,
+        op: AluOp,
+        dst: Dst,
+        m: u64,
+        a: &Arg,
+        b: &Arg,
+        c: &Arg,
+        exec: u32,
+    ) -> Result<(), (usize, Fault)> {
+        let (mut bx, mut by, mut bz) = (MaybeUninit::uninit(), MaybeUninit::uninit(), MaybeUninit::uninit());
+        let o = Operands {
+            x: self.operand(w, a, &mut bx),
+            y: self.operand(w, b, &mut by),
+            z: self.operand(w, c, &mut bz),
+            masks: (a.mask, b.mask, c.mask),
+            y_constant: if let Src::Imm(k) = b.src { Some(k) } else { None },
         };
-        self.set(t, arg(i, 0)?, r & mask(bits))
-    }
-
-    /// `mul` and `mad` on integers: `.lo`, `.hi`, `.wide`, plus an optional addend.
-    fn mul(&mut self, i: &Instr, t: usize, ty: Type, a: u64, b: u64, c: Option<&Operand>) -> Lane<()> {
-        let bits = ty.bits();
-        let signed = matches!(ty, Type::S(_));
-        let product: i128 = if signed { sext(a, bits) as i128 * sext(b, bits) as i128 } else { a as i128 * b as i128 };
-        let (value, out_bits) = if i.has("wide") {
-            (product as u64, bits * 2)
-        } else if i.has("hi") {
-            ((product >> bits) as u64, bits)
-        } else {
-            (product as u64, bits)
-        };
-        let out_ty = if signed { Type::S(out_bits) } else { Type::U(out_bits) };
-        let value = match c {
-            Some(c) => value.wrapping_add(self.get(t, c, out_ty)?),
-            None => value,
-        };
-        self.set(t, arg(i, 0)?, value & mask(out_bits))
-    }
-
-    fn mad(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        let a = self.get(t, arg(i, 1)?, ty)?;
-        let b = self.get(t, arg(i, 2)?, ty)?;
-        match ty {
-            Type::F(32) => {
-                self.check_rn(i)?;
-                let c = self.get(t, arg(i, 3)?, ty)?;
-                let ftz = i.has("ftz");
-                let f = |v: u64| {
-                    let x = f32::from_bits(v as u32);
-                    if ftz { ftz32(x) } else { x }
-                };
-                let r = f(a).mul_add(f(b), f(c));
-                let r = if ftz { ftz32(r) } else { r };
-                let r = if i.has("sat") { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
-                self.set(t, arg(i, 0)?, f32_result(r))
+        let r = match op {
+            AluOp::Mov => o.map::<1>(m, |a, _, _| a),
+            AluOp::Sext(bits) => o.map::<1>(m, |a, _, _| sext(a, bits) as u64),
+            AluOp::Add => o.map::<2>(m, |a, b, _| a.wrapping_add(b)),
+            AluOp::Sub => o.map::<2>(m, |a, b, _| a.wrapping_sub(b)),
+            AluOp::MulLo | AluOp::MulWideU => o.map::<2>(m, |a, b, _| a.wrapping_mul(b)),
+            AluOp::MulWideS(bits) => o.map::<2>(m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64)),
+            AluOp::MadLo | AluOp::MadWideU => o.map::<3>(m, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
+            AluOp::MadWideS(bits) => {
+                o.map::<3>(m, |a, b, c| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c))
             }
-            Type::F(64) => {
-                self.check_rn(i)?;
-                let c = self.get(t, arg(i, 3)?, ty)?;
-                let r = f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c));
-                self.set(t, arg(i, 0)?, f64_result(r))
-            }
-            Type::F(_) | Type::Pred => self.unsupported(i),
-            _ if i.op == Op::Mad => {
-                let c = arg(i, 3)?.clone();
-                self.mul(i, t, ty, a, b, Some(&c))
-            }
-            _ => self.unsupported(i),
-        }
-    }
-
-    fn unary(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        let bits = ty.bits();
-        let a = self.get(t, arg(i, 1)?, ty)?;
-        let sign = 1u64 << (bits - 1).min(63);
-        let r = match (i.op, ty) {
-            (Op::Not, Type::Pred) => a ^ 1,
-            (Op::Not, _) => !a,
-            (Op::Neg, Type::F(_)) => a ^ sign,
-            (Op::Abs, Type::F(_)) => a & !sign,
-            (Op::Neg, _) => a.wrapping_neg(),
-            (Op::Abs, _) => sext(a, bits).unsigned_abs(),
-            (Op::Popc, _) => a.count_ones() as u64,
-            (Op::Clz, _) => (a.leading_zeros() - (64 - bits)) as u64,
-            (Op::Brev, _) => a.reverse_bits() >> (64 - bits),
-            (Op::Sqrt | Op::Rcp, Type::F(32)) if i.has("rn") => {
-                let x = f32::from_bits(a as u32);
-                f32_result(if i.op == Op::Sqrt { x.sqrt() } else { 1.0 / x })
-            }
-            (Op::Sqrt | Op::Rcp, Type::F(64)) if i.has("rn") => {
-                let x = f64::from_bits(a);
-                f64_result(if i.op == Op::Sqrt { x.sqrt() } else { 1.0 / x })
-            }
-            _ => return self.unsupported(i),
-        };
-        self.set(t, arg(i, 0)?, r & mask(bits))
-    }
-
-    fn setp(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        let bits = ty.bits();
-        let cmp = i.mods.first().map(String::as_str).unwrap_or_default();
-        let a = self.get(t, arg(i, 1)?, ty)?;
-        let b = self.get(t, arg(i, 2)?, ty)?;
-        let r = match ty {
-            Type::F(_) => {
-                let (x, y) = if bits == 32 {
-                    (f32::from_bits(a as u32) as f64, f32::from_bits(b as u32) as f64)
+            AluOp::Shl(bits) => o.map::<2>(m, |a, b, _| if b >= bits as u64 { 0 } else { a << b }),
+            AluOp::ShrU(bits) => o.map::<2>(m, |a, b, _| if b >= bits as u64 { 0 } else { a >> b }),
+            AluOp::ShrS(bits) => o.map::<2>(m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64),
+            AluOp::And => o.map::<2>(m, |a, b, _| a & b),
+            AluOp::Or => o.map::<2>(m, |a, b, _| a | b),
+            AluOp::Xor => o.map::<2>(m, |a, b, _| a ^ b),
+            AluOp::Not => o.map::<1>(m, |a, _, _| !a),
+            AluOp::MinU => o.map::<2>(m, |a, b, _| a.min(b)),
+            AluOp::MaxU => o.map::<2>(m, |a, b, _| a.max(b)),
+            AluOp::MinS(bits) => o.map::<2>(m, |a, b, _| sext(a, bits).min(sext(b, bits)) as u64),
+            AluOp::MaxS(bits) => o.map::<2>(m, |a, b, _| sext(a, bits).max(sext(b, bits)) as u64),
+            AluOp::DivU | AluOp::RemU => {
+                if let Some(l) = lanes(exec).find(|&l| o.y[l] & b.mask == 0) {
+                    return Err((w * 32 + l, Fault::DivisionByZero));
+                }
+                // One power-of-two divisor for the whole warp (`tid % (2 * stride)`): shift and mask.
+                let first = o.y[exec.trailing_zeros() as usize] & b.mask;
+                if first.is_power_of_two() && lanes(exec).all(|l| o.y[l] & b.mask == first) {
+                    let shift = first.trailing_zeros();
+                    let r = if op == AluOp::DivU {
+                        o.map::<1>(m, |a, _, _| a >> shift)
+                    } else {
+                        o.map::<1>(m, |a, _, _| a & (first - 1))
+                    };
+                    self.write(w, dst, &r, exec);
+                    return Ok(());
+                }
+                if op == AluOp::DivU {
+                    o.map::<2>(m, |a, b, _| a / b.max(1))
                 } else {
-                    (f64::from_bits(a), f64::from_bits(b))
-                };
-                let unordered = x.is_nan() || y.is_nan();
-                match cmp {
-                    "eq" => !unordered && x == y,
-                    "ne" => !unordered && x != y,
-                    "lt" => !unordered && x < y,
-                    "le" => !unordered && x <= y,
-                    "gt" => !unordered && x > y,
-                    "ge" => !unordered && x >= y,
-                    "equ" => unordered || x == y,
-                    "neu" => unordered || x != y,
-                    "ltu" => unordered || x < y,
-                    "leu" => unordered || x <= y,
-                    "gtu" => unordered || x > y,
-                    "geu" => unordered || x >= y,
-                    "num" => !unordered,
-                    "nan" => unordered,
-                    _ => return self.unsupported(i),
+                    o.map::<2>(m, |a, b, _| a % b.max(1))
                 }
             }
-            _ => {
-                let signed = matches!(ty, Type::S(_));
-                let ord = if signed { sext(a, bits).cmp(&sext(b, bits)) } else { a.cmp(&b) };
-                use std::cmp::Ordering::*;
-                match cmp {
-                    "eq" => ord == Equal,
-                    "ne" => ord != Equal,
-                    "lt" => ord == Less,
-                    "lo" => a < b,
-                    "le" => ord != Greater,
-                    "ls" => a <= b,
-                    "gt" => ord == Greater,
-                    "hi" => a > b,
-                    "ge" => ord != Less,
-                    "hs" => a >= b,
-                    _ => return self.unsupported(i),
-                }
+            AluOp::Select => o.map::<3>(m, |a, b, c| if c != 0 { a } else { b }),
+            AluOp::AddF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) + f32_of(b))),
+            AluOp::SubF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) - f32_of(b))),
+            AluOp::MulF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) * f32_of(b))),
+            AluOp::FmaF32 => o.map::<3>(m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
+            AluOp::AddF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b))),
+            AluOp::SubF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b))),
+            AluOp::MulF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b))),
+            AluOp::FmaF64 => {
+                o.map::<3>(m, |a, b, c| f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c))))
             }
         };
-        let (mut p, mut q) = (r, !r);
-        if let Some(boolop) = i.mods.get(1).filter(|m| ["and", "or", "xor"].contains(&m.as_str())) {
-            let c = self.get(t, arg(i, 3)?, Type::Pred)? != 0;
-            let f = |x: bool| match boolop.as_str() {
-                "and" => x && c,
-                "or" => x || c,
-                _ => x ^ c,
-            };
-            (p, q) = (f(p), f(q));
-        }
-        match arg(i, 0)?.clone() {
-            Operand::Pair(dp, dq) => {
-                self.set(t, &Operand::Reg(dp), p as u64)?;
-                self.set(t, &Operand::Reg(dq), q as u64)
-            }
-            d => self.set(t, &d, p as u64),
-        }
-    }
-
-    fn cvt(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let (Some(&dst), Some(&src)) = (i.types.first(), i.types.get(1)) else {
-            return self.unsupported(i);
-        };
-        let a = self.get(t, arg(i, 1)?, src)?;
-        let sat = i.has("sat");
-        let int_range = |ty: Type| -> (i128, i128) {
-            match ty {
-                Type::S(b) => (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1),
-                _ => (0, (1i128 << ty.bits()) - 1),
-            }
-        };
-        let r = match (dst, src) {
-            (Type::F(16), _) | (_, Type::F(16)) | (Type::Pred, _) | (_, Type::Pred) => return self.unsupported(i),
-            (Type::F(db), Type::F(sb)) => {
-                let x = if sb == 32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
-                let x = if i.has("ftz") && sb == 32 { ftz32(x as f32) as f64 } else { x };
-                let x = match round_to_integer(i, x) {
-                    Some(rounded) => rounded,
-                    None if db < sb && ["rz", "rm", "rp"].iter().any(|m| i.has(m)) => return self.unsupported(i),
-                    None => x,
-                };
-                let x = if sat { if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) } } else { x };
-                if db == 32 { f32_result(x as f32) } else { f64_result(x) }
-            }
-            (Type::F(db), _) => {
-                if ["rz", "rm", "rp"].iter().any(|m| i.has(m)) {
-                    return self.unsupported(i);
-                }
-                let signed = matches!(src, Type::S(_));
-                let v = if signed { sext(a, src.bits()) as f64 } else { a as f64 };
-                // Converting through f64 would round twice for 64-bit sources: go direct.
-                let as32 = if signed { sext(a, src.bits()) as f32 } else { a as f32 };
-                if db == 32 { f32_result(as32) } else { f64_result(v) }
-            }
-            (_, Type::F(sb)) => {
-                let x = if sb == 32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
-                let Some(x) = round_to_integer(i, x) else {
-                    return self.unsupported(i);
-                };
-                let (lo, hi) = int_range(dst);
-                if x.is_nan() { 0 } else { (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64 }
-            }
-            _ => {
-                let v: i128 = if matches!(src, Type::S(_)) { sext(a, src.bits()) as i128 } else { a as i128 };
-                let v = if sat {
-                    let (lo, hi) = int_range(dst);
-                    v.clamp(lo, hi)
-                } else {
-                    v
-                };
-                v as u64
-            }
-        };
-        // Integer results narrower than the register are sign- or zero-extended by readers.
-        self.set(t, arg(i, 0)?, r & mask(dst.bits()))
-    }
-
-    fn ld_st(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        let size = ty.bytes();
-        let (mem, data) = if i.op == Op::Ld { (arg(i, 1)?, arg(i, 0)?) } else { (arg(i, 0)?, arg(i, 1)?) };
-        let addr = self.address(t, mem)?;
-        let total = size * i.vec;
-        let base = self.resolve(i.space, addr, total)?;
-        let items: Vec<Operand> = match data {
-            Operand::Vector(v) => v.clone(),
-            other => vec![other.clone()],
-        };
-        if items.len() != i.vec as usize {
-            return self.unsupported(i);
-        }
-        for (k, item) in items.iter().enumerate() {
-            let loc = match base {
-                Loc::Shared(o) => Loc::Shared(o + k * size as usize),
-                Loc::Global(a) => Loc::Global(a + (k * size as usize) as u64),
-                Loc::Param(o) => Loc::Param(o + k * size as usize),
-            };
-            if i.op == Op::Ld {
-                let v = self.load(loc, size as usize);
-                let v = if matches!(ty, Type::S(_)) { sext(v, ty.bits()) as u64 } else { v };
-                self.set(t, item, v)?;
-            } else {
-                let v = self.get(t, item, ty)?;
-                self.store(loc, size as usize, v)?;
-            }
-        }
+        self.write(w, dst, &r, exec);
         Ok(())
     }
 
-    fn atom(&mut self, i: &Instr, t: usize) -> Lane<()> {
-        let ty = ty(i)?;
-        let size = ty.bytes();
-        let red = i.op == Op::Red;
-        let first_src = if red { 1 } else { 2 };
-        let addr = self.address(t, arg(i, first_src - 1)?)?;
-        let loc = self.resolve(i.space, addr, size)?;
-        self.trace.pop(); // atomics are counted separately
-        self.stats.atomics += 1;
-        let old = self.load(loc, size as usize);
-        let b = self.get(t, arg(i, first_src)?, ty)?;
-        let bits = ty.bits();
-        let signed = matches!(ty, Type::S(_));
-        let op = ["add", "min", "max", "inc", "dec", "cas", "exch", "and", "or", "xor"]
-            .into_iter()
-            .find(|m| i.has(m))
-            .unwrap_or_default();
-        let new = match (op, ty) {
-            ("add", Type::F(32)) => {
-                f32_result(ftz32(ftz32(f32::from_bits(old as u32)) + ftz32(f32::from_bits(b as u32))))
-            }
-            ("add", Type::F(64)) => f64_result(f64::from_bits(old) + f64::from_bits(b)),
-            (_, Type::F(_)) => return self.unsupported(i),
-            ("add", _) => old.wrapping_add(b),
-            ("min", _) if signed => sext(old, bits).min(sext(b, bits)) as u64,
-            ("max", _) if signed => sext(old, bits).max(sext(b, bits)) as u64,
-            ("min", _) => old.min(b),
-            ("max", _) => old.max(b),
-            ("inc", _) => {
-                if old >= b {
-                    0
-                } else {
-                    old + 1
+    #[allow(clippy::too_many_arguments)]
+    fn setp(
+        &mut self,
+        w: usize,
+        cmp: Cmp,
+        ty: CmpType,
+        bool_op: Option<BoolOp>,
+        p: Dst,
+        q: Option<Dst>,
+        a: &Arg,
+        b: &Arg,
+        c: &Arg,
+        exec: u32,
+    ) {
+        let (mut bx, mut by) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        let (x, y) = (self.operand(w, a, &mut bx), self.operand(w, b, &mut by));
+        let (ma, mb) = (a.mask, b.mask);
+        // One loop per comparison and operand type, so neither is matched again in every lane.
+        macro_rules! compare_lanes {
+            ($ty:expr; $($c:ident),*) => {
+                match cmp {
+                    $(Cmp::$c => row_of(|l| compare(Cmp::$c, $ty, x[l] & ma, y[l] & mb) as u64),)*
+                    _ => row_of(|l| compare(cmp, $ty, x[l] & ma, y[l] & mb) as u64),
                 }
-            }
-            ("dec", _) => {
-                if old == 0 || old > b {
-                    b
-                } else {
-                    old - 1
-                }
-            }
-            ("cas", _) => {
-                let c = self.get(t, arg(i, 3)?, ty)?;
-                if old == b { c } else { old }
-            }
-            ("exch", _) => b,
-            ("and", _) => old & b,
-            ("or", _) => old | b,
-            ("xor", _) => old ^ b,
-            _ => return self.unsupported(i),
-        };
-        self.store(loc, size as usize, new & mask(bits))?;
-        if !red {
-            self.set(t, arg(i, 0)?, old)?;
+            };
         }
-        Ok(())
+        let result = match ty {
+            CmpType::Unsigned => compare_lanes!(CmpType::Unsigned; Eq, Ne, Lt, Le, Gt, Ge),
+            CmpType::Signed(bits) => compare_lanes!(CmpType::Signed(bits); Lt, Le, Gt, Ge),
+            CmpType::F32 => compare_lanes!(CmpType::F32; Eq, Ne, Lt, Le, Gt, Ge),
+            CmpType::F64 => compare_lanes!(CmpType::F64; Lt, Gt),
+        };
+        let combined = |values: Row| match bool_op {
+            None => values,
+            Some(op) => {
+                let z = self.fetch(w, c);
+                row_of(|l| match op {
+                    BoolOp::And => values[l] & z[l],
+                    BoolOp::Or => values[l] | z[l],
+                    BoolOp::Xor => values[l] ^ z[l],
+                })
+            }
+        };
+        let p_values = combined(result);
+        let q_values = q.map(|_| combined(row_of(|l| result[l] ^ 1)));
+        self.write(w, p, &p_values, exec);
+        if let (Some(q), Some(values)) = (q, q_values) {
+            self.write(w, q, &values, exec);
+        }
     }
 
-    fn shfl(&mut self, i: &Instr, lo: usize, exec: u32) -> Result<(), (usize, Fault)> {
-        let mode = ["down", "up", "bfly", "idx"].into_iter().find(|m| i.has(m));
-        let mut results = [(0u64, false); 32];
+    /// Where a warp-wide access of `total` bytes per lane at `addrs` (lanes of `exec`) in shared or
+    /// global space lands, when every lane's access is aligned and inside shared memory, or inside
+    /// one global allocation: then no lane needs checking on its own.
+    #[inline(always)]
+    fn warp_region(&self, space: Space, addrs: &Row, exec: u32, total: u32) -> Option<Region> {
+        let (mut lowest, mut highest, mut address_bits) = (u64::MAX, 0u64, 0u64);
         for l in lanes(exec) {
-            let t = lo + l;
-            let at = |f: Fault| (t, f);
-            let (Some(mode), Some(a), Some(b), Some(c)) = (mode, i.args.get(1), i.args.get(2), i.args.get(3)) else {
-                return Err(at(Fault::Unsupported(i.text.clone())));
+            lowest = lowest.min(addrs[l]);
+            highest = highest.max(addrs[l]);
+            address_bits |= addrs[l];
+        }
+        if !total.is_power_of_two() || address_bits & (total as u64 - 1) != 0 {
+            return None;
+        }
+        let end = highest.checked_add(total as u64)?;
+        if space == Space::Shared {
+            return (end <= self.shared.len() as u64).then_some(Region::Shared);
+        }
+        let (alloc, offset) = self.global.locate(lowest, usize::try_from(end - lowest).ok()?)?;
+        Some(Region::Global { alloc, base: lowest - offset as u64 })
+    }
+
+    /// A load or store whose every lane lands in `region` (see [`Block::warp_region`]).
+    #[inline(always)]
+    fn memory_in_region(&mut self, w: usize, m: &MemAccess, exec: u32, addrs: &Row, region: Region) {
+        let size = m.size as usize;
+        let count = m.count as usize;
+        let total = m.size * m.count;
+        let base = match region {
+            Region::Shared => 0,
+            Region::Global { base, .. } => base,
+        };
+        // Unit stride (each lane's bytes follow the previous lane's): count the request here,
+        // in closed form (as `stats::sectors` and `stats::bank_conflicts` would); else trace it.
+        let mut next = addrs[exec.trailing_zeros() as usize];
+        let unit_stride = lanes(exec).all(|l| {
+            let follows = addrs[l] == next;
+            next = addrs[l].wrapping_add(total as u64);
+            follows
+        });
+        match (region, unit_stride) {
+            (Region::Shared, true) => self.stats.shared_accesses += 1,
+            (Region::Global { .. }, true) => {
+                let start = addrs[exec.trailing_zeros() as usize];
+                self.stats.global_requests += 1;
+                self.stats.global_sectors += (next - 1) / 32 - start / 32 + 1;
+            }
+            (Region::Shared, false) => self.trace.shared.extend(lanes(exec).map(|l| (addrs[l], total))),
+            (Region::Global { .. }, false) => self.trace.global.extend(lanes(exec).map(|l| (addrs[l], total))),
+        }
+        // Registers are read and written in place: row `r` of this warp starts at `rows + 32 * r`.
+        let rows = w * self.nregs * 32;
+        if m.load {
+            let bytes: &[u8] = match region {
+                Region::Shared => &self.shared,
+                Region::Global { alloc, .. } => self.global.bytes(alloc),
             };
-            let bval = self.get(t, b, Type::U(32)).map_err(at)? as u32 & 31;
-            let cv = self.get(t, c, Type::U(32)).map_err(at)? as u32;
-            let (cval, seg) = (cv & 31, (cv >> 8) & 31);
+            let regs = &mut self.regs;
+            for l in lanes(exec) {
+                let at = (addrs[l] - base) as usize;
+                for (k, dst) in m.dsts.iter().enumerate().take(count) {
+                    let v = read_le(&bytes[at + k * size..at + (k + 1) * size]);
+                    if let Some(r) = dst {
+                        regs[rows + 32 * *r as usize + l] = match m.sign_extend {
+                            Some(bits) => sext(v, bits) as u64,
+                            None => v,
+                        };
+                    }
+                }
+            }
+        } else {
+            // Register and constant sources are read in place; others (rare) are fetched first.
+            let fetched: Option<[Row; 4]> = m.srcs[..count]
+                .iter()
+                .any(|a| !matches!(a.src, Src::Reg(_) | Src::Imm(_)))
+                .then(|| std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] }));
+            let bytes: &mut [u8] = match region {
+                Region::Shared => &mut self.shared,
+                Region::Global { alloc, .. } => self.global.bytes_mut(alloc),
+            };
+            let regs = &self.regs;
+            for l in lanes(exec) {
+                let at = (addrs[l] - base) as usize;
+                for (k, source) in m.srcs.iter().enumerate().take(count) {
+                    let v = match (&fetched, source.src) {
+                        (Some(values), _) => values[k][l],
+                        (None, Src::Reg(r)) => regs[rows + 32 * r as usize + l] & source.mask,
+                        (None, Src::Imm(v)) => v,
+                        (None, _) => unreachable!("other sources are fetched"),
+                    };
+                    write_le(&mut bytes[at + k * size..at + (k + 1) * size], v);
+                }
+            }
+        }
+    }
+
+    fn memory(&mut self, w: usize, m: &MemAccess, exec: u32) -> Result<(), (usize, Fault)> {
+        if exec == 0 {
+            return Ok(());
+        }
+        let first = w * 32 + exec.trailing_zeros() as usize;
+        let size = m.size as usize;
+        let count = m.count as usize;
+        let total = m.size * m.count;
+        let offset = m.offset as u64;
+        let extend = |v: u64| match m.sign_extend {
+            Some(bits) => sext(v, bits) as u64,
+            None => v,
+        };
+        let addrs: Row = match m.base {
+            MemBase::Reg(r) => {
+                let row = self.row(w, r);
+                row_of(|l| row[l].wrapping_add(offset))
+            }
+            base => {
+                let address = self.base_address(first, base).map_err(|f| (first, f))?.wrapping_add(offset);
+                if m.load && m.space == Space::Param {
+                    // Every lane reads the same parameter bytes (and parameter reads are not
+                    // traced): read them once.
+                    let at = match self.resolve(Space::Param, address, total, false) {
+                        Ok(Loc::Param(at)) => at,
+                        Ok(_) => unreachable!("parameter space resolves to parameter bytes"),
+                        Err(f) => return Err((first, f)),
+                    };
+                    for (k, dst) in m.dsts.iter().enumerate().take(count) {
+                        let v = extend(read_le(&self.params[at + k * size..at + (k + 1) * size]));
+                        self.write(w, *dst, &[v; 32], exec);
+                    }
+                    return Ok(());
+                }
+                [address; 32]
+            }
+        };
+        if matches!(m.space, Space::Shared | Space::Global) {
+            if let Some(region) = self.warp_region(m.space, &addrs, exec, total) {
+                self.memory_in_region(w, m, exec, &addrs, region);
+                return Ok(());
+            }
+        }
+        if m.load {
+            let mut loaded = [[0u64; 32]; 4];
+            for l in lanes(exec) {
+                let (bytes, at): (&[u8], usize) = match self.lane_access(w, l, m.space, addrs[l], total)? {
+                    Loc::Shared(at) => (&self.shared, at),
+                    Loc::Global { alloc, offset } => (self.global.bytes(alloc), offset),
+                    Loc::Param(at) => (self.params, at),
+                };
+                for (k, row) in loaded.iter_mut().enumerate().take(count) {
+                    row[l] = extend(read_le(&bytes[at + k * size..at + (k + 1) * size]));
+                }
+            }
+            for (dst, values) in m.dsts.iter().zip(&loaded).take(count) {
+                self.write(w, *dst, values, exec);
+            }
+        } else {
+            let values: [Row; 4] = std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] });
+            for l in lanes(exec) {
+                let loc = self.lane_access(w, l, m.space, addrs[l], total)?;
+                for (k, row) in values.iter().enumerate().take(count) {
+                    self.store(loc.plus(k * size), size, row[l]).map_err(|f| (w * 32 + l, f))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn shuffle(
+        &mut self,
+        w: usize,
+        mode: ShflMode,
+        dst: Dst,
+        pred: Option<Dst>,
+        a: &Arg,
+        b: &Arg,
+        c: &Arg,
+        exec: u32,
+    ) -> Result<(), (usize, Fault)> {
+        let (values, deltas, controls) = (self.fetch(w, a), self.fetch(w, b), self.fetch(w, c));
+        let mut out = [0u64; 32];
+        let mut in_range = [0u64; 32];
+        for l in lanes(exec) {
+            let bval = deltas[l] as u32 & 31;
+            let (cval, seg) = (controls[l] as u32 & 31, (controls[l] as u32 >> 8) & 31);
             let lane = l as u32;
             let max_lane = (lane & seg) | (cval & !seg);
             let min_lane = lane & seg;
             let (j, ok) = match mode {
-                "up" => (lane.wrapping_sub(bval), lane >= bval && lane - bval >= max_lane),
-                "down" => (lane + bval, lane + bval <= max_lane),
-                "bfly" => (lane ^ bval, (lane ^ bval) <= max_lane),
-                _ => {
+                ShflMode::Up => (lane.wrapping_sub(bval), lane >= bval && lane - bval >= max_lane),
+                ShflMode::Down => (lane + bval, lane + bval <= max_lane),
+                ShflMode::Bfly => (lane ^ bval, (lane ^ bval) <= max_lane),
+                ShflMode::Idx => {
                     let j = min_lane | (bval & !seg);
                     (j, j <= max_lane)
                 }
             };
             let j = if ok { j } else { lane };
             if exec & (1 << j) == 0 {
-                return Err(at(Fault::ShuffleFromInactiveLane { source_lane: j }));
+                return Err((w * 32 + l, Fault::ShuffleFromInactiveLane { source_lane: j }));
             }
-            results[l] = (self.get(lo + j as usize, a, Type::B(32)).map_err(at)?, ok);
+            out[l] = values[j as usize];
+            in_range[l] = ok as u64;
         }
-        for l in lanes(exec) {
-            let t = lo + l;
-            let (v, ok) = results[l];
-            match &i.args[0] {
-                Operand::Pair(d, p) => {
-                    self.set(t, &Operand::Reg(*d), v).map_err(|f| (t, f))?;
-                    self.set(t, &Operand::Reg(*p), ok as u64).map_err(|f| (t, f))?;
-                }
-                d => self.set(t, d, v).map_err(|f| (t, f))?,
-            }
-        }
-        Ok(())
-    }
-
-    fn vote(&mut self, i: &Instr, lo: usize, exec: u32) -> Result<(), (usize, Fault)> {
-        let first = lo + exec.trailing_zeros().min(31) as usize;
-        let Some(src) = i.args.get(1) else {
-            return Err((first, Fault::Unsupported(i.text.clone())));
-        };
-        let mut ballot = 0u32;
-        for l in lanes(exec) {
-            if self.get(lo + l, src, Type::Pred).map_err(|f| (lo + l, f))? != 0 {
-                ballot |= 1 << l;
-            }
-        }
-        let v = if i.has("ballot") {
-            ballot as u64
-        } else if i.has("all") {
-            (ballot == exec) as u64
-        } else if i.has("any") {
-            (ballot != 0) as u64
-        } else if i.has("uni") {
-            (ballot == exec || ballot == 0) as u64
-        } else {
-            return Err((first, Fault::Unsupported(i.text.clone())));
-        };
-        for l in lanes(exec) {
-            self.set(lo + l, &i.args[0], v).map_err(|f| (lo + l, f))?;
+        self.write(w, dst, &out, exec);
+        if let Some(p) = pred {
+            self.write(w, p, &in_range, exec);
         }
         Ok(())
     }
 }
 
-/// `x` rounded to an integer by `cvt`'s integer rounding modifier (`.rni`, `.rzi`, `.rmi`, `.rpi`),
-/// or `None` when the instruction has none of them.
-fn round_to_integer(i: &Instr, x: f64) -> Option<f64> {
-    if i.has("rni") {
-        Some(x.round_ties_even())
-    } else if i.has("rzi") {
-        Some(x.trunc())
-    } else if i.has("rmi") {
-        Some(x.floor())
-    } else if i.has("rpi") {
-        Some(x.ceil())
-    } else {
-        None
+/// `setp`'s comparison of two operands (raw bits, masked to the type's width).
+#[inline(always)]
+fn compare(cmp: Cmp, ty: CmpType, a: u64, b: u64) -> bool {
+    use std::cmp::Ordering::*;
+    match ty {
+        CmpType::F32 | CmpType::F64 => {
+            let (x, y) = if ty == CmpType::F32 {
+                (f32_of(a) as f64, f32_of(b) as f64)
+            } else {
+                (f64::from_bits(a), f64::from_bits(b))
+            };
+            let unordered = x.is_nan() || y.is_nan();
+            match cmp {
+                Cmp::Eq => !unordered && x == y,
+                Cmp::Ne => !unordered && x != y,
+                Cmp::Lt => !unordered && x < y,
+                Cmp::Le => !unordered && x <= y,
+                Cmp::Gt => !unordered && x > y,
+                Cmp::Ge => !unordered && x >= y,
+                Cmp::Unordered(u) => {
+                    unordered
+                        || match u {
+                            UnorderedCmp::Eq => x == y,
+                            UnorderedCmp::Ne => x != y,
+                            UnorderedCmp::Lt => x < y,
+                            UnorderedCmp::Le => x <= y,
+                            UnorderedCmp::Gt => x > y,
+                            UnorderedCmp::Ge => x >= y,
+                        }
+                }
+                Cmp::Num => !unordered,
+                Cmp::Nan => unordered,
+                // Integer-only comparisons never decode with a float type.
+                Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs => false,
+            }
+        }
+        CmpType::Signed(_) | CmpType::Unsigned => {
+            let ord = match ty {
+                CmpType::Signed(bits) => sext(a, bits).cmp(&sext(b, bits)),
+                _ => a.cmp(&b),
+            };
+            match cmp {
+                Cmp::Eq => ord == Equal,
+                Cmp::Ne => ord != Equal,
+                Cmp::Lt => ord == Less,
+                Cmp::Le => ord != Greater,
+                Cmp::Gt => ord == Greater,
+                Cmp::Ge => ord != Less,
+                Cmp::Lo => a < b,
+                Cmp::Ls => a <= b,
+                Cmp::Hi => a > b,
+                Cmp::Hs => a >= b,
+                // Float-only comparisons never decode with an integer type.
+                Cmp::Unordered(_) | Cmp::Num | Cmp::Nan => false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_variable_overrides_the_default() {
+        assert_eq!(budget_from(None), DEFAULT_INSTRUCTION_BUDGET);
+        assert_eq!(budget_from(Some("1000")), 1000);
+        assert_eq!(budget_from(Some(" 4294967296\n")), 1 << 32);
+    }
+
+    #[test]
+    #[should_panic(expected = "PTX_SIM_INSTRUCTION_BUDGET must be a positive number")]
+    fn a_zero_budget_is_refused() {
+        budget_from(Some("0"));
+    }
+
+    #[test]
+    #[should_panic(expected = "not `lots`")]
+    fn a_budget_that_is_not_a_number_is_refused() {
+        budget_from(Some("lots"));
+    }
+
+    #[test]
+    fn groups_stay_sorted_and_merge_at_equal_pcs() {
+        let mut groups = vec![(3, 0b0001)];
+        insert_group(&mut groups, 7, 0b0100);
+        insert_group(&mut groups, 1, 0b1000);
+        insert_group(&mut groups, 7, 0b0010);
+        insert_group(&mut groups, 5, 0);
+        assert_eq!(groups, vec![(1, 0b1000), (3, 0b0001), (7, 0b0110)]);
     }
 }

@@ -16,15 +16,18 @@
 //! accesses, unsupported instructions) are errors naming the kernel, block, thread, instruction and
 //! address, never silent wrong results.
 
+mod decode;
 mod error;
 mod exec;
+mod half;
+mod lane;
 mod memory;
 mod parser;
 mod ptx;
 mod stats;
 
 pub use error::{Fault, FaultSite, SimError};
-pub use exec::{Machine, ParamValue};
+pub use exec::{DEFAULT_INSTRUCTION_BUDGET, INSTRUCTION_BUDGET_VAR, Machine, ParamValue};
 pub use parser::parse;
 pub use ptx::{Kernel, Module, Param};
 pub use stats::LaunchStats;

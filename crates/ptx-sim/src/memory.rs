@@ -5,6 +5,8 @@
 //! Shared memory is per block (in the interpreter); its generic addresses live in a separate
 //! window at [`SHARED_WINDOW`], so `cvta` and generic loads and stores tell the two apart.
 
+use std::cell::Cell;
+
 use crate::error::SimError;
 
 /// The first global address handed out.
@@ -26,6 +28,8 @@ struct Allocation {
 pub(crate) struct GlobalMemory {
     allocations: Vec<Allocation>,
     next: u64,
+    /// The allocation `locate` found last: consecutive accesses mostly hit the same one.
+    last_found: Cell<usize>,
 }
 
 impl GlobalMemory {
@@ -51,11 +55,28 @@ impl GlobalMemory {
     }
 
     /// The allocation index and offset holding `[addr, addr + len)`, if one holds all of it.
-    fn locate(&self, addr: u64, len: usize) -> Option<(usize, usize)> {
+    pub(crate) fn locate(&self, addr: u64, len: usize) -> Option<(usize, usize)> {
+        let holds = |a: &Allocation| {
+            addr.checked_sub(a.base)
+                .filter(|&offset| offset.checked_add(len as u64).is_some_and(|end| end <= a.data.len() as u64))
+        };
+        let last = self.last_found.get();
+        if let Some(offset) = self.allocations.get(last).and_then(holds) {
+            return Some((last, offset as usize));
+        }
         let i = self.allocations.partition_point(|a| a.base <= addr).checked_sub(1)?;
-        let a = &self.allocations[i];
-        let offset = (addr - a.base) as usize;
-        (offset.checked_add(len)? <= a.data.len()).then_some((i, offset))
+        let offset = holds(&self.allocations[i])?;
+        self.last_found.set(i);
+        Some((i, offset as usize))
+    }
+
+    /// The bytes of allocation number `alloc` (an index [`GlobalMemory::locate`] returned).
+    pub(crate) fn bytes(&self, alloc: usize) -> &[u8] {
+        &self.allocations[alloc].data
+    }
+
+    pub(crate) fn bytes_mut(&mut self, alloc: usize) -> &mut [u8] {
+        &mut self.allocations[alloc].data
     }
 
     pub(crate) fn slice(&self, addr: u64, len: usize) -> Option<&[u8]> {
@@ -71,12 +92,20 @@ impl GlobalMemory {
 
 /// Reads a little-endian value of `bytes.len()` (at most 8) bytes.
 pub(crate) fn read_le(bytes: &[u8]) -> u64 {
-    bytes.iter().rev().fold(0, |acc, &b| (acc << 8) | b as u64)
+    match bytes.len() {
+        4 => u32::from_le_bytes(bytes.try_into().expect("4 bytes")) as u64,
+        8 => u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
+        _ => bytes.iter().rev().fold(0, |acc, &b| (acc << 8) | b as u64),
+    }
 }
 
 /// Writes the low `out.len()` bytes of `value`, little-endian.
 pub(crate) fn write_le(out: &mut [u8], value: u64) {
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = (value >> (8 * i)) as u8;
+    match out.len() {
+        4 => return out.copy_from_slice(&(value as u32).to_le_bytes()),
+        8 => return out.copy_from_slice(&value.to_le_bytes()),
+        _ => {}
     }
+    let len = out.len().min(8);
+    out[..len].copy_from_slice(&value.to_le_bytes()[..len]);
 }

@@ -404,12 +404,16 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        let code: Vec<_> = instrs.iter().map(crate::decode::decode).collect();
+        let registers_to_clear = crate::decode::registers_read_before_written(&instrs, &code, body.num_regs as usize);
         Ok(Kernel {
             name,
             params,
             static_shared_bytes: static_end,
             dynamic_shared_offset: dynamic_offset,
             num_regs: body.num_regs,
+            code,
+            registers_to_clear,
             instrs,
         })
     }
@@ -540,10 +544,13 @@ impl<'a> Parser<'a> {
             }
             Tok::Punct('[') => {
                 let base = match self.next()? {
-                    Tok::Ident(name) if name.starts_with('%') => match body.regs.get(&name) {
-                        Some(&r) => MemBase::Reg(r),
-                        None => return self.err(format!("undeclared register `{name}`")),
-                    },
+                    // Registers are `%r1`, or plain names declared in an inline-asm scope (`low`).
+                    Tok::Ident(name) if name.starts_with('%') || body.regs.contains_key(&name) => {
+                        match body.regs.get(&name) {
+                            Some(&r) => MemBase::Reg(r),
+                            None => return self.err(format!("undeclared register `{name}`")),
+                        }
+                    }
                     Tok::Ident(name) => MemBase::Symbol(self.symbol(body, &name)?),
                     Tok::Num(n) => {
                         let Some(v) = parse_int(&n) else { return self.err(format!("bad address `{n}`")) };
@@ -579,7 +586,7 @@ impl<'a> Parser<'a> {
             },
             Tok::Num(n) => parse_literal(&n).map_or_else(|| self.unsupported(format!("literal `{n}`")), Ok),
             Tok::Ident(name) if name == "_" => Ok(Operand::Sink),
-            Tok::Ident(name) if name.starts_with('%') => {
+            Tok::Ident(name) if name.starts_with('%') || body.regs.contains_key(&name) => {
                 if let Some(&r) = body.regs.get(&name) {
                     if self.eat_punct('|') {
                         let second = self.ident()?;

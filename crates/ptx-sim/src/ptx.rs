@@ -13,8 +13,14 @@ pub(crate) enum Type {
     U(u32),
     /// Signed integer.
     S(u32),
-    /// IEEE float (`.f16` is recognised but not executed).
+    /// IEEE float (`.f16`, `.f32`, `.f64`).
     F(u32),
+    /// bfloat16 (`.bf16`).
+    Bf16,
+    /// Two halves in 32 bits (`.f16x2`).
+    F16x2,
+    /// Two bfloat16 in 32 bits (`.bf16x2`).
+    Bf16x2,
     /// A predicate.
     Pred,
 }
@@ -22,8 +28,12 @@ pub(crate) enum Type {
 impl Type {
     pub(crate) fn from_suffix(s: &str) -> Option<Type> {
         let (kind, bits) = s.split_at(1.min(s.len()));
-        if s == "pred" {
-            return Some(Type::Pred);
+        match s {
+            "pred" => return Some(Type::Pred),
+            "bf16" => return Some(Type::Bf16),
+            "f16x2" => return Some(Type::F16x2),
+            "bf16x2" => return Some(Type::Bf16x2),
+            _ => {}
         }
         let bits: u32 = bits.parse().ok()?;
         if ![8, 16, 32, 64, 128].contains(&bits) {
@@ -42,6 +52,8 @@ impl Type {
     pub(crate) fn bits(self) -> u32 {
         match self {
             Type::B(b) | Type::U(b) | Type::S(b) | Type::F(b) => b,
+            Type::Bf16 => 16,
+            Type::F16x2 | Type::Bf16x2 => 32,
             Type::Pred => 1,
         }
     }
@@ -181,6 +193,10 @@ pub(crate) enum Op {
     Sqrt,
     Rcp,
     Activemask,
+    Prmt,
+    Shf,
+    Bfind,
+    Match,
     /// Anything else: parses, and fails with a clear error if executed.
     Unknown,
 }
@@ -232,6 +248,10 @@ impl Op {
             "sqrt" => Op::Sqrt,
             "rcp" => Op::Rcp,
             "activemask" => Op::Activemask,
+            "prmt" => Op::Prmt,
+            "shf" => Op::Shf,
+            "bfind" => Op::Bfind,
+            "match" => Op::Match,
             _ => Op::Unknown,
         }
     }
@@ -290,7 +310,12 @@ pub struct Kernel {
     /// Offset of the dynamic (`extern .shared`) array in the block's shared memory.
     pub(crate) dynamic_shared_offset: u32,
     pub(crate) num_regs: u32,
+    /// The instructions as parsed (for error messages and the general per-lane interpreter).
     pub(crate) instrs: Vec<Instr>,
+    /// The same instructions decoded for execution, one per entry of `instrs`.
+    pub(crate) code: Vec<crate::decode::Inst>,
+    /// The registers some path may read before writing them: the only ones cleared between blocks.
+    pub(crate) registers_to_clear: Vec<u32>,
 }
 
 impl Kernel {

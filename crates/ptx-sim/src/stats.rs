@@ -56,31 +56,64 @@ impl fmt::Display for LaunchStats {
     }
 }
 
-/// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane.
-pub(crate) fn bank_conflicts(accesses: &[(u64, u32)]) -> u64 {
-    let mut words: Vec<u64> =
-        accesses.iter().flat_map(|&(addr, size)| (addr / 4)..=((addr + size.max(1) as u64 - 1) / 4)).collect();
-    words.sort_unstable();
-    words.dedup();
-    if words.is_empty() {
+/// The distinct `2^unit_bits`-byte blocks that `accesses` touch, sorted, in `units` (reused scratch).
+fn distinct_units(accesses: &[(u64, u32)], unit_bits: u32, units: &mut Vec<u64>) {
+    units.clear();
+    for &(addr, size) in accesses {
+        let (first, last) = (addr >> unit_bits, (addr + size.max(1) as u64 - 1) >> unit_bits);
+        if first == last {
+            units.push(first);
+        } else {
+            units.extend(first..=last);
+        }
+    }
+    if !units.is_sorted() {
+        units.sort_unstable();
+    }
+    units.dedup();
+}
+
+/// The bytes `[start, end)` that `accesses` cover when each starts where the one before ended
+/// (unit-stride access, the common case), or `None`.
+fn contiguous_span(accesses: &[(u64, u32)]) -> Option<(u64, u64)> {
+    let (&(start, size), rest) = accesses.split_first()?;
+    let mut end = start + size.max(1) as u64;
+    for &(addr, size) in rest {
+        if addr != end {
+            return None;
+        }
+        end += size.max(1) as u64;
+    }
+    Some((start, end))
+}
+
+/// Extra wavefronts of one warp-level shared access: `(byte offset, size)` per lane. `scratch` is
+/// working space, so counting allocates nothing once it has grown.
+pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
+    if contiguous_span(accesses).is_some() {
+        // Consecutive words: every bank serves ceil(words / 32) of them, the minimum.
+        return 0;
+    }
+    distinct_units(accesses, 2, scratch);
+    if scratch.is_empty() {
         return 0;
     }
     let mut per_bank = [0u64; 32];
-    for w in &words {
-        per_bank[(w % 32) as usize] += 1;
+    for w in scratch.iter() {
+        per_bank[(w & 31) as usize] += 1;
     }
     let worst = per_bank.iter().copied().max().unwrap_or(0);
-    let minimum = (words.len() as u64).div_ceil(32).max(1);
+    let minimum = (scratch.len() as u64).div_ceil(32).max(1);
     worst.saturating_sub(minimum)
 }
 
-/// Distinct 32-byte sectors touched by one warp-level global access.
-pub(crate) fn sectors(accesses: &[(u64, u32)]) -> u64 {
-    let mut s: Vec<u64> =
-        accesses.iter().flat_map(|&(addr, size)| (addr / 32)..=((addr + size.max(1) as u64 - 1) / 32)).collect();
-    s.sort_unstable();
-    s.dedup();
-    s.len() as u64
+/// Distinct 32-byte sectors touched by one warp-level global access (`scratch` as above).
+pub(crate) fn sectors(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) -> u64 {
+    if let Some((start, end)) = contiguous_span(accesses) {
+        return (end - 1) / 32 - start / 32 + 1;
+    }
+    distinct_units(accesses, 5, scratch);
+    scratch.len() as u64
 }
 
 #[cfg(test)]
@@ -89,14 +122,25 @@ mod tests {
 
     #[test]
     fn consecutive_words_have_no_conflicts_and_strides_do() {
+        let s = &mut Vec::new();
         let unit: Vec<(u64, u32)> = (0..32).map(|i| (i * 4, 4)).collect();
-        assert_eq!(bank_conflicts(&unit), 0);
+        assert_eq!(bank_conflicts(&unit, s), 0);
         let stride2: Vec<(u64, u32)> = (0..32).map(|i| (i * 8, 4)).collect();
-        assert_eq!(bank_conflicts(&stride2), 1);
+        assert_eq!(bank_conflicts(&stride2, s), 1);
         let broadcast: Vec<(u64, u32)> = (0..32).map(|_| (0, 4)).collect();
-        assert_eq!(bank_conflicts(&broadcast), 0);
+        assert_eq!(bank_conflicts(&broadcast, s), 0);
         let vec4: Vec<(u64, u32)> = (0..32).map(|i| (i * 16, 16)).collect();
-        assert_eq!(bank_conflicts(&vec4), 0);
-        assert_eq!(sectors(&unit), 4);
+        assert_eq!(bank_conflicts(&vec4, s), 0);
+        assert_eq!(sectors(&unit, s), 4);
+        let reversed: Vec<(u64, u32)> = (0..32).rev().map(|i| (i * 64, 4)).collect();
+        assert_eq!(sectors(&reversed, s), 32);
+        assert_eq!(bank_conflicts(&reversed, s), 15);
+        // Unit stride, but not from sector or bank 0: the contiguous shortcut agrees with counting.
+        let shifted: Vec<(u64, u32)> = (0..32).map(|i| (20 + i * 8, 8)).collect();
+        assert_eq!(sectors(&shifted, s), 9);
+        assert_eq!(bank_conflicts(&shifted, s), 0);
+        let bytes: Vec<(u64, u32)> = (0..32).map(|i| (100 + i, 1)).collect();
+        assert_eq!(sectors(&bytes, s), 2);
+        assert_eq!(bank_conflicts(&bytes, s), 0);
     }
 }

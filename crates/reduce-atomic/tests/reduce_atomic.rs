@@ -36,14 +36,14 @@ fn main() -> std::process::ExitCode {
         .full_reduction_suite::<DeterministicFamily>()
         .sum_reduction_suite::<SumOf<AtomicReduce<f32>>>()
         .sum_reduction_suite::<SumOf<DeterministicReduce<f32>>>()
-        .cpu("launch_plans", || {
+        .cpu("illustration::launch_plans", || {
             let sizes = [0usize, 1, 4096, 1 << 20, 1 << 28, 1_000_000_007];
             let plans: Vec<String> =
                 sizes.iter().map(|&n| plan("last_block_sum_f32", n, GpuShape::HOPPER_132_SMS).to_string()).collect();
             insta::assert_snapshot!("launch_plans", plans.join("\n"));
             Ok(())
         })
-        .nvrtc_if("simulator_counters", counters_comparable, || {
+        .nvrtc_if("illustration::simulator_counters", counters_comparable, || {
             let atomic = full_counters_snapshot::<AtomicReduce<f32>>("atomic_sum_f32")?;
             let last_block = full_counters_snapshot::<DeterministicReduce<f32>>("last_block_sum_f32")?;
             insta::assert_snapshot!("atomic_simulator_counters", format!("{atomic}\n{last_block}"));

@@ -38,6 +38,7 @@ const SOURCE: KernelSource = kernel_source!("reduce_multi_level.cu");
 /// block once few enough remain. `first` and `later` name the kernels, for display.
 pub fn plan(first: &'static str, later: &'static str, n: usize, gpu: GpuShape) -> ReductionPlan {
     let mut passes = Vec::new();
+    // ANCHOR: solution push passes while more than one value is left (a single value still takes one pass): one block once at most SINGLE_BLOCK_LIMIT remain, else a grid that fills the GPU with at least four elements per thread (grid_stride_blocks); the first pass runs `first`, later ones `later`, and each pass's outputs are the next one's inputs
     let mut count = n;
     while count > 1 || (count == 1 && passes.is_empty()) {
         let blocks = if count <= SINGLE_BLOCK_LIMIT { 1 } else { grid_stride_blocks(count, BLOCK_SIZE, 4, gpu) };
@@ -46,6 +47,7 @@ pub fn plan(first: &'static str, later: &'static str, n: usize, gpu: GpuShape) -
         passes.push(PassPlan { kernel, config, inputs: count as u64, outputs: u64::from(blocks) });
         count = blocks as usize;
     }
+    // ANCHOR_END: solution
     ReductionPlan { n: n as u64, passes, host_adds: 0, on_device: true }
 }
 // ANCHOR_END: plan

@@ -40,7 +40,7 @@ fn main() -> std::process::ExitCode {
     TestSuite::new()
         .full_reduction_suite::<MultiLevelFamily>()
         .sum_reduction_suite::<SumOf<MultiLevel<f32>>>()
-        .cpu("pass_structure", || {
+        .cpu("illustration::pass_structure", || {
             let sizes = [0, 1, 1 << 10, SINGLE_BLOCK_LIMIT, SINGLE_BLOCK_LIMIT + 1, 1 << 20, 1 << 28, 1_000_000_007];
             let plans: Vec<String> = sizes
                 .iter()
@@ -49,7 +49,7 @@ fn main() -> std::process::ExitCode {
             insta::assert_snapshot!("pass_structure", plans.join("\n"));
             Ok(())
         })
-        .cpu("row_plans", || {
+        .cpu("illustration::row_plans", || {
             let shapes = [
                 (1 << 20, 256),
                 (16, 1 << 24),
@@ -108,7 +108,7 @@ fn main() -> std::process::ExitCode {
                 other => Err(format!("expected BadInput, got {other:?}").into()),
             }
         })
-        .nvrtc_if("simulator_counters", counters_comparable, || {
+        .nvrtc_if("illustration::simulator_counters", counters_comparable, || {
             let counters = full_counters_snapshot::<MultiLevel<f32>>("multi_level_sum_f32")?;
             insta::assert_snapshot!("multi_level_simulator_counters", counters);
             Ok(())

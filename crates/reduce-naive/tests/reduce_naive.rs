@@ -12,7 +12,7 @@ use reduction::{HostFinishedStep, step_snapshot_tests};
 fn main() -> std::process::ExitCode {
     let suite = TestSuite::new().sum_reduction_suite::<ReduceNaive>();
     step_snapshot_tests!(suite, Naive)
-        .cpu("naive::cpu_model_of_partials", || {
+        .cpu("illustration::naive::cpu_model_of_partials", || {
             // One block per BLOCK_SIZE consecutive elements: the CPU computes what the GPU snapshot
             // `naive_partials_of_fixed_input` must hold.
             let partials: Vec<f32> =

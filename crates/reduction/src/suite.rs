@@ -277,17 +277,17 @@ macro_rules! step_snapshot_tests {
         $(
             let step = <$step as $crate::HostFinishedStep>::STEP;
             let suite = suite
-                .cpu(format!("{step}::launch_plans"), move || {
+                .cpu(format!("illustration::{step}::launch_plans"), move || {
                     let plans = $crate::suite::plan_snapshot::<$step>()?;
                     insta::assert_snapshot!(format!("{step}_launch_plans"), plans);
                     Ok(())
                 })
-                .gpu(format!("{step}::partials_of_fixed_input"), move |device| {
+                .gpu(format!("illustration::{step}::partials_of_fixed_input"), move |device| {
                     let partials = $crate::suite::partials_snapshot::<$step>(device)?;
                     insta::assert_snapshot!(format!("{step}_partials_of_fixed_input"), partials);
                     Ok(())
                 })
-                .nvrtc_if(format!("{step}::simulator_counters"), $crate::suite::counters_comparable, move || {
+                .nvrtc_if(format!("illustration::{step}::simulator_counters"), $crate::suite::counters_comparable, move || {
                     let counters = $crate::suite::step_counters_snapshot::<$step>()?;
                     insta::assert_snapshot!(format!("{step}_simulator_counters"), counters);
                     Ok(())

@@ -89,12 +89,10 @@ fn gpu_files(family: &Family, gpu: &Gpu) -> Result<Vec<(PathBuf, String)>, BookE
         }
     }
     if let Some(table) = summary_table(family, &gpu.results) {
-        let mut text = table.markdown();
+        files.push((gpu.folder.join(format!("{}-summary.md", family.id)), table.markdown()));
         if let Some(peers) = peers_table(family, &gpu.results) {
-            text += "\n";
-            text += &peers.markdown();
+            files.push((gpu.folder.join(format!("{}-peers.md", family.id)), peers.markdown()));
         }
-        files.push((gpu.folder.join(format!("{}-summary.md", family.id)), text));
         if let Some(svg) = summary_chart(family, &gpu.results)? {
             files.push((gpu.folder.join(format!("{}-summary.svg", family.id)), svg));
         }
@@ -136,14 +134,15 @@ fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBu
                 family.title, family.summary_case.label, gpu.name, gpu.slug, family.id
             );
             body += &table.markdown();
-            if let Some(peers) = peers_table(family, &gpu.results) {
-                body += "\n";
-                body += &peers.markdown();
-            }
             Some((gpu, body))
         })
         .collect();
     files.push((folder.join(format!("{}-summary.md", family.id)), tabbed(&format!("{}-summary", family.id), &tabs)));
+    let tabs: Vec<(&Gpu, String)> =
+        gpus.iter().filter_map(|gpu| Some((gpu, peers_table(family, &gpu.results)?.markdown()))).collect();
+    if !tabs.is_empty() {
+        files.push((folder.join(format!("{}-peers.md", family.id)), tabbed(&format!("{}-peers", family.id), &tabs)));
+    }
     Ok(files)
 }
 
@@ -207,7 +206,7 @@ fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, B
         generated += "\n";
         for step in family.steps().filter(|s| !s.step.extra) {
             let what = match step.peer {
-                Some(peer) => format!("peer: {}", peer.source),
+                Some(_) => format!("peer: {}", step.step.about),
                 None => step.step.about.clone(),
             };
             let _ = write!(generated, "| `{}` | {} | {what} |", step.crate_name, step.name());

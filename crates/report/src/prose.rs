@@ -130,9 +130,16 @@ fn quoted_number(before: &str) -> Option<(String, usize)> {
 /// The value a marker's spec names.
 fn lookup(spec: &str, data: &[(PathBuf, Vec<Results>)]) -> Result<f64, String> {
     let words: Vec<&str> = spec.split_whitespace().collect();
-    let [gpu, step, case, value] = words.as_slice() else {
+    // A case may name its input after its size (`2^30 all-equal`): every word between the step and
+    // the value is the case's.
+    let [gpu, step, case @ .., value] = words.as_slice() else {
         return Err("expected `<gpu folder> <crate>/<step> <case> <value>`".into());
     };
+    if case.is_empty() {
+        return Err("expected `<gpu folder> <crate>/<step> <case> <value>`".into());
+    }
+    let case = case.join(" ");
+    let case = case.as_str();
     let (_, results) = data
         .iter()
         .find(|(folder, _)| folder.file_name().is_some_and(|n| n == *gpu))

@@ -246,14 +246,14 @@ impl TileShape {
 }
 // ANCHOR_END: tile_shape
 
-/// The three forms of the single pass, each one technique on from the one before.
+/// The forms of the single pass: the one the crate uses, and two ideas that measured slower.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SinglePass {
-    /// Decoupled look-back, 32 predecessors per round trip.
+    /// Decoupled look-back, 32 predecessors per round trip (the crate's scan).
     Classic,
-    /// The look-back warp reads [`TileShape::look_back_per_lane`] predecessors per lane.
+    /// Tried: the look-back warp reads [`TileShape::look_back_per_lane`] predecessors per lane.
     WideLookBack,
-    /// The tile's loads go out before its ticket comes back (the final form).
+    /// Tried: the wide look-back, and the tile's loads go out before its ticket comes back.
     EarlyLoads,
 }
 

@@ -2,16 +2,20 @@
 
 use std::path::PathBuf;
 
-use clap::Parser;
 use clap::builder::PossibleValuesParser;
+use clap::{Parser, Subcommand};
 
 /// Runs every step of every technique in the registry's order: checks it against the CPU, times
 /// it (median of CUDA-event-timed batches) and compares it with the read and copy roofs measured in
 /// the same run. Writes the results into the book's data folder and redraws the book's tables and
 /// charts. Without a GPU, runs every step on the CPU simulator and prints what each launch did.
 #[derive(Debug, Clone, PartialEq, Parser)]
-#[command(name = "tour", version)]
+#[command(name = "tour", version, args_conflicts_with_subcommands = true)]
 pub struct Options {
+    /// Course mode (also `cargo course <command>`): starter copies and grading.
+    #[command(subcommand)]
+    pub command: Option<CourseCommand>,
+
     /// Only these crates (comma-separated), e.g. `reduce-naive,reduce-atomic`.
     #[arg(long, value_name = "CRATES", value_delimiter = ',', value_parser = PossibleValuesParser::new(crates()))]
     pub crates: Vec<String>,
@@ -36,6 +40,49 @@ pub struct Options {
     /// committed data (no GPU needed).
     #[arg(long, conflicts_with_all = ["crates", "families", "cases", "no_charts"])]
     pub charts: bool,
+}
+
+/// Course mode: hand out the kernels with the technique removed, and grade them with the same tests.
+#[derive(Debug, Clone, PartialEq, Subcommand)]
+pub enum CourseCommand {
+    /// Write a starter copy of the workspace to DEST: every solution region of the chosen crates
+    /// replaced by its stub, the tests untouched, and a GitHub Classroom autograding file.
+    Starter {
+        dest: PathBuf,
+        /// Only these crates' regions (default: every crate that has any).
+        #[arg(long, value_name = "CRATES", value_delimiter = ',')]
+        crates: Vec<String>,
+    },
+    /// Run the chosen crates' graded tests (every test but the illustrations) and print a table of
+    /// tests passed and points; on a GPU, `--speed` adds a speed score against the reference
+    /// solution measured in the same run.
+    Grade {
+        /// Only these crates (default: every crate that has solution regions).
+        #[arg(long, value_name = "CRATES", value_delimiter = ',')]
+        crates: Vec<String>,
+        /// A student's workspace: its solution files are graded by this workspace's tests.
+        #[arg(long, value_name = "DIR")]
+        submission: Option<PathBuf>,
+        /// Also write the grades as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// On a GPU: time each step against this workspace's solution (needs --submission).
+        #[arg(long, requires = "submission")]
+        speed: bool,
+        /// Exit with an error unless every graded test passed (for autograders).
+        #[arg(long)]
+        require_all: bool,
+        /// Refuse to grade unless the tests are the instructor's (the digest a starter wrote).
+        #[arg(long, value_name = "HEX")]
+        tests_digest: Option<String>,
+    },
+    /// CI's contract for every crate with solution regions: with the stubs in place the workspace
+    /// builds and every kernel compiles, and each crate's graded tests fail.
+    Check {
+        /// Only these crates.
+        #[arg(long, value_name = "CRATES", value_delimiter = ',')]
+        crates: Vec<String>,
+    },
 }
 
 /// Every crate that offers steps (technique crates and the crates of peers).
@@ -80,6 +127,16 @@ mod tests {
         let options = parse(&[]).expect("no options parse");
         assert!(options.wants("reduction", "reduce-naive") && options.wants_case("2^28"));
         assert!(!options.charts && !options.no_charts && options.out.is_none());
+        assert_eq!(options.command, None);
+    }
+
+    #[test]
+    fn course_commands() {
+        let options = parse(&["grade", "--crates", "reduce-naive", "--require-all"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Grade { require_all: true, .. })));
+        assert_eq!(parse(&["grade", "--speed"]).unwrap_err().kind(), ErrorKind::MissingRequiredArgument);
+        let options = parse(&["starter", "/tmp/x"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Starter { .. })));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! charts. Without a GPU it runs every step on the CPU simulator and prints what each launch did.
 //! `--charts` only redraws the book from the committed data.
 
+mod classroom;
 mod cli;
 mod steps;
 
@@ -34,7 +35,11 @@ fn run_seed() -> u64 {
 
 fn main() -> ExitCode {
     let options = Options::parse();
-    let ok = if options.charts { render_book() } else { tour(&options) };
+    let ok = match &options.command {
+        Some(command) => classroom::run(command),
+        None if options.charts => render_book(),
+        None => tour(&options),
+    };
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 

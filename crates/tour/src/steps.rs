@@ -13,8 +13,10 @@ pub fn entries() -> Vec<StepEntry> {
         reduce_shuffle::steps(),
         reduce_multi_level::steps(),
         reduce_atomic::steps(),
+        reduce_numerics::steps(),
         reduction::peers::steps(),
         scan::steps(),
+        histogram::steps(),
     ]
     .concat()
 }

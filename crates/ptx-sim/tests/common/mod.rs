@@ -88,3 +88,15 @@ pub fn run_partials(
         .unwrap_or_else(|e| panic!("{kernel}: {e}"));
     (f32s(&m.read(out, grid as usize * 4).expect("read")), stats)
 }
+
+/// PTX for `compute_90` of an inline CUDA snippet (`name` is the file name NVRTC reports).
+pub fn ptx_of_source(name: &'static str, code: &'static str) -> String {
+    let image = compile(&KernelSource { file: name, code }, Target::Ptx { major: 9, minor: 0 }, &[])
+        .unwrap_or_else(|e| panic!("{name} compiles: {e}"));
+    String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string()
+}
+
+/// The parsed module of an inline CUDA snippet.
+pub fn module_of_source(name: &'static str, code: &'static str) -> ptx_sim::Module {
+    ptx_sim::parse(&ptx_of_source(name, code)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}

@@ -1,0 +1,63 @@
+//! Launches are checked against the kernel's parameters, on the GPU as on the CPU simulator: a
+//! launch with too few or too many arguments, or an argument of the wrong size, is an error naming
+//! the kernel and the parameter, before anything runs.
+
+use gpu_harness::{Device, GpuError, KernelSource, LaunchConfig, kernel_source};
+use gpu_test::{TestResult, TestSuite};
+
+const ROOFS: KernelSource = kernel_source!("roofs.cu");
+
+/// `read_roof_unroll4(const float4* input, float* sink, long long count, float never)`.
+fn expect_argument_error(device: &Device, arguments: usize, count_as_u32: bool) -> Result<String, String> {
+    let kernel = device.kernel(&ROOFS, "read_roof_unroll4").map_err(|e| e.to_string())?;
+    let input = device.upload(&[1.0f32; 16]).map_err(|e| e.to_string())?;
+    let sink = device.alloc::<f32>(1).map_err(|e| e.to_string())?;
+    let mut launch = device.launch(&kernel, LaunchConfig::linear(1, 32, 0)).arg(&input).arg(&sink);
+    if arguments >= 3 {
+        launch = if count_as_u32 { launch.arg(4u32) } else { launch.arg(4i64) };
+    }
+    if arguments >= 4 {
+        launch = launch.arg(f32::NAN);
+    }
+    if arguments >= 5 {
+        launch = launch.arg(7u32);
+    }
+    match launch.run() {
+        Err(GpuError::Arguments { kernel, problem }) => Ok(format!("{kernel}: {problem}")),
+        Ok(()) => Err(format!("a launch with {arguments} arguments (count as u32: {count_as_u32}) ran")),
+        Err(other) => Err(format!("expected an Arguments error, got {other}")),
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    TestSuite::new()
+        .gpu("wrong_argument_count_and_size_are_errors", |device| -> TestResult {
+            let messages = [
+                expect_argument_error(device, 3, false)?,
+                expect_argument_error(device, 5, false)?,
+                expect_argument_error(device, 4, true)?,
+            ];
+            insta::assert_snapshot!("argument_errors", messages.join("\n"));
+            // The right arguments run.
+            let kernel = device.kernel(&ROOFS, "read_roof_unroll4")?;
+            let (input, sink) = (device.upload(&[1.0f32; 16])?, device.alloc::<f32>(1)?);
+            device
+                .launch(&kernel, LaunchConfig::linear(1, 32, 0))
+                .arg(&input)
+                .arg(&sink)
+                .arg(4i64)
+                .arg(f32::NAN)
+                .run()?;
+            device.synchronize()?;
+            Ok(())
+        })
+        .cpu("argument_error_message", || {
+            let error = GpuError::Arguments {
+                kernel: "k".into(),
+                problem: "parameter 2 is 8 bytes, the launch passes the u32 4 (4 bytes)".into(),
+            };
+            insta::assert_snapshot!("argument_error_message", error.to_string());
+            Ok(())
+        })
+        .run()
+}

@@ -1,0 +1,6 @@
+//! Effective bandwidth of every histogram step at the cases the registry (`course.toml`) gives it,
+//! against the read and copy roofs of the same run (`gpu_bench`).
+
+fn main() -> std::process::ExitCode {
+    gpu_bench::main(histogram::steps())
+}

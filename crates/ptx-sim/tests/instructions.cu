@@ -1,0 +1,161 @@
+// 64-bit atomics and red: every thread adds to a counter, exchanges, and takes a ticket by CAS.
+extern "C" __global__ void atomics64(unsigned long long* counter, unsigned long long* cas_target,
+                                     unsigned int* exch32, unsigned long long* exch64, unsigned long long* old_values)
+{
+    unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
+    old_values[t] = atomicAdd(counter, (unsigned long long)t + 1);
+    atomicAdd(counter + 1, 5ull);                      // result unused: red.global.add.u64
+    atomicAdd((unsigned int*)(counter + 2), 3u);        // red.global.add.u32
+    unsigned long long seen = *cas_target, assumed;
+    do {
+        assumed = seen;
+        seen = atomicCAS(cas_target, assumed, assumed + (1ull << 33));
+    } while (seen != assumed);
+    atomicExch(exch32, t);
+    atomicExch(exch64, (unsigned long long)t << 32);
+}
+
+// Scoped loads and stores and fences, as single-pass kernels use them.
+extern "C" __global__ void scoped_memory(unsigned int* flags, unsigned int* out)
+{
+    unsigned int t = threadIdx.x;
+    unsigned int v;
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(flags + t), "r"(t + 1) : "memory");
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    asm volatile("fence.sc.gpu;" ::: "memory");
+    asm volatile("membar.gl;" ::: "memory");
+    __threadfence();
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + 64 + t), "r"(2 * t) : "memory");
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flags + t) : "memory");
+    out[t] = v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flags + 64 + t) : "memory");
+    out[64 + t] = v;
+    out[128 + t] = ((volatile unsigned int*)flags)[t] * 3;
+}
+
+// Warp votes: ballot, activemask and match.any in a divergent branch.
+extern "C" __global__ void votes(const int* keys, unsigned int* out)
+{
+    unsigned int t = threadIdx.x;
+    out[t] = __ballot_sync(0xffffffffu, keys[t] > 0);
+    if (t % 3 != 0) {
+        out[32 + t] = __activemask();
+        out[64 + t] = __match_any_sync(__activemask(), keys[t]);
+    }
+}
+
+// Bit manipulation.
+extern "C" __global__ void bits(const unsigned int* a, const unsigned int* b, unsigned int* out)
+{
+    unsigned int t = threadIdx.x, x = a[t], y = b[t];
+    unsigned int* o = out + 12 * t;
+    o[0] = __popc(x);
+    o[1] = __clz(x);
+    o[2] = __brev(x);
+    o[3] = __byte_perm(x, y, 0x5140);
+    o[4] = __funnelshift_l(x, y, t);
+    o[5] = __funnelshift_r(x, y, t);
+    unsigned int e, i;
+    asm("bfe.u32 %0, %1, %2, %3;" : "=r"(e) : "r"(x), "r"(t % 32), "r"(5u));
+    o[6] = e;
+    asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(i) : "r"(y), "r"(x), "r"(t % 32), "r"(7u));
+    o[7] = i;
+    int s;
+    asm("bfe.s32 %0, %1, %2, %3;" : "=r"(s) : "r"(x), "r"(3u), "r"(9u));
+    o[8] = (unsigned int)s;
+    o[9] = __popcll(((unsigned long long)x << 32) | y);
+    o[10] = __clzll((unsigned long long)y);
+    o[11] = __ffs(x);
+}
+
+// Cache-hint loads, scalar and vector.
+extern "C" __global__ void cache_hints(const float* in, const float4* in4, float* out)
+{
+    unsigned int t = threadIdx.x;
+    float4 v = __ldg(in4 + t);
+    float4 w = __ldcs(in4 + t);
+    float4 u = __ldcg(in4 + t);
+    out[t] = __ldcs(in + t) + __ldcg(in + t) * 2.0f + __ldg(in + t) * 4.0f + __ldca(in + t) * 8.0f;
+    out[32 + t] = v.x + v.y + v.z + v.w + w.x + w.y + u.z + u.w;
+    __stcs(out + 64 + t, v.x);
+    __stcg(out + 96 + t, w.w);
+    __stwb(out + 128 + t, u.y);
+}
+
+// 8- and 16-bit global and shared loads and stores.
+extern "C" __global__ void narrow(const unsigned char* bytes, const short* shorts, unsigned char* out8, short* out16, int* wide)
+{
+    __shared__ unsigned char s8[64];
+    __shared__ short s16[64];
+    unsigned int t = threadIdx.x;
+    s8[t] = bytes[t] + 1;
+    s16[t] = shorts[t] - 1;
+    __syncthreads();
+    out8[t] = s8[63 - t];
+    out16[t] = s16[63 - t];
+    wide[t] = (signed char)bytes[t] + s16[t];
+}
+
+// Shared-memory atomics: a histogram (atom.shared.add.u32) and a wrapping counter (atom.shared.inc).
+extern "C" __global__ void shared_atomics(const unsigned int* keys, unsigned int* histogram, unsigned int* tickets)
+{
+    __shared__ unsigned int bins[8];
+    __shared__ unsigned int counter;
+    unsigned int t = threadIdx.x;
+    if (t < 8) bins[t] = 0;
+    if (t == 0) counter = 0;
+    __syncthreads();
+    atomicAdd(&bins[keys[t] % 8], 1u);
+    tickets[t] = atomicInc(&counter, 9u);
+    __syncthreads();
+    if (t < 8) histogram[t] = bins[t];
+}
+
+// red.* (results never read): NVRTC emits atom for atomicAdd, so these are written as PTX.
+extern "C" __global__ void reductions(unsigned int* counters, unsigned long long* wide)
+{
+    __shared__ unsigned int local;
+    unsigned int t = threadIdx.x;
+    if (t == 0) local = 0;
+    __syncthreads();
+    asm volatile("red.global.add.u32 [%0], %1;" :: "l"(counters), "r"(t) : "memory");
+    asm volatile("red.relaxed.gpu.global.max.u32 [%0], %1;" :: "l"(counters + 1), "r"(t * 7) : "memory");
+    asm volatile("red.global.add.u64 [%0], %1;" :: "l"(wide), "l"((unsigned long long)t << 32) : "memory");
+    asm volatile("red.shared.add.u32 [%0], %1;" :: "r"((unsigned int)__cvta_generic_to_shared(&local)), "r"(2u) : "memory");
+    __syncthreads();
+    if (t == 0) counters[2] = local;
+}
+
+// Half precision as cuda_fp16.h / cuda_bf16.h write it (NVRTC 13.5 output of __half2float,
+// __float2half, __floats2half2_rn, __hadd2, __half22float2, __float2bfloat16, __bfloat162float):
+// the headers' inline PTX, copied here because NVRTC needs the bundled headers extracted to find them.
+extern "C" __global__ void halves(const unsigned short* h, const unsigned int* h2, const float* f,
+                                  float* out, unsigned short* out16, unsigned int* out32)
+{
+    unsigned int t = threadIdx.x;
+    float x, lo, hi;
+    unsigned short r16;
+    unsigned int r32, sum2;
+    asm("{  cvt.f32.f16 %0, %1;}\n" : "=f"(x) : "h"(h[t]));
+    out[t] = x;
+    asm("{  cvt.rn.f16.f32 %0, %1;}\n" : "=h"(r16) : "f"(f[t]));
+    out16[t] = r16;
+    asm("{ cvt.f32.bf16 %0, %1;}\n" : "=f"(x) : "h"(h[t]));
+    out[32 + t] = x;
+    asm("{  cvt.rn.bf16.f32 %0, %1;}\n" : "=h"(r16) : "f"(f[t]));
+    out16[32 + t] = r16;
+    asm("{.reg .f16 low,high;\n  cvt.rn.f16.f32 low, %1;\n  cvt.rn.f16.f32 high, %2;\n  mov.b32 %0, {low,high};}\n"
+        : "=r"(r32) : "f"(f[t]), "f"(-f[t]));
+    out32[t] = r32;
+    asm("{add.f16x2 %0,%1,%2;\n}\n" : "=r"(sum2) : "r"(h2[t]), "r"(h2[(t + 1) % 32]));
+    out32[32 + t] = sum2;
+    asm("{.reg .f16 low,high;\n  mov.b32 {low,high},%2;\n  cvt.f32.f16 %0, low;\n  cvt.f32.f16 %1, high;}\n"
+        : "=f"(lo), "=f"(hi) : "r"(sum2));
+    out[64 + t] = lo + hi;
+    asm("{ fma.rn.f16x2 %0,%1,%2,%3;\n}\n" : "=r"(r32) : "r"(h2[t]), "r"(h2[(t + 3) % 32]), "r"(sum2));
+    out32[64 + t] = r32;
+    asm("{ mul.rn.bf16x2 %0,%1,%2;\n}\n" : "=r"(r32) : "r"(h2[t]), "r"(h2[(t + 5) % 32]));
+    out32[96 + t] = r32;
+    asm("{ add.rn.bf16 %0,%1,%2;\n}\n" : "=h"(r16) : "h"(h[t]), "h"(h[(t + 7) % 32]));
+    out16[64 + t] = r16;
+}

@@ -1,0 +1,6 @@
+//! Effective bandwidth of every reduce-numerics step at the cases the registry (`course.toml`)
+//! gives it, against the read and copy roofs of the same run (`gpu_bench`).
+
+fn main() -> std::process::ExitCode {
+    gpu_bench::main(reduce_numerics::steps())
+}
