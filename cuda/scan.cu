@@ -11,9 +11,9 @@
 //   3. scan_tiles, add_tile_prefixes          any size: scan-then-propagate (read twice, write twice)
 //      reduce_tiles, scan_tiles_with_prefix   any size: reduce-then-scan (read twice, write once)
 //   4. scan_single_pass        any size, one launch: decoupled look-back (look_back.cuh)
+//      scan_early_loads        the same, a block's loads go out before its tile ticket is back
 //      segmented_scan          the single pass over (value, head flag) pairs
 //      scan_wide_look_back     tried, slower: the look-back reads several predecessors per lane
-//      scan_early_loads        tried, slower: a block loads before its tile ticket comes back
 #include "block_reduce.cuh"
 #include "look_back.cuh"
 
@@ -417,13 +417,13 @@ struct Classic {
     static const int PER_LANE = 1;
     static const bool EARLY_LOADS = false;
 };
+struct EarlyLoads {
+    static const int PER_LANE = 1;
+    static const bool EARLY_LOADS = true;
+};
 struct WideLookBack {
     static const int PER_LANE = LOOK_BACK_PER_LANE;
     static const bool EARLY_LOADS = false;
-};
-struct EarlyLoads {
-    static const int PER_LANE = LOOK_BACK_PER_LANE;
-    static const bool EARLY_LOADS = true;
 };
 
 // ANCHOR: single_pass
@@ -432,15 +432,16 @@ struct EarlyLoads {
 // registers (scan_rows), combines its warps' totals through shared memory, and finds everything
 // before the tile by decoupled look-back (tile_prefix). Then each element is written once: the
 // input is read once and the output written once, 2n accesses in all.
-// What it leaves slow: a block's loads wait for its ticket, and while its warp 0 looks back the
-// block has nothing in flight; the other blocks on the SM hide part of both.
+// What it leaves slow: a block's loads wait for its ticket, a round trip to L2 at the start of
+// every block.
 //
-// Two forms tried against those, both slower on an H100 and an H200 (see the chapter):
-// scan_wide_look_back: the look-back warp reads LOOK_BACK_PER_LANE predecessors per lane per round
-// trip instead of one, for fewer round trips on long walks.
-// scan_early_loads: the same, and the block does not wait for its ticket to start loading: it loads
-// tile blockIdx.x while the ticket is on its way, and loads again only if the ticket names another
-// tile (correct whatever the order blocks start in).
+// scan_early_loads: the block does not wait for its ticket to start loading: it loads tile
+// blockIdx.x while the ticket is on its way, and loads again only if the ticket names another
+// tile. Blocks usually start in blockIdx order, so the guess is usually right and the ticket's
+// round trip overlaps the loads; when it is wrong the result is still right.
+//
+// scan_wide_look_back (tried, slower): the look-back warp reads LOOK_BACK_PER_LANE predecessors
+// per lane per round trip instead of one, for fewer round trips on long walks.
 //
 // Launch: ceil(n / (THREADS * ITEMS)) blocks of THREADS threads; `counter` 0 before the first
 // launch; `status` one word per tile; `epoch` different from the previous launch's (1 .. 2^29 - 1).
@@ -646,7 +647,7 @@ struct SegmentedTiles {
                                     unsigned epoch)                                                       \
     {                                                                                                     \
         const SegmentedTiles<T> io = {input, heads, output};                                              \
-        single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Classic>(                     \
+        single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, EarlyLoads>(                  \
             io, TileStatus{status, epoch}, counter, n);                                                   \
     }
 

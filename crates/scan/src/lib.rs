@@ -10,11 +10,11 @@
 //! 3. [`MultiPassScan`]: any size in several passes, scan-then-propagate ([`MultiPass::ScanThenPropagate`],
 //!    4n accesses) or reduce-then-scan ([`MultiPass::ReduceThenScan`], 3n).
 //! 4. [`Scan`]: one pass with decoupled look-back (2n accesses), a block per tile
-//!    ([`SinglePass::Classic`]), and the crate's API: inclusive, exclusive and segmented scans of
-//!    f32, i32 and u32, of device buffers or host slices, of any size up to 2^32 - 1 elements, into
-//!    another buffer or in place. Two forms that measured slower are kept for the chapter:
-//!    [`SinglePass::WideLookBack`] (the look-back reads 128 predecessors per round trip) and
-//!    [`SinglePass::EarlyLoads`] (a block loads before its tile ticket is back).
+//!    ([`SinglePass::Classic`]); then [`SinglePass::EarlyLoads`], whose blocks load before their
+//!    tile ticket is back: the crate's API, inclusive, exclusive and segmented scans of f32, i32
+//!    and u32, of device buffers or host slices, of any size up to 2^32 - 1 elements, into another
+//!    buffer or in place. A form that measured slower is kept for the chapter:
+//!    [`SinglePass::WideLookBack`] (the look-back reads 128 predecessors per round trip).
 //!
 //! Launch plans ([`plan`]) are pure functions of the size and the GPU's shape. [`TileState`] (the
 //! status words and the tile counter) and [`plan::TileShape`] are what another single-pass kernel

@@ -161,8 +161,8 @@ fn single_pass<const FORM: u8>(device: &Device, case: &Case, seed: u64) -> Resul
     single_pass_step::<f32>(device, case, seed, form.step(), form, ScanKind::Inclusive)
 }
 
-fn single_pass_i32(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    single_pass_step::<i32>(device, case, seed, "single-pass-i32", SinglePass::Classic, ScanKind::Exclusive)
+fn early_loads_i32(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
+    single_pass_step::<i32>(device, case, seed, "early-loads-i32", SinglePass::EarlyLoads, ScanKind::Exclusive)
 }
 
 /// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
@@ -176,9 +176,9 @@ pub fn steps() -> Vec<StepEntry> {
         entry("scan-then-propagate", multi_pass::<0>),
         entry("reduce-then-scan", multi_pass::<1>),
         entry("single-pass", single_pass::<0>),
-        entry("single-pass-i32", single_pass_i32),
-        entry("wide-look-back", single_pass::<1>),
-        entry("early-loads", single_pass::<2>),
+        entry("early-loads", single_pass::<1>),
+        entry("early-loads-i32", early_loads_i32),
+        entry("wide-look-back", single_pass::<2>),
     ];
     steps.extend(crate::peers::steps());
     steps

@@ -212,7 +212,7 @@ pub fn multi_pass_scratch(n: u64) -> u64 {
 // ANCHOR: tile_shape
 /// The shape of a single-pass tile: threads per block and elements per thread (a multiple of 4:
 /// the 16-byte vectors), and how many predecessors each lane of the look-back warp reads per round
-/// trip in the wide look-back. The kernels are compiled with these values (`-D SCAN_THREADS=...`).
+/// trip in the wide look-back (the form that was tried). The kernels are compiled with these values (`-D SCAN_THREADS=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
     pub threads: u32,
@@ -246,19 +246,20 @@ impl TileShape {
 }
 // ANCHOR_END: tile_shape
 
-/// The forms of the single pass: the one the crate uses, and two ideas that measured slower.
+/// The forms of the single pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SinglePass {
-    /// Decoupled look-back, 32 predecessors per round trip (the crate's scan).
+    /// Decoupled look-back, the look-back warp reading 32 predecessors per round trip.
     Classic,
-    /// Tried: the look-back warp reads [`TileShape::look_back_per_lane`] predecessors per lane.
-    WideLookBack,
-    /// Tried: the wide look-back, and the tile's loads go out before its ticket comes back.
+    /// The same, and a block's loads go out before its tile ticket is back (the crate's scan).
     EarlyLoads,
+    /// Tried, slower: the look-back warp reads [`TileShape::look_back_per_lane`] predecessors per
+    /// lane.
+    WideLookBack,
 }
 
 impl SinglePass {
-    pub const ALL: [SinglePass; 3] = [SinglePass::Classic, SinglePass::WideLookBack, SinglePass::EarlyLoads];
+    pub const ALL: [SinglePass; 3] = [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack];
 
     /// The step's name in the registry.
     pub fn step(self) -> &'static str {

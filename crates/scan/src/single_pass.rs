@@ -36,12 +36,12 @@ pub struct Scan<T: ScanElement> {
 }
 
 impl<T: ScanElement> Scan<T> {
-    /// The single pass with decoupled look-back ([`SinglePass::Classic`]: the fastest form measured).
+    /// The single pass with decoupled look-back and early loads ([`SinglePass::EarlyLoads`]).
     pub fn new(device: &Device) -> Result<Self> {
-        Self::with_form(device, SinglePass::Classic)
+        Self::with_form(device, SinglePass::EarlyLoads)
     }
 
-    /// The given form of the single pass (the segmented scans always use the classic one).
+    /// The given form of the single pass (the segmented scans always use early loads).
     pub fn with_form(device: &Device, form: SinglePass) -> Result<Self> {
         let kernel = |name: String| compile(device, &name);
         let segmented = |kind: ScanKind| format!("segmented_scan_{}_{}", kind.name(), T::SUFFIX);
@@ -153,7 +153,7 @@ impl<T: ScanElement> Scan<T> {
                 output.len()
             )));
         }
-        let plan = plan(SinglePass::Classic, kind, T::SUFFIX, n)?;
+        let plan = plan(SinglePass::EarlyLoads, kind, T::SUFFIX, n)?;
         let Some(planned) = plan.launches.first() else { return Ok(()) };
         self.state.reserve(self.shape.tiles(n as u64) as usize)?;
         let kernel = match kind {

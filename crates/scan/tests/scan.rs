@@ -142,7 +142,7 @@ fn typed_suite<T: ScanElement>(mut suite: TestSuite) -> TestSuite {
             })
             .gpu(format!("other_forms::{t}::{k}"), move |device| {
                 let mut rng = TestRng::new();
-                for form in [SinglePass::WideLookBack, SinglePass::EarlyLoads] {
+                for form in [SinglePass::Classic, SinglePass::WideLookBack] {
                     let mut scan = Scan::<T>::with_form(device, form)?;
                     for n in [1, 33, TILE - 1, TILE + 1, 40 * TILE + 5, test_size(device, (1 << 24) + 3, 1 << 20)] {
                         let host = exact_input::<T>(&mut rng, n + 1);
