@@ -27,7 +27,9 @@ histogram_global_atomics(const unsigned char* __restrict__ input, unsigned int* 
 {
     const long long stride = (long long)gridDim.x * HIST_BLOCK;
     for (long long i = (long long)blockIdx.x * HIST_BLOCK + threadIdx.x; i < n; i += stride) {
+        // ANCHOR: solution count the byte: add 1 to its bin in global memory with an atomic
         atomicAdd(&bins[input[i]], 1u);
+        // ANCHOR_END: solution
     }
 }
 // ANCHOR_END: global_atomics
@@ -39,12 +41,14 @@ histogram_global_atomics(const unsigned char* __restrict__ input, unsigned int* 
 // non-empty bin and block, 256 per block at most instead of one per byte.
 __device__ __forceinline__ void merge_one_copy(const unsigned int* counts, unsigned int* __restrict__ bins)
 {
+    // ANCHOR: solution each thread adds the block's count of bins threadIdx.x, threadIdx.x + HIST_BLOCK, ... into the global bins with one atomic, skipping empty bins
     for (unsigned int bin = threadIdx.x; bin < BYTE_BINS; bin += HIST_BLOCK) {
         const unsigned int count = counts[bin];
         if (count != 0) {
             atomicAdd(&bins[bin], count);
         }
     }
+    // ANCHOR_END: solution
 }
 // ANCHOR_END: merge
 
@@ -245,7 +249,10 @@ struct LaneCopies {
     // Bin b of this lane's copy is 128 bytes (32 words) after bin b - 1: a byte offset of b << 7.
     __device__ void add(unsigned int bin, unsigned int count)
     {
+        // ANCHOR: solution add count to bin `bin` of this lane's copy: word bin * 32 of the lane's interleaved copy (a byte offset of bin << 7)
         atomicAdd(reinterpret_cast<unsigned int*>(reinterpret_cast<char*>(counts) + (bin << 7)), count);
+        // ANCHOR_END: solution
+        // ANCHOR: stub atomicAdd(counts + bin, count);
     }
     __device__ void vector(uint4 v) { add_each_byte(*this, v); }
     __device__ static void merge(const unsigned int* shared, unsigned int* __restrict__ bins)

@@ -109,11 +109,15 @@ struct Compensated {
 // a + b = s + e exactly, with s = fl(a + b) (Knuth's TwoSum: six additions, no branch).
 __device__ __forceinline__ float two_sum(float a, float b, float* error)
 {
+    // ANCHOR: solution the rounded sum s = a + b, and in *error the exact a + b - s, from additions and subtractions alone (TwoSum: the part of b that s kept, the part of a, and what each lost)
     const float s = a + b;
     const float b_virtual = s - a;
     const float a_virtual = s - b_virtual;
     *error = (a - a_virtual) + (b - b_virtual);
     return s;
+    // ANCHOR_END: solution
+    // ANCHOR: stub *error = 0.0f;
+    // ANCHOR: stub return a + b;
 }
 
 struct CompensatedSum {
@@ -176,6 +180,7 @@ struct MomentsOf {
         if (a.count == 0) return b;
         if (b.count == 0) return a;
         const unsigned long long count = a.count + b.count;
+        // ANCHOR: solution combine two accumulators with Chan's formula: the mean moves by d = mean_b - mean_a times nb / n, and m2 gains d^2 * na * nb / n
         const float share_b = (float)b.count / (float)count;
         const float d = b.mean - a.mean;
         // An infinite mean stays infinite (NaN if both signs meet), as numpy's mean does; the
@@ -183,6 +188,8 @@ struct MomentsOf {
         const float mean = (isinf(a.mean) || isinf(b.mean)) ? a.mean + b.mean : a.mean + d * share_b;
         const float m2 = (a.m2 + b.m2) + d * d * ((float)a.count * share_b);
         return Moments{count, mean, m2};
+        // ANCHOR_END: solution
+        // ANCHOR: stub return Moments{count, a.mean, a.m2};
     }
 };
 

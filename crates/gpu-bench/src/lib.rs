@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
+use gpu_harness::peer::PeerLibrary;
 use gpu_harness::{Device, StepEntry};
 use report::session::{Failure, Session, find_entry};
 use report::tables::chapter_table;
@@ -25,8 +26,9 @@ use report::tables::chapter_table;
 /// The seed of every bench input (a bench measures the same data each run).
 const SEED: u64 = 0x5eed;
 
-/// Benches every step of the crate that `entries` come from. With no GPU it says so and succeeds
-/// (fails with `CUDA_REQUIRED=1`); a step that fails its check or cannot run fails the bench.
+/// Benches every step of the crate that `entries` come from, and its peers when `COURSE_PEERS` names
+/// the peer library (skipped with the reason otherwise). With no GPU it says so and succeeds (fails
+/// with `CUDA_REQUIRED=1`); a step that fails its check or cannot run fails the bench.
 pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     let Some(crate_name) = entries.first().map(|e| e.crate_name) else {
         eprintln!("gpu-bench: no steps to measure");
@@ -53,6 +55,13 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     let mut ok = true;
     let course = course::registry();
     for step in course.steps().filter(|s| s.crate_name == crate_name) {
+        // A peer (cuBLAS, CUB) needs the peer library; without it the row is skipped, as in the tour.
+        if step.peer.is_some() {
+            if let Err(e) = PeerLibrary::shared() {
+                println!("{crate_name}: peer `{}` skipped: {e}", step.name());
+                continue;
+            }
+        }
         let Some(entry) = find_entry(&entries, &step) else {
             eprintln!("{crate_name}: the registry lists step `{}`, which the crate does not offer", step.name());
             ok = false;

@@ -124,7 +124,7 @@ fn byte_tests(mut suite: TestSuite) -> TestSuite {
                 insta::assert_snapshot!("counts_of_fixed_text", nonzero_counts(&got));
                 Ok(())
             })
-            .nvrtc_if(format!("{name}::simulator_counters"), counters_comparable, move || {
+            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
                 insta::assert_snapshot!(format!("{name}_simulator_counters"), byte_counters(step)?);
                 Ok(())
             });
@@ -390,7 +390,7 @@ fn even_tests(mut suite: TestSuite) -> TestSuite {
                 let host = vec![0.5f32; test_size(device, 3_000_001, 200_001)];
                 check_even(device, &rng, step, &bins, &host, 0)
             })
-            .nvrtc_if(format!("{name}::simulator_counters"), counters_comparable, move || {
+            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
                 let device = Device::simulator()?;
                 let bins = EvenBins::new(256, 0.0, 1.0)?;
                 let histogram = EvenHistogram::new(&device, step)?;
@@ -420,7 +420,7 @@ fn even_tests(mut suite: TestSuite) -> TestSuite {
 
 fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
     suite
-        .cpu("launch_plans", || {
+        .cpu("illustration::launch_plans", || {
             let gpu = GpuShape::HOPPER_132_SMS;
             let sizes = [0usize, 1, 511, 512, 513, 16_383, 16_384, 16_385, (1 << 20) + 3, 1 << 30, u32::MAX as usize];
             let mut text = String::new();

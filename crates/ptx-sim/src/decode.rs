@@ -133,14 +133,10 @@ pub(crate) enum AluOp {
 /// A comparison of `setp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+    /// `eq` .. `ge`: false when a float operand is NaN.
+    Ordered(Order),
     /// Float comparisons that are true when either operand is NaN (`equ`, `ltu`, ...).
-    Unordered(UnorderedCmp),
+    Unordered(Order),
     /// Unsigned integer comparisons (`lo`, `ls`, `hi`, `hs`), whatever the type.
     Lo,
     Ls,
@@ -150,8 +146,9 @@ pub(crate) enum Cmp {
     Nan,
 }
 
+/// The six relations `setp` tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UnorderedCmp {
+pub(crate) enum Order {
     Eq,
     Ne,
     Lt,
@@ -397,18 +394,18 @@ fn alu(i: &Instr, ty: Type) -> Option<Kind> {
 fn setp(i: &Instr, ty: Type) -> Option<Kind> {
     let float = matches!(ty, Type::F(_));
     let cmp = match (i.mods.first()?.as_str(), float) {
-        ("eq", _) => Cmp::Eq,
-        ("ne", _) => Cmp::Ne,
-        ("lt", _) => Cmp::Lt,
-        ("le", _) => Cmp::Le,
-        ("gt", _) => Cmp::Gt,
-        ("ge", _) => Cmp::Ge,
-        ("equ", true) => Cmp::Unordered(UnorderedCmp::Eq),
-        ("neu", true) => Cmp::Unordered(UnorderedCmp::Ne),
-        ("ltu", true) => Cmp::Unordered(UnorderedCmp::Lt),
-        ("leu", true) => Cmp::Unordered(UnorderedCmp::Le),
-        ("gtu", true) => Cmp::Unordered(UnorderedCmp::Gt),
-        ("geu", true) => Cmp::Unordered(UnorderedCmp::Ge),
+        ("eq", _) => Cmp::Ordered(Order::Eq),
+        ("ne", _) => Cmp::Ordered(Order::Ne),
+        ("lt", _) => Cmp::Ordered(Order::Lt),
+        ("le", _) => Cmp::Ordered(Order::Le),
+        ("gt", _) => Cmp::Ordered(Order::Gt),
+        ("ge", _) => Cmp::Ordered(Order::Ge),
+        ("equ", true) => Cmp::Unordered(Order::Eq),
+        ("neu", true) => Cmp::Unordered(Order::Ne),
+        ("ltu", true) => Cmp::Unordered(Order::Lt),
+        ("leu", true) => Cmp::Unordered(Order::Le),
+        ("gtu", true) => Cmp::Unordered(Order::Gt),
+        ("geu", true) => Cmp::Unordered(Order::Ge),
         ("num", true) => Cmp::Num,
         ("nan", true) => Cmp::Nan,
         ("lo", false) => Cmp::Lo,
@@ -421,7 +418,7 @@ fn setp(i: &Instr, ty: Type) -> Option<Kind> {
         Type::F(32) => CmpType::F32,
         Type::F(64) => CmpType::F64,
         // Equality does not depend on the sign: compare the bits, without sign-extending.
-        Type::S(_) if matches!(cmp, Cmp::Eq | Cmp::Ne) => CmpType::Unsigned,
+        Type::S(_) if matches!(cmp, Cmp::Ordered(Order::Eq | Order::Ne)) => CmpType::Unsigned,
         Type::S(b) => CmpType::Signed(b),
         Type::B(_) | Type::U(_) => CmpType::Unsigned,
         _ => return None,

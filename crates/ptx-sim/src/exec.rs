@@ -7,7 +7,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::decode::{AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, ShflMode, Src, UnorderedCmp};
+use crate::decode::{AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, Order, ShflMode, Src};
 use crate::error::{Fault, FaultSite, SimError};
 use crate::lane::{f32_result, f64_result, sext};
 use crate::memory::{GlobalMemory, SHARED_WINDOW, read_le, write_le};
@@ -410,6 +410,16 @@ impl Operands<'_> {
 #[inline(always)]
 fn misaligned(addr: u64, size: u32) -> bool {
     if size.is_power_of_two() { addr & (size as u64 - 1) != 0 } else { addr % size as u64 != 0 }
+}
+
+/// The fault of a failed access of `size` bytes at `addr` (`offset` in its space): misaligned, or
+/// else out of bounds.
+fn access_fault(space: &'static str, offset: u64, addr: u64, size: u32) -> Fault {
+    if misaligned(offset, size) {
+        Fault::Misaligned { space, addr, size }
+    } else {
+        Fault::OutOfBounds { space, addr, size }
+    }
 }
 
 fn f32_of(v: u64) -> f32 {
@@ -836,12 +846,7 @@ impl Block<'_> {
     /// Checks an access of `size` bytes at byte `offset` of shared memory (generic address `addr`).
     fn shared_access(&mut self, offset: u64, addr: u64, size: u32, traced: bool) -> Lane<usize> {
         let Some(at) = self.shared_offset(offset, size) else {
-            let fault = if misaligned(offset, size) {
-                Fault::Misaligned { space: "shared", addr, size }
-            } else {
-                Fault::OutOfBounds { space: "shared", addr, size }
-            };
-            return Err(fault);
+            return Err(access_fault("shared", offset, addr, size));
         };
         if traced {
             self.trace.shared.push((offset, size));
@@ -852,12 +857,7 @@ impl Block<'_> {
     /// Checks an access of `size` bytes at global address `addr`.
     fn global_access(&mut self, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
         let Some(loc) = self.global_location(addr, size) else {
-            let fault = if misaligned(addr, size) {
-                Fault::Misaligned { space: "global", addr, size }
-            } else {
-                Fault::OutOfBounds { space: "global", addr, size }
-            };
-            return Err(fault);
+            return Err(access_fault("global", addr, addr, size));
         };
         if traced {
             self.trace.global.push((addr, size));
@@ -1053,7 +1053,7 @@ impl Block<'_> {
         macro_rules! compare_lanes {
             ($ty:expr; $($c:ident),*) => {
                 match cmp {
-                    $(Cmp::$c => row_of(|l| compare(Cmp::$c, $ty, x[l] & ma, y[l] & mb) as u64),)*
+                    $(Cmp::Ordered(Order::$c) => row_of(|l| compare(Cmp::Ordered(Order::$c), $ty, x[l] & ma, y[l] & mb) as u64),)*
                     _ => row_of(|l| compare(cmp, $ty, x[l] & ma, y[l] & mb) as u64),
                 }
             };
@@ -1297,7 +1297,15 @@ impl Block<'_> {
 /// `setp`'s comparison of two operands (raw bits, masked to the type's width).
 #[inline(always)]
 fn compare(cmp: Cmp, ty: CmpType, a: u64, b: u64) -> bool {
-    use std::cmp::Ordering::*;
+    use std::cmp::Ordering::{self, *};
+    let holds = |order: Order, ord: Ordering| match order {
+        Order::Eq => ord == Equal,
+        Order::Ne => ord != Equal,
+        Order::Lt => ord == Less,
+        Order::Le => ord != Greater,
+        Order::Gt => ord == Greater,
+        Order::Ge => ord != Less,
+    };
     match ty {
         CmpType::F32 | CmpType::F64 => {
             let (x, y) = if ty == CmpType::F32 {
@@ -1305,29 +1313,15 @@ fn compare(cmp: Cmp, ty: CmpType, a: u64, b: u64) -> bool {
             } else {
                 (f64::from_bits(a), f64::from_bits(b))
             };
-            let unordered = x.is_nan() || y.is_nan();
-            match cmp {
-                Cmp::Eq => !unordered && x == y,
-                Cmp::Ne => !unordered && x != y,
-                Cmp::Lt => !unordered && x < y,
-                Cmp::Le => !unordered && x <= y,
-                Cmp::Gt => !unordered && x > y,
-                Cmp::Ge => !unordered && x >= y,
-                Cmp::Unordered(u) => {
-                    unordered
-                        || match u {
-                            UnorderedCmp::Eq => x == y,
-                            UnorderedCmp::Ne => x != y,
-                            UnorderedCmp::Lt => x < y,
-                            UnorderedCmp::Le => x <= y,
-                            UnorderedCmp::Gt => x > y,
-                            UnorderedCmp::Ge => x >= y,
-                        }
-                }
-                Cmp::Num => !unordered,
-                Cmp::Nan => unordered,
+            match (cmp, x.partial_cmp(&y)) {
+                (Cmp::Ordered(order), Some(ord)) => holds(order, ord),
+                (Cmp::Unordered(order), Some(ord)) => holds(order, ord),
+                (Cmp::Ordered(_), None) => false,
+                (Cmp::Unordered(_), None) => true,
+                (Cmp::Num, ord) => ord.is_some(),
+                (Cmp::Nan, ord) => ord.is_none(),
                 // Integer-only comparisons never decode with a float type.
-                Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs => false,
+                (Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs, _) => false,
             }
         }
         CmpType::Signed(_) | CmpType::Unsigned => {
@@ -1336,12 +1330,7 @@ fn compare(cmp: Cmp, ty: CmpType, a: u64, b: u64) -> bool {
                 _ => a.cmp(&b),
             };
             match cmp {
-                Cmp::Eq => ord == Equal,
-                Cmp::Ne => ord != Equal,
-                Cmp::Lt => ord == Less,
-                Cmp::Le => ord != Greater,
-                Cmp::Gt => ord == Greater,
-                Cmp::Ge => ord != Less,
+                Cmp::Ordered(order) => holds(order, ord),
                 Cmp::Lo => a < b,
                 Cmp::Ls => a <= b,
                 Cmp::Hi => a > b,

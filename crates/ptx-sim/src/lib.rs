@@ -2,7 +2,10 @@
 //!
 //! A PTX interpreter for the PTX that NVRTC emits for `cuda/*.cu`:
 //!
-//! - [`parse`] turns PTX text into a [`Module`] (module `parser`, types in module `ptx`);
+//! - [`parse`] turns PTX text into a [`Module`] (module `parser`, types in module `ptx`), and
+//!   decodes each kernel once into the compact form the interpreter runs (module `decode`:
+//!   register indices, ready-made constants, instruction-index branch targets; instructions without
+//!   a dedicated form run through the general per-lane interpreter, module `lane`);
 //! - a [`Machine`] owns a flat simulated global memory ([`Machine::alloc`], [`Machine::write`],
 //!   [`Machine::read`]) and runs kernels with [`Machine::launch`] (module `exec`);
 //! - each launch returns [`LaunchStats`]: warp instructions, divergence, barriers, shared-memory
@@ -15,6 +18,16 @@
 //! PC), so lanes reconverge as soon as their PCs meet. Faults (out-of-bounds or misaligned
 //! accesses, unsupported instructions) are errors naming the kernel, block, thread, instruction and
 //! address, never silent wrong results.
+//!
+//! A block that runs more than [`Machine::instruction_budget`] warp instructions
+//! ([`DEFAULT_INSTRUCTION_BUDGET`], 2^26, unless [`INSTRUCTION_BUDGET_VAR`] or
+//! [`Machine::set_instruction_budget`] says otherwise) stops the launch with
+//! [`Fault::InstructionBudgetExceeded`], naming the kernel, block and warp: a kernel that never
+//! finishes (a spin-wait nothing ends, a barrier some threads never reach) fails instead of hanging.
+//!
+//! Registers are 64 bits per lane, stored per warp (register `r` of the 32 lanes side by side), so
+//! a warp instruction works on whole rows; `.f16`, `.bf16` and their pairs are computed in f64 and
+//! rounded once (module `half`).
 
 mod decode;
 mod error;

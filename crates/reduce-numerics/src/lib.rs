@@ -356,6 +356,11 @@ impl Prepared for HalvesCase {
     }
 }
 
+/// Whether an error is within a tolerance (never for a NaN error).
+pub fn within(error: f64, tolerance: f64) -> bool {
+    error <= tolerance
+}
+
 /// Why `got` is not acceptable as the moments of `values`, or `None`.
 pub fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
     let (mean, variance) = two_pass_moments(values);
@@ -367,8 +372,8 @@ pub fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
     let variance_tol = variance_tolerance(values);
     let mean_error = (f64::from(got.mean) - mean).abs();
     let variance_error = (got.variance() - variance).abs();
-    let bad_mean = !(mean_error <= mean_tolerance); // NaN is bad
-    let bad_variance = !(variance_error <= variance_tol) || got.m2 < 0.0;
+    let bad_mean = !within(mean_error, mean_tolerance);
+    let bad_variance = !within(variance_error, variance_tol) || got.m2 < 0.0;
     (bad_mean || bad_variance).then(|| {
         format!(
             "mean {} (reference {mean}, tolerance {mean_tolerance:e}), variance {} (reference {variance}, tolerance {variance_tol:e})",
@@ -412,7 +417,7 @@ impl Prepared for FloatsCase {
             let sum_abs: f64 = self.input.host.iter().map(|&x| f64::from(x).abs()).sum();
             let tolerance = compensated_tolerance(self.input.host.len(), exact, sum_abs);
             let error = (f64::from(got) - exact).abs();
-            (!(error <= tolerance)).then(|| format!("got {got}, exact {exact}, error {error:e} > {tolerance:e}"))
+            (!within(error, tolerance)).then(|| format!("got {got}, exact {exact}, error {error:e} > {tolerance:e}"))
         };
         Ok(why.map_or(Checked::Correct, |why| {
             self.input.wrong(if self.moments { "moments" } else { "compensated" }, why)

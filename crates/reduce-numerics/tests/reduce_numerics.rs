@@ -5,7 +5,9 @@
 
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{TestResult, TestRng, TestSuite, fits_test_time};
-use reduce_numerics::{HalfFormat, Numerics, compensated_tolerance, exact_sum, moments_mismatch, plan, random_halves};
+use reduce_numerics::{
+    HalfFormat, Numerics, compensated_tolerance, exact_sum, moments_mismatch, plan, random_halves, within,
+};
 use reduction::reference::sum_mismatch;
 
 /// Edge sizes: empty, one element, around a 16-byte vector of halves (8) and of floats (4), a warp,
@@ -70,7 +72,7 @@ fn main() -> std::process::ExitCode {
                     let exact = exact_sum(values.iter().copied());
                     let sum_abs: f64 = values.iter().map(|&x| f64::from(x).abs()).sum();
                     let tolerance = compensated_tolerance(n, exact, sum_abs);
-                    if !((f64::from(got) - exact).abs() <= tolerance) {
+                    if !within((f64::from(got) - exact).abs(), tolerance) {
                         return Err(rng.fail(format!("compensated sum of {n} at {offset}: {got}, exact {exact}")));
                     }
                     if n > 0 {

@@ -61,6 +61,7 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
         }
         outputs.extend(fragments(family, &gpus, &data.join(FRAGMENTS))?);
     }
+    outputs.extend(accuracy_files(&data)?);
     outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
     outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
     Ok(outputs)
@@ -148,6 +149,43 @@ fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBu
 
 fn has_chart(family: &Family, chapter: &course::Chapter, gpu: &Gpu, case: &Case) -> bool {
     matches!(chapter_chart(family, chapter, &gpu.results, case), Ok(Some(_)))
+}
+
+/// The accuracy studies' charts (`accuracy/<gpu>-<dataset>.svg`) and the fragment that shows them
+/// with their tables, one tab per GPU (`measured/accuracy.md`).
+fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let studies = crate::accuracy::load_accuracy(data)?;
+    if studies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    let mut tabs = Vec::new();
+    for (slug, file) in &studies {
+        let mut body = format!("Measured on an {}, on {}.\n\n", file.device, file.date);
+        for study in &file.studies {
+            let name = crate::accuracy::chart_file(slug, study);
+            files.push((
+                data.join(crate::accuracy::FOLDER).join(&name),
+                crate::accuracy::study_chart(study, &file.device)?,
+            ));
+            let _ = write!(
+                body,
+                "![Relative error of each way of summing {} against n on an {}](../data/{}/{name})\n\n{}\n",
+                study.dataset,
+                file.device,
+                crate::accuracy::FOLDER,
+                crate::accuracy::study_table(study)
+            );
+        }
+        tabs.push((slug.clone(), file.device.clone(), body));
+    }
+    let tabs: Vec<(Gpu, String)> = tabs
+        .into_iter()
+        .map(|(slug, name, body)| (Gpu { slug, name, folder: PathBuf::new(), results: Vec::new() }, body))
+        .collect();
+    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    files.push((data.join(FRAGMENTS).join("accuracy.md"), tabbed("accuracy", &borrowed)));
+    Ok(files)
 }
 
 /// Tabs, one per GPU, with CSS alone (`book/theme/gpu-tabs.css`): radio buttons and labels, then

@@ -15,7 +15,7 @@ use course::{Chapter, Family};
 
 use crate::results::{Record, Results};
 use crate::tables::find_record;
-use gpu_harness::Case;
+use gpu_harness::{Case, Shape};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -120,9 +120,12 @@ pub fn summary_chart(family: &Family, results: &[Results]) -> Result<Option<Stri
     render(&BarChart { title: &title, bars: &bars, lines: lines(first, results) }).map(Some)
 }
 
-/// Whether two cases have the same input: the same number of elements and kind.
+/// Whether two cases have the same input: the same number of elements and kind, and, when both are
+/// matrices, the same shape (16384x16384 and 2^20x256 are different inputs of as many elements).
 fn same_input(a: &Case, b: &Case) -> bool {
-    a.n() == b.n() && a.variant == b.variant
+    let different_matrices =
+        matches!((a.shape, b.shape), (Shape::Matrix { .. }, Shape::Matrix { .. })) && a.shape != b.shape;
+    a.n() == b.n() && a.variant == b.variant && !different_matrices
 }
 
 fn lines(record: &Record, results: &[Results]) -> Lines {
@@ -431,6 +434,15 @@ fn draw_line_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn charts_join_cases_of_one_input() {
+        let case = |text: &str| text.parse::<Case>().unwrap();
+        assert!(same_input(&case("2^28"), &case("2^20x256")));
+        assert!(same_input(&case("16384x16384"), &case("16384x16384")));
+        assert!(!same_input(&case("16384x16384"), &case("2^20x256")));
+        assert!(!same_input(&case("2^28"), &case("2^28 all-equal")));
+    }
 
     #[test]
     fn wraps_after_hyphens() {

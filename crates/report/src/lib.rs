@@ -6,8 +6,10 @@
 //! - [`tables`]: the tables, rendered once, written as Markdown (the book) or text (the tour);
 //! - [`charts`]: SVG bar charts with the read roof, the copy roof and the theoretical peak;
 //! - [`book`]: every generated page of the book and the README, from the registry and the data;
-//! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones.
+//! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones;
+//! - [`accuracy`]: the accuracy studies (relative error against n) and their charts.
 
+pub mod accuracy;
 pub mod book;
 pub mod charts;
 pub mod prose;

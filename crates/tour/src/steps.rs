@@ -17,6 +17,7 @@ pub fn entries() -> Vec<StepEntry> {
         reduction::peers::steps(),
         scan::steps(),
         histogram::steps(),
+        transpose::steps(),
     ]
     .concat()
 }

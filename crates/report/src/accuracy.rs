@@ -1,0 +1,164 @@
+//! Accuracy studies: how far each way of summing lands from the exact sum as n grows, measured by
+//! `cargo run --release --example accuracy -p reduce-numerics` into `book/src/data/accuracy/<gpu>.json`,
+//! drawn here as line charts (relative error on a log scale against log2 n) and tables.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde::Deserialize;
+
+use crate::charts::ChartError;
+use crate::results::io_error;
+
+/// The folder of the accuracy studies, under the book's data folder.
+pub const FOLDER: &str = "accuracy";
+
+/// Relative errors below this (0 included: an exact sum) are drawn at it.
+const FLOOR: f64 = 1e-10;
+
+/// One GPU's accuracy studies.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AccuracyFile {
+    pub device: String,
+    pub date: String,
+    pub studies: Vec<Study>,
+}
+
+/// One input's relative errors, per way of summing.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Study {
+    pub dataset: String,
+    pub about: String,
+    pub series: Vec<Series>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Series {
+    pub method: String,
+    /// `(n, relative error)`.
+    pub points: Vec<(u64, f64)>,
+}
+
+/// Every accuracy file under `data_dir/accuracy/`, as `(its GPU folder name, the file)`, sorted.
+pub fn load_accuracy(data_dir: &Path) -> gpu_harness::Result<Vec<(String, AccuracyFile)>> {
+    let folder = data_dir.join(FOLDER);
+    let Ok(entries) = std::fs::read_dir(&folder) else { return Ok(Vec::new()) };
+    let mut paths: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
+            let file: AccuracyFile = serde_json::from_str(&text).map_err(|e| {
+                gpu_harness::GpuError::BadInput(format!("{} is not an accuracy file: {e}", path.display()))
+            })?;
+            let slug = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok((slug, file))
+        })
+        .collect()
+}
+
+/// A relative error as a table shows it: `exact`, or three significant digits.
+pub fn format_error(error: f64) -> String {
+    if error == 0.0 { "exact".to_string() } else { format!("{error:.2e}") }
+}
+
+/// A study's table: one row per n, one column per way of summing.
+pub fn study_table(study: &Study) -> String {
+    let mut out = format!("Relative error of the sum of {} ({}).\n\n| n |", study.dataset, study.about);
+    for series in &study.series {
+        let _ = write!(out, " {} |", series.method);
+    }
+    out += "\n|---:|";
+    out += &"---:|".repeat(study.series.len());
+    out += "\n";
+    let sizes: Vec<u64> = study.series.first().map(|s| s.points.iter().map(|p| p.0).collect()).unwrap_or_default();
+    for (row, n) in sizes.iter().enumerate() {
+        let _ = write!(out, "| {} |", gpu_harness::workload::count_label(*n));
+        for series in &study.series {
+            let cell = series.points.get(row).map_or("-".to_string(), |p| format_error(p.1));
+            let _ = write!(out, " {cell} |");
+        }
+        out += "\n";
+    }
+    out
+}
+
+const COLORS: [RGBColor; 5] = [
+    RGBColor(0xb3, 0x47, 0x00),
+    RGBColor(0x3b, 0x6e, 0xa8),
+    RGBColor(0x1b, 0x7a, 0x3a),
+    RGBColor(0x5b, 0x3a, 0x8c),
+    RGBColor(0x80, 0x80, 0x80),
+];
+
+fn drawing<E: std::error::Error>(e: E) -> ChartError {
+    ChartError::Drawing(e.to_string())
+}
+
+/// A study's chart: relative error (log scale, exact sums drawn at 1e-10) against log2 n, a line
+/// and markers per way of summing.
+pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
+    let points = || study.series.iter().flat_map(|s| s.points.iter());
+    let (Some(min_n), Some(max_n)) = (points().map(|p| p.0).min(), points().map(|p| p.0).max()) else {
+        return Err(ChartError::NoBars);
+    };
+    if let Some(bad) = points().find(|p| !p.1.is_finite() || p.1 < 0.0) {
+        return Err(ChartError::BadValue { what: format!("relative error at n = {}", bad.0), gbs: bad.1 });
+    }
+    let largest = points().map(|p| p.1).fold(FLOOR, f64::max);
+    let (x_min, x_max) = ((min_n as f64).log2(), (max_n as f64).log2());
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, crate::charts::SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(drawing)?;
+        let title = format!("Sum of {}: relative error, on {device}", study.dataset);
+        let font = |px: f64| ("sans-serif", px * 1.24).into_font();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, font(16.0))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x_min - 0.5..x_max + 0.5, (FLOOR / 2.0..largest * 300.0).log_scale())
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .x_desc("n (log2)")
+            .y_desc("relative error")
+            .x_label_formatter(&|x| format!("2^{x:.0}"))
+            .y_label_formatter(&|y| if *y <= FLOOR * 1.01 { "exact".to_string() } else { format!("{y:.0e}") })
+            .label_style(font(11.0))
+            .axis_desc_style(font(11.0))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(drawing)?;
+        for (series, color) in study.series.iter().zip(COLORS.iter().cycle()) {
+            let line: Vec<(f64, f64)> =
+                series.points.iter().map(|&(n, error)| ((n as f64).log2(), error.max(FLOOR))).collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                .map_err(drawing)?
+                .label(series.method.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+            chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(drawing)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(font(11.0))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(drawing)?;
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
+/// A chart file's name: `<gpu>-<dataset>.svg`.
+pub fn chart_file(slug: &str, study: &Study) -> String {
+    format!("{slug}-{}.svg", study.dataset)
+}
