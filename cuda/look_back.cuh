@@ -166,8 +166,8 @@ __device__ __forceinline__ int lowest_lane(unsigned lanes)
 // from the nearest up to the nearest one holding a prefix has published something, combines their
 // values in order, and stops there; if none holds a prefix, it combines all of them and moves on
 // to the next 32 * PER_LANE. Tile 0 always publishes a prefix, so the walk ends. With PER_LANE = 1
-// this is the usual look-back; reading several tiles per lane cuts the round trips of a long walk
-// (when many tiles are in flight, the nearest prefix can be hundreds of tiles back).
+// this is the usual look-back, and the one the scans use; reading several tiles per lane cuts the
+// round trips of a long walk, but measured slower (scan_wide_look_back, see the scan chapter).
 template <class Op, int PER_LANE, int SLEEP_NS>
 __device__ typename Op::Value look_back(TileStatus status, unsigned tile)
 {

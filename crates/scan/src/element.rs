@@ -70,38 +70,27 @@ impl ScanElement for f32 {
     }
 }
 
-impl ScanElement for i32 {
-    const SUFFIX: &'static str = "i32";
-    const EXACT: bool = true;
+/// The integer element types: wrapping sums, random values over every bit pattern.
+macro_rules! integer_elements {
+    ($($t:ty => $suffix:literal),*) => {$(
+        impl ScanElement for $t {
+            const SUFFIX: &'static str = $suffix;
+            const EXACT: bool = true;
 
-    fn add(self, other: Self) -> Self {
-        self.wrapping_add(other)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn random(rng: &mut SmallRng, n: usize) -> Vec<Self> {
-        (0..n).map(|_| rng.random::<i32>()).collect()
-    }
-    fn from_small(k: i32) -> Self {
-        k
-    }
+            fn add(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+            fn to_f64(self) -> f64 {
+                f64::from(self)
+            }
+            fn random(rng: &mut SmallRng, n: usize) -> Vec<Self> {
+                (0..n).map(|_| rng.random::<$t>()).collect()
+            }
+            fn from_small(k: i32) -> Self {
+                k as $t
+            }
+        }
+    )*};
 }
 
-impl ScanElement for u32 {
-    const SUFFIX: &'static str = "u32";
-    const EXACT: bool = true;
-
-    fn add(self, other: Self) -> Self {
-        self.wrapping_add(other)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn random(rng: &mut SmallRng, n: usize) -> Vec<Self> {
-        (0..n).map(|_| rng.random::<u32>()).collect()
-    }
-    fn from_small(k: i32) -> Self {
-        k as u32
-    }
-}
+integer_elements!(i32 => "i32", u32 => "u32");
