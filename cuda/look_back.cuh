@@ -9,7 +9,9 @@
 //   - tile status words: a tile's 32-bit value and its flag packed in one 64-bit word, written and
 //     read as one access, so a reader can never see a flag without its value;
 //   - the look-back itself: one warp reads 32 predecessors at a time, nearest first, and combines
-//     their values up to the nearest one that holds an inclusive prefix.
+//     their values up to the nearest one that holds an inclusive prefix;
+//   - tile_prefix: what a tile's warp 0 does with it (publish the aggregate, look back, publish the
+//     inclusive prefix).
 //
 // An operation `Op` is a struct with
 //   typedef Value                  what is scanned (a 4-byte number, or a number and a flag)
@@ -233,3 +235,29 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile)
     }
 }
 // ANCHOR_END: look_back
+
+// ANCHOR: tile_prefix
+// Everything before `tile`, found by warp 0 while the block's other warps wait: the tile publishes
+// its aggregate at once (tile 0: its prefix, there is nothing before it), looks back, then
+// publishes its inclusive prefix for the tiles after it.
+template <class Op, int PER_LANE, int SLEEP_NS>
+__device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, unsigned tile,
+                                                          typename Op::Value aggregate)
+{
+    const int lane = threadIdx.x & 31;
+    if (tile == 0) {
+        if (lane == 0) {
+            publish<Op>(status, 0, TILE_PREFIX, aggregate);
+        }
+        return Op::identity();
+    }
+    if (lane == 0) {
+        publish<Op>(status, tile, TILE_AGGREGATE, aggregate);
+    }
+    const typename Op::Value exclusive = look_back<Op, PER_LANE, SLEEP_NS>(status, tile);
+    if (lane == 0) {
+        publish<Op>(status, tile, TILE_PREFIX, Op::combine(exclusive, aggregate));
+    }
+    return exclusive;
+}
+// ANCHOR_END: tile_prefix

@@ -368,31 +368,6 @@ __device__ __forceinline__ void finish_rows(typename IO::Op::Value base,
     }
 }
 
-// ANCHOR: tile_prefix
-// Everything before `tile`, found by warp 0 while the block's other warps wait: the tile publishes
-// its aggregate at once (tile 0: its prefix, there is nothing before it), looks back, then
-// publishes its inclusive prefix for the tiles after it.
-template <class Op, int PER_LANE, int SLEEP_NS>
-__device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, unsigned tile,
-                                                          typename Op::Value aggregate)
-{
-    const int lane = threadIdx.x & 31;
-    if (tile == 0) {
-        if (lane == 0) {
-            publish<Op>(status, 0, TILE_PREFIX, aggregate);
-        }
-        return Op::identity();
-    }
-    if (lane == 0) {
-        publish<Op>(status, tile, TILE_AGGREGATE, aggregate);
-    }
-    const typename Op::Value exclusive = look_back<Op, PER_LANE, SLEEP_NS>(status, tile);
-    if (lane == 0) {
-        publish<Op>(status, tile, TILE_PREFIX, Op::combine(exclusive, aggregate));
-    }
-    return exclusive;
-}
-// ANCHOR_END: tile_prefix
 
 // The warps' totals in order: what comes before warp `warp`, and the tile's aggregate.
 template <class Op, int WARPS>
