@@ -204,7 +204,9 @@ fn simulated_tour(device: &Device, options: &Options, seed: u64) -> bool {
     for family in &course::registry().families {
         for step in family.steps().filter(|s| s.peer.is_none() && options.wants(&family.id, s.crate_name)) {
             let Some(entry) = find_entry(&entries, &step) else { continue };
-            let case = step.cases()[0].with_elements(family.simulator_case.n());
+            // At the family's simulator size, or the step's own case where that is smaller (a
+            // one-block step).
+            let case = step.cases()[0].with_elements(family.simulator_case.n().min(step.cases()[0].n()));
             let outcome = session.prepare(entry, &case, seed).and_then(|mut prepared| {
                 prepared.queue()?;
                 Ok(device.last_launch_counters())

@@ -15,6 +15,7 @@ pub fn entries() -> Vec<StepEntry> {
         reduce_atomic::steps(),
         reduce_numerics::steps(),
         reduction::peers::steps(),
+        scan::steps(),
         histogram::steps(),
         transpose::steps(),
     ]

@@ -1,0 +1,637 @@
+// scan: parallel prefix sums, step by step, from one block to a single pass over any size.
+//
+// Inclusive scan: out[i] = x[0] + ... + x[i].  Exclusive scan: out[i] = x[0] + ... + x[i-1], out[0] = 0.
+// Every kernel exists for float, int and unsigned (suffixes _f32, _i32, _u32). Integer sums wrap
+// around modulo 2^32; float sums round, so a parallel scan (which adds in another order than a loop)
+// matches a sequential one within a tolerance, not bit for bit.
+//
+//   1. scan_hillis_steele      one block, inclusive: log2(n) steps, n log2(n) additions
+//   2. scan_blelloch           one block, exclusive: up-sweep and down-sweep, 2n additions
+//      scan_blelloch_padded    the same with padding that removes its shared-memory bank conflicts
+//   3. scan_tiles, add_tile_prefixes          any size: scan-then-propagate (read twice, write twice)
+//      reduce_tiles, scan_tiles_with_prefix   any size: reduce-then-scan (read twice, write once)
+//   4. scan_single_pass        any size, one launch: decoupled look-back (look_back.cuh)
+//      scan_early_loads        the same, a block's loads go out before its tile ticket is back
+//      segmented_scan          the single pass over (value, head flag) pairs
+//      scan_wide_look_back     tried, slower: the look-back reads several predecessors per lane
+#include "block_reduce.cuh"
+#include "look_back.cuh"
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: Hillis-Steele, one block.
+// ---------------------------------------------------------------------------------------------
+
+// ANCHOR: hillis_steele
+// scan_hillis_steele: an inclusive scan of n <= 1024 elements by one block, one element per
+// thread. At step k every element adds the one 2^k places before it, so after log2(n) steps each
+// holds the sum of everything up to it: log2(n) steps, but about n log2(n) additions where a loop
+// does n. The steps read one buffer and write the other (double buffering), so no thread
+// overwrites a value another thread has yet to read.
+// What it leaves slow: n log2(n) work, one barrier per step, and one block: the rest of the GPU idles.
+// Launch: one block of blockDim.x >= n threads (a multiple of 32, at most 1024).
+template <class T>
+__device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __restrict__ output, unsigned n)
+{
+    __shared__ T buffer[2][1024];
+    const unsigned i = threadIdx.x;
+    buffer[0][i] = i < n ? input[i] : (T)0;
+    __syncthreads();
+    int in = 0;
+    for (unsigned offset = 1; offset < blockDim.x; offset *= 2) {
+        T x = buffer[in][i];
+        if (i >= offset) {
+            x = wrapping_add(buffer[in][i - offset], x);
+        }
+        buffer[1 - in][i] = x;
+        in = 1 - in;
+        __syncthreads();
+    }
+    if (i < n) {
+        output[i] = buffer[in][i];
+    }
+}
+// ANCHOR_END: hillis_steele
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: Blelloch, one block, and the same with padding.
+// ---------------------------------------------------------------------------------------------
+
+// Where element i of a Blelloch tile lives in shared memory: at i itself, or (PADDED) with one
+// empty word after every 32, so that addresses 32 apart fall in different banks.
+template <bool PADDED>
+__device__ __forceinline__ unsigned slot(unsigned i)
+{
+    return PADDED ? i + (i >> 5) : i;
+}
+
+// ANCHOR: blelloch_sweeps
+// The Blelloch scan of `tile` (m = 2 * blockDim.x values, a power of two) in place: exclusive.
+// Up-sweep: a reduction tree; after it, the last slot holds the total, which is returned to every
+// thread. Down-sweep: the root is cleared, and going down the tree each node passes its value to its
+// left child and (its value + the left child's old value) to its right child. 2(m - 1) additions
+// in 2 log2(m) steps.
+template <class T, bool PADDED>
+__device__ __forceinline__ T blelloch_sweeps(T* tile)
+{
+    const unsigned m = 2 * blockDim.x;
+    const unsigned t = threadIdx.x;
+    unsigned offset = 1;
+    for (unsigned active = m / 2; active > 0; active /= 2) { // up-sweep
+        __syncthreads();
+        if (t < active) {
+            const unsigned left = offset * (2 * t + 1) - 1;
+            const unsigned right = offset * (2 * t + 2) - 1;
+            tile[slot<PADDED>(right)] = wrapping_add(tile[slot<PADDED>(left)], tile[slot<PADDED>(right)]);
+        }
+        offset *= 2;
+    }
+    __syncthreads();
+    const T total = tile[slot<PADDED>(m - 1)];
+    __syncthreads();
+    if (t == 0) {
+        tile[slot<PADDED>(m - 1)] = (T)0;
+    }
+    for (unsigned active = 1; active < m; active *= 2) { // down-sweep
+        offset /= 2;
+        __syncthreads();
+        if (t < active) {
+            const unsigned left = offset * (2 * t + 1) - 1;
+            const unsigned right = offset * (2 * t + 2) - 1;
+            const T from_left = tile[slot<PADDED>(left)];
+            tile[slot<PADDED>(left)] = tile[slot<PADDED>(right)];
+            tile[slot<PADDED>(right)] = wrapping_add(tile[slot<PADDED>(right)], from_left);
+        }
+    }
+    __syncthreads();
+    return total;
+}
+// ANCHOR_END: blelloch_sweeps
+
+// ANCHOR: blelloch
+// scan_blelloch: an exclusive scan of n <= 2048 elements by one block, two elements per thread
+// (element t and element t + blockDim.x, so global loads stay coalesced): O(n) work in O(log n)
+// steps. Without padding, the tree's strides (2, 4, ..., 1024 words) put the threads of a warp on
+// the same few banks: up to 16-way shared-memory bank conflicts in the deep levels.
+// What it leaves slow: the bank conflicts (next kernel), a barrier per level, and one block.
+// Launch: one block of m / 2 threads, m the power of two at or above n (at least 64).
+template <class T, bool PADDED>
+__device__ __forceinline__ void blelloch(const T* __restrict__ input, T* __restrict__ output, unsigned n)
+{
+    __shared__ T tile[2048 + (PADDED ? 2048 / 32 : 0)];
+    const unsigned a = threadIdx.x;
+    const unsigned b = threadIdx.x + blockDim.x;
+    tile[slot<PADDED>(a)] = a < n ? input[a] : (T)0;
+    tile[slot<PADDED>(b)] = b < n ? input[b] : (T)0;
+    blelloch_sweeps<T, PADDED>(tile);
+    if (a < n) {
+        output[a] = tile[slot<PADDED>(a)];
+    }
+    if (b < n) {
+        output[b] = tile[slot<PADDED>(b)];
+    }
+}
+// ANCHOR_END: blelloch
+
+// ---------------------------------------------------------------------------------------------
+// Step 3: any size, in several passes over tiles of 2048 elements (blocks of 1024 threads, each
+// scanned with the padded Blelloch scan). Indices are 64-bit: tiles * 2048 can pass 2^32.
+// ---------------------------------------------------------------------------------------------
+
+#define MULTI_PASS_THREADS 1024
+#define MULTI_PASS_TILE 2048
+
+// ANCHOR: scan_tile
+// Scans this block's tile of `input` (inclusive), adding `carry` to every element; returns the
+// tile's total (without the carry) to every thread.
+template <class T>
+__device__ __forceinline__ T scan_tile(const T* input, T* output, unsigned long long n, T carry)
+{
+    __shared__ T tile[MULTI_PASS_TILE + MULTI_PASS_TILE / 32];
+    const unsigned long long first = (unsigned long long)blockIdx.x * MULTI_PASS_TILE;
+    const unsigned a = threadIdx.x;
+    const unsigned b = threadIdx.x + MULTI_PASS_THREADS;
+    const T xa = first + a < n ? input[first + a] : (T)0;
+    const T xb = first + b < n ? input[first + b] : (T)0;
+    tile[slot<true>(a)] = xa;
+    tile[slot<true>(b)] = xb;
+    const T total = blelloch_sweeps<T, true>(tile);
+    // exclusive + own element = inclusive
+    if (first + a < n) {
+        output[first + a] = wrapping_add(carry, wrapping_add(tile[slot<true>(a)], xa));
+    }
+    if (first + b < n) {
+        output[first + b] = wrapping_add(carry, wrapping_add(tile[slot<true>(b)], xb));
+    }
+    return total;
+}
+// ANCHOR_END: scan_tile
+
+// ANCHOR: scan_then_propagate
+// scan_tiles: pass 1 of scan-then-propagate. Each block scans its own tile (as if it were the whole
+// input) and writes the tile's total to tile_sums. The launcher then scans tile_sums (the same way,
+// recursively, until one tile is left) and runs add_tile_prefixes, which adds to every element of
+// tile b the sum of tiles 0 .. b-1. The input is read once and the output written once by
+// scan_tiles, then read and written again by add_tile_prefixes: 4n accesses where 2n would do.
+// Launch: ceil(n / 2048) blocks of 1024 threads.
+template <class T>
+__device__ __forceinline__ void scan_tiles(const T* input, T* output, T* __restrict__ tile_sums, unsigned long long n)
+{
+    const T total = scan_tile(input, output, n, (T)0);
+    if (threadIdx.x == 0) {
+        tile_sums[blockIdx.x] = total;
+    }
+}
+
+// add_tile_prefixes: pass 2. `scanned_sums` is the inclusive scan of the tile sums, so tile b adds
+// scanned_sums[b - 1]. Launch: like scan_tiles.
+template <class T>
+__device__ __forceinline__ void add_tile_prefixes(T* data, const T* __restrict__ scanned_sums, unsigned long long n)
+{
+    if (blockIdx.x == 0) {
+        return;
+    }
+    const T carry = scanned_sums[blockIdx.x - 1];
+    const unsigned long long first = (unsigned long long)blockIdx.x * MULTI_PASS_TILE;
+    for (unsigned i = threadIdx.x; i < MULTI_PASS_TILE; i += MULTI_PASS_THREADS) {
+        if (first + i < n) {
+            data[first + i] = wrapping_add(carry, data[first + i]);
+        }
+    }
+}
+// ANCHOR_END: scan_then_propagate
+
+// ANCHOR: reduce_then_scan
+// reduce_tiles: pass 1 of reduce-then-scan. Each block only sums its tile (block_reduce from the
+// reduction chapters) and writes the sum: the input is read, and nothing of size n is written.
+// The launcher scans the sums, then scan_tiles_with_prefix reads the input again and writes each
+// tile's scan with the sum of the tiles before it added: 3n accesses instead of 4n.
+// Launch: ceil(n / 2048) blocks of 1024 threads.
+template <class T>
+__device__ __forceinline__ void reduce_tiles(const T* __restrict__ input, T* __restrict__ tile_sums, unsigned long long n)
+{
+    const unsigned long long first = (unsigned long long)blockIdx.x * MULTI_PASS_TILE;
+    const unsigned long long a = first + threadIdx.x;
+    const unsigned long long b = a + MULTI_PASS_THREADS;
+    T sum = wrapping_add(a < n ? input[a] : (T)0, b < n ? input[b] : (T)0);
+    sum = block_reduce<Sum<T> >(sum);
+    if (threadIdx.x == 0) {
+        tile_sums[blockIdx.x] = sum;
+    }
+}
+
+// scan_tiles_with_prefix: pass 2. `scanned_sums` is the inclusive scan of the tile sums.
+template <class T>
+__device__ __forceinline__ void scan_tiles_with_prefix(const T* input, T* output, const T* __restrict__ scanned_sums,
+                                                       unsigned long long n)
+{
+    scan_tile(input, output, n, blockIdx.x > 0 ? scanned_sums[blockIdx.x - 1] : (T)0);
+}
+// ANCHOR_END: reduce_then_scan
+
+// ---------------------------------------------------------------------------------------------
+// Step 4: one pass. A block's tile is THREADS * ITEMS elements; warp w of the block owns the
+// 32 * ITEMS elements starting at tile start + w * 32 * ITEMS, as ITEMS / 4 rows of 128: in row j,
+// lane l holds the 4 elements from 128 j + 4 l, read and written as one 16-byte vector, so each
+// row is one coalesced 512-byte access per warp.
+// ---------------------------------------------------------------------------------------------
+
+#ifndef SCAN_THREADS
+#define SCAN_THREADS 256
+#endif
+#ifndef SCAN_ITEMS
+#define SCAN_ITEMS 16
+#endif
+#ifndef LOOK_BACK_PER_LANE
+#define LOOK_BACK_PER_LANE 4
+#endif
+#ifndef LOOK_BACK_SLEEP_NS
+#define LOOK_BACK_SLEEP_NS 0
+#endif
+
+// Plain values: the input and output of a scan of T.
+template <class T>
+struct PlainTiles {
+    typedef ScanSum<T> Op;
+    typedef T Value; // what is scanned
+    typedef T Out;   // what is written
+    const T* input;
+    T* output;
+    bool vectors; // both 16-byte aligned
+
+    // ANCHOR: load_tile
+    // Loads the warp's ITEMS elements per lane from `first`: as 16-byte vectors when the warp's
+    // elements are all there and aligned, else one by one (elements past n read as 0).
+    template <int ITEMS>
+    __device__ __forceinline__ void load(unsigned long long first, unsigned long long n, T (&x)[ITEMS]) const
+    {
+        typedef typename Vec4<T>::Type V;
+        const unsigned lane = threadIdx.x & 31;
+        if (vectors && first + 32 * ITEMS <= n) {
+            const V* from = reinterpret_cast<const V*>(input + first);
+#pragma unroll
+            for (int j = 0; j < ITEMS / 4; ++j) {
+                const V v = from[32 * j + lane];
+                x[4 * j] = v.x;
+                x[4 * j + 1] = v.y;
+                x[4 * j + 2] = v.z;
+                x[4 * j + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const unsigned long long i = first + 128 * (k / 4) + 4 * lane + k % 4;
+                x[k] = i < n ? input[i] : (T)0;
+            }
+        }
+    }
+    // ANCHOR_END: load_tile
+
+    template <int ITEMS>
+    __device__ __forceinline__ void store(unsigned long long first, unsigned long long n, const T (&x)[ITEMS],
+                                          const T (&y)[ITEMS]) const
+    {
+        typedef typename Vec4<T>::Type V;
+        const unsigned lane = threadIdx.x & 31;
+        if (vectors && first + 32 * ITEMS <= n) {
+            V* to = reinterpret_cast<V*>(output + first);
+#pragma unroll
+            for (int j = 0; j < ITEMS / 4; ++j) {
+                V v;
+                v.x = y[4 * j];
+                v.y = y[4 * j + 1];
+                v.z = y[4 * j + 2];
+                v.w = y[4 * j + 3];
+                to[32 * j + lane] = v;
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const unsigned long long i = first + 128 * (k / 4) + 4 * lane + k % 4;
+                if (i < n) {
+                    output[i] = y[k];
+                }
+            }
+        }
+    }
+
+    // What an exclusive scan writes for an element: the prefix before it.
+    __device__ __forceinline__ static T exclusive(T before, T) { return before; }
+    __device__ __forceinline__ static T inclusive(T through) { return through; }
+};
+
+// ANCHOR: scan_rows
+// The warp's part of the tile scan, in registers. Each lane sums its 4 elements of every row; a
+// warp scan (5 shuffles) of those sums gives each lane the sum of the row before its 4 elements;
+// the rows' totals, added up in order, give each row what comes before it in the warp's part.
+// Returns the warp's total; lane_prefix[j] is what comes before the lane's 4 elements of row j
+// within the warp's part. The ITEMS / 4 warp scans are independent: their shuffles overlap.
+template <class Op, int ITEMS>
+__device__ __forceinline__ typename Op::Value scan_rows(const typename Op::Value (&x)[ITEMS],
+                                                        typename Op::Value (&lane_prefix)[ITEMS / 4])
+{
+    typedef typename Op::Value Value;
+    const int lane = threadIdx.x & 31;
+    Value inclusive[ITEMS / 4];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+        const Value sum = Op::combine(Op::combine(Op::combine(x[4 * j], x[4 * j + 1]), x[4 * j + 2]), x[4 * j + 3]);
+        inclusive[j] = warp_inclusive_scan<Op>(sum);
+    }
+    Value carry = Op::identity();
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+        const Value before = shfl_up(inclusive[j], 1);
+        lane_prefix[j] = lane == 0 ? carry : Op::combine(carry, before);
+        carry = Op::combine(carry, shfl_idx(inclusive[j], 31));
+    }
+    return carry;
+}
+// ANCHOR_END: scan_rows
+
+// The outputs of the lane's elements, given what comes before the warp's part (`base`).
+template <class IO, int ITEMS, bool INCLUSIVE>
+__device__ __forceinline__ void finish_rows(typename IO::Op::Value base,
+                                            const typename IO::Op::Value (&lane_prefix)[ITEMS / 4],
+                                            const typename IO::Value (&x)[ITEMS],
+                                            typename IO::Out (&y)[ITEMS])
+{
+    typedef typename IO::Op Op;
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+        typename Op::Value running = Op::combine(base, lane_prefix[j]);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const typename Op::Value through = Op::combine(running, x[4 * j + c]);
+            y[4 * j + c] = INCLUSIVE ? IO::inclusive(through) : IO::exclusive(running, x[4 * j + c]);
+            running = through;
+        }
+    }
+}
+
+
+// The warps' totals in order: what comes before warp `warp`, and the tile's aggregate.
+template <class Op, int WARPS>
+__device__ __forceinline__ void combine_warps(const typename Op::Value* totals, typename Op::Value& before_warp,
+                                              typename Op::Value& aggregate)
+{
+    const int warp = threadIdx.x / 32;
+    aggregate = Op::identity();
+    before_warp = aggregate;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+        if (w == warp) {
+            before_warp = aggregate;
+        }
+        aggregate = Op::combine(aggregate, totals[w]);
+    }
+}
+
+// How a single pass looks back and starts: the predecessors each lane of the look-back warp reads
+// per round trip, and whether the tile's loads go out before its ticket arrives.
+struct Classic {
+    static const int PER_LANE = 1;
+    static const bool EARLY_LOADS = false;
+};
+struct EarlyLoads {
+    static const int PER_LANE = 1;
+    static const bool EARLY_LOADS = true;
+};
+struct WideLookBack {
+    static const int PER_LANE = LOOK_BACK_PER_LANE;
+    static const bool EARLY_LOADS = false;
+};
+
+// ANCHOR: single_pass
+// scan_single_pass: the whole scan in one launch, a block per tile. Each block draws its tile
+// number from an atomic counter, loads its tile (16-byte vectors, ITEMS per thread), scans it in
+// registers (scan_rows), combines its warps' totals through shared memory, and finds everything
+// before the tile by decoupled look-back (tile_prefix). Then each element is written once: the
+// input is read once and the output written once, 2n accesses in all.
+// What it leaves slow: a block's loads wait for its ticket, a round trip to L2 at the start of
+// every block.
+//
+// scan_early_loads: the block does not wait for its ticket to start loading: it loads tile
+// blockIdx.x while the ticket is on its way, and loads again only if the ticket names another
+// tile. Blocks usually start in blockIdx order, so the guess is usually right and the ticket's
+// round trip overlaps the loads; when it is wrong the result is still right.
+//
+// scan_wide_look_back (tried, slower): the look-back warp reads LOOK_BACK_PER_LANE predecessors
+// per lane per round trip instead of one, for fewer round trips on long walks.
+//
+// Launch: ceil(n / (THREADS * ITEMS)) blocks of THREADS threads; `counter` 0 before the first
+// launch; `status` one word per tile; `epoch` different from the previous launch's (1 .. 2^29 - 1).
+template <class IO, int THREADS, int ITEMS, bool INCLUSIVE, class Form, int SLEEP_NS = LOOK_BACK_SLEEP_NS>
+__device__ __forceinline__ void single_pass(const IO& io, TileStatus status, unsigned* counter, unsigned long long n)
+{
+    typedef typename IO::Op Op;
+    typedef typename Op::Value Value;
+    constexpr int WARPS = THREADS / 32;
+    constexpr unsigned long long TILE = THREADS * ITEMS;
+    __shared__ unsigned drawn;
+    __shared__ Value warp_totals[WARPS];
+    __shared__ Value before_tile;
+    const int warp = threadIdx.x / 32;
+    const unsigned long long warp_offset = (unsigned long long)warp * 32 * ITEMS;
+
+    if (threadIdx.x == 0) {
+        drawn = draw_tile(counter, gridDim.x - 1);
+    }
+    typename IO::Value x[ITEMS];
+    if (Form::EARLY_LOADS) {
+        io.template load<ITEMS>(blockIdx.x * TILE + warp_offset, n, x);
+    }
+    __syncthreads();
+    const unsigned tile = drawn;
+    if (!Form::EARLY_LOADS || tile != blockIdx.x) {
+        io.template load<ITEMS>(tile * TILE + warp_offset, n, x);
+    }
+
+    Value lane_prefix[ITEMS / 4];
+    const Value warp_total = scan_rows<Op, ITEMS>(x, lane_prefix);
+    if ((threadIdx.x & 31) == 0) {
+        warp_totals[warp] = warp_total;
+    }
+    __syncthreads();
+    Value before_warp, aggregate;
+    combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
+    if (warp == 0) {
+        const Value exclusive = tile_prefix<Op, Form::PER_LANE, SLEEP_NS>(status, tile, aggregate);
+        if (threadIdx.x == 0) {
+            before_tile = exclusive;
+        }
+    }
+    __syncthreads();
+    typename IO::Out y[ITEMS];
+    finish_rows<IO, ITEMS, INCLUSIVE>(Op::combine(before_tile, before_warp), lane_prefix, x, y);
+    io.template store<ITEMS>(tile * TILE + warp_offset, n, x, y);
+}
+// ANCHOR_END: single_pass
+
+
+__device__ __forceinline__ bool both_aligned(const void* a, const void* b)
+{
+    return (((unsigned long long)a | (unsigned long long)b) & 15) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segmented scan: a scan that starts again at every element whose head flag is set. It is the
+// scan of (value, head) pairs with the operation
+//   (a, fa) then (b, fb) = (fb ? b : a + b, fa | fb),
+// which is associative (not commutative), so the single pass runs it unchanged: the head bit
+// travels in the status word's spare bit.
+// ---------------------------------------------------------------------------------------------
+
+// ANCHOR: segmented
+template <class T>
+struct Headed {
+    T value;
+    unsigned head;
+};
+
+template <class T>
+__device__ __forceinline__ Headed<T> shfl_up(Headed<T> v, int delta)
+{
+    return Headed<T>{shfl_up(v.value, delta), shfl_up(v.head, delta)};
+}
+template <class T>
+__device__ __forceinline__ Headed<T> shfl_down(Headed<T> v, int delta)
+{
+    return Headed<T>{shfl_down(v.value, delta), shfl_down(v.head, delta)};
+}
+template <class T>
+__device__ __forceinline__ Headed<T> shfl_idx(Headed<T> v, int lane)
+{
+    return Headed<T>{shfl_idx(v.value, lane), shfl_idx(v.head, lane)};
+}
+
+template <class T>
+struct SegmentedSum {
+    typedef Headed<T> Value;
+    __device__ static Value identity() { return Value{(T)0, 0u}; }
+    __device__ static Value combine(Value earlier, Value later)
+    {
+        return Value{later.head ? later.value : wrapping_add(earlier.value, later.value), earlier.head | later.head};
+    }
+    __device__ static unsigned bits(Value v) { return to_bits(v.value); }
+    __device__ static bool mark(Value v) { return v.head != 0; }
+    __device__ static Value unpack(unsigned bits, bool mark) { return Value{from_bits<T>(bits), mark ? 1u : 0u}; }
+};
+
+// Values and head flags (one byte each, nonzero: a segment starts here), read one by one.
+template <class T>
+struct SegmentedTiles {
+    typedef SegmentedSum<T> Op;
+    typedef Headed<T> Value;
+    typedef T Out;
+    const T* input;
+    const unsigned char* heads;
+    T* output;
+
+    template <int ITEMS>
+    __device__ __forceinline__ void load(unsigned long long first, unsigned long long n, Value (&x)[ITEMS]) const
+    {
+        const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const unsigned long long i = first + 128 * (k / 4) + 4 * lane + k % 4;
+            x[k] = i < n ? Value{input[i], heads[i] != 0 ? 1u : 0u} : Op::identity();
+        }
+    }
+
+    template <int ITEMS>
+    __device__ __forceinline__ void store(unsigned long long first, unsigned long long n, const Value (&)[ITEMS],
+                                          const T (&y)[ITEMS]) const
+    {
+        const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const unsigned long long i = first + 128 * (k / 4) + 4 * lane + k % 4;
+            if (i < n) {
+                output[i] = y[k];
+            }
+        }
+    }
+
+    // A segment's first element has nothing before it in its segment.
+    __device__ __forceinline__ static T exclusive(Value before, Value x) { return x.head ? (T)0 : before.value; }
+    __device__ __forceinline__ static T inclusive(Value through) { return through.value; }
+};
+// ANCHOR_END: segmented
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------
+
+#define ONE_BLOCK_KERNELS(T, S)                                                                          \
+    extern "C" __global__ void __launch_bounds__(1024)                                                    \
+        scan_hillis_steele_##S(const T* __restrict__ input, T* __restrict__ output, unsigned n)           \
+    {                                                                                                     \
+        hillis_steele<T>(input, output, n);                                                               \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(1024)                                                    \
+        scan_blelloch_##S(const T* __restrict__ input, T* __restrict__ output, unsigned n)                \
+    {                                                                                                     \
+        blelloch<T, false>(input, output, n);                                                             \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(1024)                                                    \
+        scan_blelloch_padded_##S(const T* __restrict__ input, T* __restrict__ output, unsigned n)         \
+    {                                                                                                     \
+        blelloch<T, true>(input, output, n);                                                              \
+    }
+
+#define MULTI_PASS_KERNELS(T, S)                                                                         \
+    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
+        scan_tiles_##S(const T* input, T* output, T* tile_sums, unsigned long long n)                     \
+    {                                                                                                     \
+        scan_tiles<T>(input, output, tile_sums, n);                                                       \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
+        add_tile_prefixes_##S(T* data, const T* scanned_sums, unsigned long long n)                       \
+    {                                                                                                     \
+        add_tile_prefixes<T>(data, scanned_sums, n);                                                      \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
+        reduce_tiles_##S(const T* input, T* tile_sums, unsigned long long n)                              \
+    {                                                                                                     \
+        reduce_tiles<T>(input, tile_sums, n);                                                             \
+    }                                                                                                     \
+    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
+        scan_tiles_with_prefix_##S(const T* input, T* output, const T* scanned_sums, unsigned long long n) \
+    {                                                                                                     \
+        scan_tiles_with_prefix<T>(input, output, scanned_sums, n);                                        \
+    }
+
+// The input and output may be the same buffer (an in-place scan): no __restrict__ on them.
+#define SINGLE_PASS_KERNEL(NAME, FORM, T, S, KIND, INCLUSIVE)                                             \
+    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) NAME##_##KIND##_##S(                       \
+        const T* input, T* output, unsigned long long* status, unsigned* counter, unsigned long long n,   \
+        unsigned epoch)                                                                                   \
+    {                                                                                                     \
+        const PlainTiles<T> io = {input, output, both_aligned(input, output)};                            \
+        single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, FORM>(io, TileStatus{status, epoch}, \
+                                                                               counter, n);               \
+    }
+
+#define SINGLE_PASS_KERNELS(T, S, KIND, INCLUSIVE)                                                        \
+    SINGLE_PASS_KERNEL(scan_single_pass, Classic, T, S, KIND, INCLUSIVE)                                  \
+    SINGLE_PASS_KERNEL(scan_wide_look_back, WideLookBack, T, S, KIND, INCLUSIVE)                          \
+    SINGLE_PASS_KERNEL(scan_early_loads, EarlyLoads, T, S, KIND, INCLUSIVE)                               \
+    extern "C" __global__ void __launch_bounds__(SCAN_THREADS)                                            \
+        segmented_scan_##KIND##_##S(const T* input, const unsigned char* heads, T* output,                \
+                                    unsigned long long* status, unsigned* counter, unsigned long long n,  \
+                                    unsigned epoch)                                                       \
+    {                                                                                                     \
+        const SegmentedTiles<T> io = {input, heads, output};                                              \
+        single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, EarlyLoads>(                  \
+            io, TileStatus{status, epoch}, counter, n);                                                   \
+    }
+
+#define SCAN_KERNELS(T, S)                        \
+    ONE_BLOCK_KERNELS(T, S)                       \
+    MULTI_PASS_KERNELS(T, S)                      \
+    SINGLE_PASS_KERNELS(T, S, inclusive, true)    \
+    SINGLE_PASS_KERNELS(T, S, exclusive, false)
+
+SCAN_KERNELS(float, f32)
+SCAN_KERNELS(int, i32)
+SCAN_KERNELS(unsigned, u32)
