@@ -251,6 +251,7 @@ __device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, uns
         }
         return Op::identity();
     }
+    // ANCHOR: solution(scan) lane 0 publishes the tile's aggregate (publish, TILE_AGGREGATE); the warp looks back over the predecessors (look_back) for the exclusive prefix; lane 0 publishes the inclusive prefix (TILE_PREFIX) for the tiles after it; return the exclusive prefix
     if (lane == 0) {
         publish<Op>(status, tile, TILE_AGGREGATE, aggregate);
     }
@@ -259,5 +260,7 @@ __device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, uns
         publish<Op>(status, tile, TILE_PREFIX, Op::combine(exclusive, aggregate));
     }
     return exclusive;
+    // ANCHOR_END: solution
+    // ANCHOR: stub return Op::identity();
 }
 // ANCHOR_END: tile_prefix

@@ -37,6 +37,7 @@ __device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __
     buffer[0][i] = i < n ? input[i] : (T)0;
     __syncthreads();
     int in = 0;
+    // ANCHOR: solution log2(blockDim.x) steps with offsets 1, 2, 4, ...: each thread adds the value offset places to its left (when there is one), reading one buffer and writing the other, then swapping them after a barrier
     for (unsigned offset = 1; offset < blockDim.x; offset *= 2) {
         T x = buffer[in][i];
         if (i >= offset) {
@@ -46,6 +47,7 @@ __device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __
         in = 1 - in;
         __syncthreads();
     }
+    // ANCHOR_END: solution
     if (i < n) {
         output[i] = buffer[in][i];
     }
@@ -91,6 +93,7 @@ __device__ __forceinline__ T blelloch_sweeps(T* tile)
     if (t == 0) {
         tile[slot<PADDED>(m - 1)] = (T)0;
     }
+    // ANCHOR: solution the down-sweep: going down the tree (active = 1, 2, 4, ... nodes, the offset halving), each node passes its value to its left child, and its value plus the left child's old value to its right child
     for (unsigned active = 1; active < m; active *= 2) { // down-sweep
         offset /= 2;
         __syncthreads();
@@ -102,6 +105,7 @@ __device__ __forceinline__ T blelloch_sweeps(T* tile)
             tile[slot<PADDED>(right)] = wrapping_add(tile[slot<PADDED>(right)], from_left);
         }
     }
+    // ANCHOR_END: solution
     __syncthreads();
     return total;
 }

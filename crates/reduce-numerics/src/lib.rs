@@ -430,6 +430,7 @@ impl Prepared for FloatsCase {
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
     vec![
+        reduction::measured::on_device::<reduce_atomic::DeterministicReduce<f32>>(crate_name, "sum-f32"),
         StepEntry { crate_name, step: "sum-f16", prepare: |d, c, s| prepare_halves(d, c, s, HalfFormat::F16, false) },
         StepEntry { crate_name, step: "sum-bf16", prepare: |d, c, s| prepare_halves(d, c, s, HalfFormat::BF16, false) },
         StepEntry { crate_name, step: "sum-compensated", prepare: |d, c, s| prepare_floats(d, c, s, false) },

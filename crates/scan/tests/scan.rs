@@ -375,7 +375,7 @@ fn main() -> std::process::ExitCode {
     let suite = typed_suite::<u32>(typed_suite::<i32>(typed_suite::<f32>(suite)));
     let suite = multi_pass_suite(one_block_suite(suite));
     suite
-        .cpu("launch_plans", || {
+        .cpu("illustration::launch_plans", || {
             insta::assert_snapshot!("launch_plans", plans()?);
             Ok(())
         })
@@ -440,13 +440,13 @@ fn main() -> std::process::ExitCode {
             insta::assert_snapshot!("bad_input", messages.join("\n"));
             Ok(())
         })
-        .nvrtc_if("counters::blelloch_bank_conflicts", counters_comparable, || {
+        .nvrtc_if("illustration::counters::blelloch_bank_conflicts", counters_comparable, || {
             insta::assert_snapshot!("blelloch_counters", one_block_counters(OneBlock::Blelloch)?);
             insta::assert_snapshot!("blelloch_padded_counters", one_block_counters(OneBlock::BlellochPadded)?);
             insta::assert_snapshot!("hillis_steele_counters", one_block_counters(OneBlock::HillisSteele)?);
             Ok(())
         })
-        .nvrtc_if("counters::single_pass", counters_comparable, || {
+        .nvrtc_if("illustration::counters::single_pass", counters_comparable, || {
             insta::assert_snapshot!("single_pass_counters", single_pass_counters(SinglePass::Classic)?);
             insta::assert_snapshot!("early_loads_counters", single_pass_counters(SinglePass::EarlyLoads)?);
             Ok(())
