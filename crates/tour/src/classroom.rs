@@ -36,22 +36,32 @@ pub fn run(command: &CourseCommand) -> bool {
     }
 }
 
-/// The crates asked for, or every crate with solution regions; an unknown crate is an error.
-fn chosen(root: &Path, crates: &[String]) -> Result<Vec<String>, String> {
-    let assigned = assigned_crates(root)?;
+/// The crates asked for, or every one of `universe`; a crate outside it is an error.
+fn chosen(crates: &[String], universe: Vec<String>, what: &str) -> Result<Vec<String>, String> {
     if crates.is_empty() {
-        return Ok(assigned);
+        return Ok(universe);
     }
     for name in crates {
-        if !assigned.contains(name) {
-            return Err(format!("`{name}` has no solution regions (crates that do: {})", assigned.join(", ")));
+        if !universe.contains(name) {
+            return Err(format!("`{name}` is not {what} (those are: {})", universe.join(", ")));
         }
     }
     Ok(crates.to_vec())
 }
 
+/// Crates with solution regions: what a starter can stub and `check` checks.
+fn with_regions(root: &Path, crates: &[String]) -> Result<Vec<String>, String> {
+    chosen(crates, assigned_crates(root)?, "a crate with solution regions")
+}
+
+/// The course's technique crates, in teaching order: what `grade` grades (a starter copy has no
+/// regions left to find them by).
+fn technique_crates(crates: &[String]) -> Result<Vec<String>, String> {
+    chosen(crates, course::registry().crates().map(str::to_string).collect(), "a technique crate of the course")
+}
+
 fn starter(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> {
-    let crates = chosen(root, crates)?;
+    let crates = with_regions(root, crates)?;
     let stubbed = write_starter(root, dest, &crates)?;
     println!("wrote a starter copy to {} with {} solution regions stubbed:", dest.display(), stubbed.len());
     for a in &stubbed {
@@ -91,7 +101,7 @@ fn grade_command(
     require_all: bool,
     expected_digest: Option<&str>,
 ) -> Result<bool, String> {
-    let crates = chosen(root, crates)?;
+    let crates = technique_crates(crates)?;
     if let Some(expected) = expected_digest {
         let found = tests_digest(root)?;
         if found != expected {
@@ -189,7 +199,7 @@ fn grade_json(backend: &str, grades: &[(Grade, Option<Vec<StepSpeed>>)]) -> Stri
 /// compiles; with one crate's stubs in place (the others solved), that crate's graded tests fail.
 /// (That they pass with the solutions is the workspace's own `cargo test`.)
 fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
-    let crates = chosen(root, crates)?;
+    let crates = with_regions(root, crates)?;
     let registry: Vec<&str> = course::registry().crates().collect();
     let missing: Vec<&&str> = registry.iter().filter(|c| !crates.contains(&c.to_string())).collect();
     if crates.len() == assigned_crates(root)?.len() && !missing.is_empty() {
