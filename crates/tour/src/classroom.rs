@@ -84,6 +84,14 @@ fn scratch(root: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(folder)
 }
 
+/// Where the copies (a submission overlaid on this workspace, the check's starter) build. Not the
+/// workspace's own `target/`: cargo names a workspace member's binaries the same whichever folder
+/// its source sits in, so a `cargo test` running beside a grade in a shared target could swap the
+/// binary the grade runs for the workspace's own, and the grade would report the solution's passes.
+fn copies_target(root: &Path) -> PathBuf {
+    root.join("target/course/target")
+}
+
 fn backend() -> String {
     match Device::shared() {
         Ok(device) if device.is_simulated() => format!("the CPU simulator ({})", device.facts().name),
@@ -115,7 +123,7 @@ fn grade_command(
             let copy = scratch(root, "submission")?;
             let taken = overlay_submission(root, student, &copy)?;
             println!("graded: {} file(s) of {} with this workspace's tests", taken.len(), student.display());
-            (copy, Some(root.join("target")))
+            (copy, Some(copies_target(root)))
         }
         None => (root.to_path_buf(), None),
     };
@@ -213,7 +221,7 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
     let cargo = |args: &[&str]| -> Result<bool, String> {
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args(args)
-            .env("CARGO_TARGET_DIR", root.join("target"))
+            .env("CARGO_TARGET_DIR", copies_target(root))
             .current_dir(&copy)
             .status()
             .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -245,7 +253,7 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
             })?;
             std::fs::write(copy.join(file), stubbed).map_err(|e| e.to_string())?;
         }
-        let grade = grade(&copy, name, Some(&root.join("target")))?;
+        let grade = grade(&copy, name, Some(&copies_target(root)))?;
         if !grade.built {
             eprintln!("FAIL {name}: with its stubs the tests do not build: {:?}", grade.failures);
             ok = false;
