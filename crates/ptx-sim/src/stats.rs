@@ -94,6 +94,9 @@ pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) ->
         // Consecutive words: every bank serves ceil(words / 32) of them, the minimum.
         return 0;
     }
+    if let Some(extra) = strided_word_conflicts(accesses) {
+        return extra;
+    }
     distinct_units(accesses, 2, scratch);
     if scratch.is_empty() {
         return 0;
@@ -105,6 +108,27 @@ pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) ->
     let worst = per_bank.iter().copied().max().unwrap_or(0);
     let minimum = (scratch.len() as u64).div_ceil(32).max(1);
     worst.saturating_sub(minimum)
+}
+
+/// Extra wavefronts of 4-byte accesses to the words `w0 + i * k` (`k` > 0 words apart, in lane
+/// order: the shared accesses of an interleaved tree such as `reduce_naive`), in closed form; `None`
+/// for any other pattern. The banks `(w0 + i * k) mod 32` repeat every `32 / gcd(k, 32)` lanes, so
+/// the busiest bank serves `ceil(n / period)` of the `n` distinct words, where `ceil(n / 32)` is
+/// the least any access of `n` words needs.
+fn strided_word_conflicts(accesses: &[(u64, u32)]) -> Option<u64> {
+    let [(first, 4), (second, 4), ..] = *accesses else { return None };
+    let stride = second.checked_sub(first).filter(|&d| d > 0 && d % 4 == 0 && first % 4 == 0)?;
+    let mut expected = first;
+    for &(addr, size) in accesses {
+        if addr != expected || size != 4 {
+            return None;
+        }
+        expected += stride;
+    }
+    let words_apart = stride / 4;
+    let period = 32 / (1u64 << words_apart.trailing_zeros().min(5));
+    let n = accesses.len() as u64;
+    Some(n.div_ceil(period) - n.div_ceil(32))
 }
 
 /// Distinct 32-byte sectors touched by one warp-level global access (`scratch` as above).
@@ -139,6 +163,21 @@ mod tests {
         let shifted: Vec<(u64, u32)> = (0..32).map(|i| (20 + i * 8, 8)).collect();
         assert_eq!(sectors(&shifted, s), 9);
         assert_eq!(bank_conflicts(&shifted, s), 0);
+        // The closed form for evenly spaced words agrees with counting them, at every stride and
+        // number of lanes (an interleaved tree's active lanes are evenly spaced and fewer than 32).
+        for words_apart in 1..=80u64 {
+            for lanes in 2..=32u64 {
+                for first_word in [0u64, 3, 31] {
+                    let spaced: Vec<(u64, u32)> = (0..lanes).map(|i| ((first_word + i * words_apart) * 4, 4)).collect();
+                    let closed = strided_word_conflicts(&spaced).expect("evenly spaced words");
+                    distinct_units(&spaced, 2, s);
+                    let mut per_bank = [0u64; 32];
+                    s.iter().for_each(|w| per_bank[(w & 31) as usize] += 1);
+                    let counted = per_bank.iter().max().unwrap() - (s.len() as u64).div_ceil(32);
+                    assert_eq!(closed, counted, "{lanes} lanes {words_apart} words apart from word {first_word}");
+                }
+            }
+        }
         let bytes: Vec<(u64, u32)> = (0..32).map(|i| (100 + i, 1)).collect();
         assert_eq!(sectors(&bytes, s), 2);
         assert_eq!(bank_conflicts(&bytes, s), 0);
