@@ -16,6 +16,7 @@ pub fn entries() -> Vec<StepEntry> {
         reduce_numerics::steps(),
         reduction::peers::steps(),
         scan::steps(),
+        compact::steps(),
         histogram::steps(),
         transpose::steps(),
     ]

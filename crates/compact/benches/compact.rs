@@ -1,0 +1,6 @@
+//! Effective bandwidth of every compaction step at the cases the registry (`course.toml`) gives it,
+//! against the copy roof of the same run (`gpu_bench`).
+
+fn main() -> std::process::ExitCode {
+    gpu_bench::main(compact::steps())
+}
