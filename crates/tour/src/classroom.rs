@@ -131,8 +131,12 @@ fn grade_command(
     let mut grades: Vec<(Grade, Option<Vec<StepSpeed>>)> = Vec::new();
     for name in &crates {
         let grade = grade(&graded_root, name, target.as_deref())?;
+        // Speed is timed only for a correct solution: a crate with a failing graded test gets no
+        // speed points (and its steps, whose checks fail, are not timed).
+        let correct = grade.built && grade.failed == 0 && grade.passed > 0;
         let speeds = match (with_speed, submission) {
-            (true, Some(_)) => Some(speed(&graded_root, root, name, &scratch(root, "speed")?)?),
+            (true, Some(_)) if correct => Some(speed(&graded_root, root, name, &scratch(root, "speed")?)?),
+            (true, Some(_)) => Some(Vec::new()),
             _ => None,
         };
         grades.push((grade, speeds));
@@ -173,6 +177,9 @@ fn grade_table(grades: &[(Grade, Option<Vec<StepSpeed>>)]) -> String {
         out += "\n";
         for failure in grade.failures.iter().take(5) {
             out += &format!("    failed: {failure}\n");
+        }
+        if speeds.as_ref().is_some_and(|s| s.is_empty()) {
+            out += "    speed: not timed (a graded test fails)\n";
         }
     }
     out + &format!("{:<22} {:>40.1} of {most}\n", "total", total)
