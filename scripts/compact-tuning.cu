@@ -16,14 +16,7 @@
 
 #include "../cuda/compact.cu"
 
-#define CHECK(call)                                                                                 \
-    do {                                                                                            \
-        cudaError_t e = (call);                                                                     \
-        if (e != cudaSuccess) {                                                                     \
-            std::printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e));                 \
-            std::exit(1);                                                                           \
-        }                                                                                           \
-    } while (0)
+#include "tuning.cuh"
 
 // The single pass of cuda/compact.cu with two switches: kept elements staged in shared memory and
 // written as one run (STAGED), or written from registers to their places; loads before the ticket
@@ -89,36 +82,6 @@ __global__ void __launch_bounds__(THREADS)
     if (threadIdx.x == 0 && tile == gridDim.x - 1) {
         *kept = (unsigned)start + tile_count;
     }
-}
-
-static double median_ms(const std::function<void()>& work)
-{
-    cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-    work();
-    CHECK(cudaEventRecord(start));
-    work();
-    CHECK(cudaEventRecord(stop));
-    CHECK(cudaEventSynchronize(stop));
-    float once = 0;
-    CHECK(cudaEventElapsedTime(&once, start, stop));
-    int repeats = std::min(1000, std::max(1, (int)(1.0 / std::max(once, 1e-4f)) + 1));
-    std::vector<double> times;
-    for (int s = 0; s < 15; ++s) {
-        CHECK(cudaEventRecord(start));
-        for (int r = 0; r < repeats; ++r) work();
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
-        times.push_back(ms / repeats);
-    }
-    CHECK(cudaGetLastError());
-    std::sort(times.begin(), times.end());
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return times[times.size() / 2];
 }
 
 struct Buffers {

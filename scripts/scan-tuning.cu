@@ -16,14 +16,7 @@
 
 #include "../cuda/scan.cu"
 
-#define CHECK(call)                                                                                 \
-    do {                                                                                            \
-        cudaError_t e = (call);                                                                     \
-        if (e != cudaSuccess) {                                                                     \
-            std::printf("%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e));                 \
-            std::exit(1);                                                                           \
-        }                                                                                           \
-    } while (0)
+#include "tuning.cuh"
 
 // A form of the single pass: predecessors per lane of the look-back, loads before the ticket.
 template <int PER_LANE_, bool EARLY_LOADS_>
@@ -42,36 +35,6 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 static int sms = 0;
-
-static double median_ms(const std::function<void()>& work)
-{
-    cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
-    work();
-    CHECK(cudaEventRecord(start));
-    work();
-    CHECK(cudaEventRecord(stop));
-    CHECK(cudaEventSynchronize(stop));
-    float once = 0;
-    CHECK(cudaEventElapsedTime(&once, start, stop));
-    int repeats = std::min(1000, std::max(1, (int)(1.0 / std::max(once, 1e-4f)) + 1));
-    std::vector<double> times;
-    for (int s = 0; s < 15; ++s) {
-        CHECK(cudaEventRecord(start));
-        for (int r = 0; r < repeats; ++r) work();
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
-        times.push_back(ms / repeats);
-    }
-    CHECK(cudaGetLastError());
-    std::sort(times.begin(), times.end());
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return times[times.size() / 2];
-}
 
 struct Buffers {
     float* f_in;
