@@ -3,8 +3,8 @@
 
 use std::marker::PhantomData;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, Launch, Result};
-use scan::{Scan, TileState};
+use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelArg, Launch, Result};
+use scan::{Scan, ScanKind, TileState};
 
 use crate::element::{CompactElement, Predicate};
 use crate::plan::{COMPACT_TILE, CompactStep, Selection, compact_plan, kernel_name};
@@ -256,37 +256,26 @@ impl<T: CompactElement> Compact<T> {
             Selection::Test => &self.tested,
         };
         let (first, last) = (plan.launches.first().unwrap(), plan.launches.last().unwrap());
-        // ANCHOR: queue
         match self.step {
-            CompactStep::FlagsScanScatter => {
-                // flags, then places (in place), then the scatter
+            CompactStep::FlagsScanScatter | CompactStep::CountScanScatter => {
+                // Step 1: flags, then places (an exclusive scan in place), then the scatter. Step 2:
+                // tile counts, then tile ends (an inclusive scan in place), then the scatter. Step 1's
+                // grid-stride kernels take a signed n, step 2's tile kernels an unsigned one.
+                let (kind, scanned, count): (ScanKind, usize, KernelArg) = match self.step {
+                    CompactStep::FlagsScanScatter => (ScanKind::Exclusive, n, (n as i64).into()),
+                    _ => (ScanKind::Inclusive, first.config.grid.0 as usize, (n as u64).into()),
+                };
                 let launch = self.device.launch(&kernels.first, first.config);
-                keep.args(launch, input).arg(&mut self.scratch).arg(n as i64).run()?;
+                keep.args(launch, input).arg(&mut self.scratch).arg(count).run()?;
                 let scan = self.scan.as_mut().expect("steps 1 and 2 scan");
-                scan.scan_in_place(scan::ScanKind::Exclusive, &mut self.scratch, ..n)?;
-                let launch = self.device.launch(kernels.second.as_ref().unwrap(), last.config);
+                scan.scan_in_place(kind, &mut self.scratch, ..scanned)?;
+                let launch = self.device.launch(kernels.second.as_ref().expect("steps 1 and 2 scatter"), last.config);
                 keep.args(launch, input)
                     .arg(&self.scratch)
                     .arg(&mut *output)
                     .arg(capacity)
                     .arg(&mut self.kept)
-                    .arg(n as i64)
-                    .run()
-            }
-            CompactStep::CountScanScatter => {
-                // tile counts, then tile ends (in place), then the scatter
-                let tiles = first.config.grid.0 as usize;
-                let launch = self.device.launch(&kernels.first, first.config);
-                keep.args(launch, input).arg(&mut self.scratch).arg(n as u64).run()?;
-                let scan = self.scan.as_mut().expect("steps 1 and 2 scan");
-                scan.scan_in_place(scan::ScanKind::Inclusive, &mut self.scratch, ..tiles)?;
-                let launch = self.device.launch(kernels.second.as_ref().unwrap(), last.config);
-                keep.args(launch, input)
-                    .arg(&self.scratch)
-                    .arg(&mut *output)
-                    .arg(capacity)
-                    .arg(&mut self.kept)
-                    .arg(n as u64)
+                    .arg(count)
                     .run()
             }
             CompactStep::SinglePass => {
@@ -295,7 +284,6 @@ impl<T: CompactElement> Compact<T> {
                 self.state.run(launch, n as u64)
             }
         }
-        // ANCHOR_END: queue
     }
 }
 // ANCHOR_END: launcher

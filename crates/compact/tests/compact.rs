@@ -96,6 +96,20 @@ fn check<T: CompactElement>(
     Ok(())
 }
 
+/// [`check`] of each predicate in turn, on the whole of `values`.
+fn check_predicates<T: CompactElement>(
+    device: &Device,
+    rng: &TestRng,
+    compact: &mut Compact<T>,
+    values: &[T],
+    predicates: &[Predicate<T>],
+) -> TestResult {
+    for &predicate in predicates {
+        check(device, rng, compact, &format!("{predicate:?}"), values, Keep::Test(predicate), (0, 0))?;
+    }
+    Ok(())
+}
+
 fn step_suite<T: CompactElement>(mut suite: TestSuite, step: CompactStep) -> TestSuite {
     let (s, t) = (step.step(), T::SUFFIX);
     for n in sizes() {
@@ -125,23 +139,19 @@ fn step_suite<T: CompactElement>(mut suite: TestSuite, step: CompactStep) -> Tes
             for n in [1, 33, TILE + 1, test_size(device, (1 << 22) + 5, 70_001)] {
                 let values = T::random(rng.rng(), n);
                 let pivot = values[rng.rng().random_range(0..n)];
-                for predicate in [
-                    Predicate::Greater(pivot),
-                    Predicate::Less(pivot),
-                    Predicate::NotEqual(pivot),
-                    Predicate::NotNan,
-                    Predicate::Greater(T::from_small(0)),
-                ] {
-                    check(
-                        device,
-                        &rng,
-                        &mut compact,
-                        &format!("{predicate:?}"),
-                        &values,
-                        Keep::Test(predicate),
-                        (0, 0),
-                    )?;
-                }
+                check_predicates(
+                    device,
+                    &rng,
+                    &mut compact,
+                    &values,
+                    &[
+                        Predicate::Greater(pivot),
+                        Predicate::Less(pivot),
+                        Predicate::NotEqual(pivot),
+                        Predicate::NotNan,
+                        Predicate::Greater(T::from_small(0)),
+                    ],
+                )?;
             }
             Ok(())
         })
@@ -225,25 +235,21 @@ fn special_suite(mut suite: TestSuite) -> TestSuite {
                 let mut compact = Compact::<f32>::with_step(device, step)?;
                 for n in [12, TILE + 1, 9 * TILE + 5] {
                     let values = special_floats(&mut rng, n);
-                    for predicate in [
-                        Predicate::NotNan,
-                        Predicate::NotEqual(0.0),
-                        Predicate::NotEqual(f32::NAN),
-                        Predicate::Greater(0.0),
-                        Predicate::Less(-0.0),
-                        Predicate::Greater(f32::NEG_INFINITY),
-                        Predicate::Less(f32::NAN),
-                    ] {
-                        check(
-                            device,
-                            &rng,
-                            &mut compact,
-                            &format!("{predicate:?}"),
-                            &values,
-                            Keep::Test(predicate),
-                            (0, 0),
-                        )?;
-                    }
+                    check_predicates(
+                        device,
+                        &rng,
+                        &mut compact,
+                        &values,
+                        &[
+                            Predicate::NotNan,
+                            Predicate::NotEqual(0.0),
+                            Predicate::NotEqual(f32::NAN),
+                            Predicate::Greater(0.0),
+                            Predicate::Less(-0.0),
+                            Predicate::Greater(f32::NEG_INFINITY),
+                            Predicate::Less(f32::NAN),
+                        ],
+                    )?;
                     let mask: Vec<u8> = values.iter().map(|x| x.is_nan() as u8).collect();
                     check(device, &rng, &mut compact, "the NaNs by mask", &values, Keep::Mask(&mask), (0, 0))?;
                 }
@@ -256,26 +262,26 @@ fn special_suite(mut suite: TestSuite) -> TestSuite {
                 let n = 2 * TILE + 7;
                 let ints: Vec<i32> =
                     (0..n).map(|_| [i32::MIN, -1, 0, 1, i32::MAX][rng.rng().random_range(0..5)]).collect();
-                for predicate in [
-                    Predicate::Greater(-1),
-                    Predicate::Less(i32::MIN),
-                    Predicate::NotEqual(i32::MAX),
-                    Predicate::Greater(i32::MIN),
-                ] {
-                    check(device, &rng, &mut signed, &format!("{predicate:?}"), &ints, Keep::Test(predicate), (0, 0))?;
-                }
+                check_predicates(
+                    device,
+                    &rng,
+                    &mut signed,
+                    &ints,
+                    &[
+                        Predicate::Greater(-1),
+                        Predicate::Less(i32::MIN),
+                        Predicate::NotEqual(i32::MAX),
+                        Predicate::Greater(i32::MIN),
+                    ],
+                )?;
                 let uints: Vec<u32> = ints.iter().map(|&x| x as u32).collect();
-                for predicate in [Predicate::Greater(u32::MAX / 2), Predicate::Less(1), Predicate::NotNan] {
-                    check(
-                        device,
-                        &rng,
-                        &mut unsigned,
-                        &format!("{predicate:?}"),
-                        &uints,
-                        Keep::Test(predicate),
-                        (0, 0),
-                    )?;
-                }
+                check_predicates(
+                    device,
+                    &rng,
+                    &mut unsigned,
+                    &uints,
+                    &[Predicate::Greater(u32::MAX / 2), Predicate::Less(1), Predicate::NotNan],
+                )?;
                 Ok(())
             });
     }
