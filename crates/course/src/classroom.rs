@@ -220,6 +220,11 @@ impl Grade {
         let ran = self.passed + self.failed;
         if !self.built || ran == 0 { 0.0 } else { CORRECTNESS_POINTS * self.passed as f64 / ran as f64 }
     }
+
+    /// Whether the crate is solved: its tests built, at least one ran, and none failed.
+    pub fn all_passed(&self) -> bool {
+        self.built && self.failed == 0 && self.passed > 0
+    }
 }
 
 /// Runs the graded tests of `crate_name` in the workspace at `root` and counts them; `target`

@@ -133,9 +133,8 @@ fn grade_command(
         let grade = grade(&graded_root, name, target.as_deref())?;
         // Speed is timed only for a correct solution: a crate with a failing graded test gets no
         // speed points (and its steps, whose checks fail, are not timed).
-        let correct = grade.built && grade.failed == 0 && grade.passed > 0;
         let speeds = match (with_speed, submission) {
-            (true, Some(_)) if correct => Some(speed(&graded_root, root, name, &scratch(root, "speed")?)?),
+            (true, Some(_)) if grade.all_passed() => Some(speed(&graded_root, root, name, &scratch(root, "speed")?)?),
             (true, Some(_)) => Some(Vec::new()),
             _ => None,
         };
@@ -146,7 +145,7 @@ fn grade_command(
         std::fs::write(path, grade_json(&backend(), &grades)).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("grades written to {}", path.display());
     }
-    let all_passed = grades.iter().all(|(g, _)| g.built && g.failed == 0 && g.passed > 0);
+    let all_passed = grades.iter().all(|(g, _)| g.all_passed());
     Ok(all_passed || !require_all)
 }
 
