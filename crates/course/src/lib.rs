@@ -98,7 +98,9 @@ pub struct Chapter {
     pub title: String,
     /// The chapter's file under `book/src/`.
     pub file: String,
-    #[serde(rename = "step")]
+    /// Its steps, measured by the tour and the benches on one GPU. A chapter whose work needs several
+    /// GPUs (reduce-multi-gpu) lists none: its own bench measures it, and the book renders that.
+    #[serde(rename = "step", default)]
     pub steps: Vec<Step>,
 }
 

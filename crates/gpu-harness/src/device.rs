@@ -100,8 +100,8 @@ impl DeviceFacts {
     }
 }
 
-/// A handle to the first CUDA GPU: its context, the one stream all work goes to, its facts and
-/// the kernels loaded on it. Cheap to clone.
+/// A handle to a CUDA GPU (the first, unless opened by ordinal): its context, the one stream all
+/// work queued through this handle goes to, its facts and the kernels loaded on it. Cheap to clone.
 #[derive(Clone)]
 pub struct Device {
     inner: Arc<Inner>,
@@ -109,6 +109,8 @@ pub struct Device {
 
 struct Inner {
     facts: DeviceFacts,
+    /// The GPU's ordinal (0 for the first), or the simulator's index in its world.
+    ordinal: usize,
     backend: Backend,
 }
 
@@ -124,7 +126,8 @@ struct CudaBackend {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     target: Target,
-    modules: Mutex<HashMap<ModuleKey, LoadedModule>>,
+    /// Shared with the handle's forks (same context, so the same loaded modules serve them).
+    modules: Arc<Mutex<HashMap<ModuleKey, LoadedModule>>>,
 }
 
 /// A module loaded on the GPU, with the PTX NVRTC produced beside it (for the kernels' parameter
@@ -134,9 +137,10 @@ type LoadedModule = (Arc<CudaModule>, Option<Arc<String>>);
 /// The CPU simulator: one simulated global memory, the parsed PTX modules, and the counters of the
 /// last launch.
 struct CpuBackend {
-    machine: Mutex<ptx_sim::Machine>,
-    modules: Mutex<HashMap<ModuleKey, Arc<ptx_sim::Module>>>,
-    last_counters: Mutex<Option<LaunchCounters>>,
+    /// Shared with the handle's forks: one simulated device, one memory.
+    machine: Arc<Mutex<ptx_sim::Machine>>,
+    modules: Arc<Mutex<HashMap<ModuleKey, Arc<ptx_sim::Module>>>>,
+    last_counters: Arc<Mutex<Option<LaunchCounters>>>,
 }
 
 /// What the CPU simulator counted during one launch: warp instructions, divergence, barriers,
@@ -231,17 +235,187 @@ impl Device {
 
     /// Opens GPU 0 (never the simulator).
     pub fn open_gpu() -> Result<Device> {
-        // cudarc panics when a library or symbol it needs is missing; turn that into an error too.
-        match std::panic::catch_unwind(open_uncaught) {
-            Ok(result) => result,
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown failure".into());
-                Err(GpuError::NoDriver { library: format!("the CUDA driver API ({message})") })
+        Device::open_gpu_ordinal(0)
+    }
+
+    /// How many CUDA GPUs the driver reports (an error when there is no driver).
+    pub fn gpu_count() -> Result<usize> {
+        catch_driver_panic(|| {
+            if !unsafe { sys::is_culib_present() } {
+                return Err(GpuError::NoDriver { library: "libcuda.so.1".into() });
             }
+            CudaContext::device_count()
+                .map(|c| c.max(0) as usize)
+                .map_err(|e| GpuError::NoDevice { reason: e.to_string() })
+        })
+    }
+
+    /// Opens GPU `ordinal` (0 for the first), with its own handle, stream and kernel cache.
+    pub fn open_gpu_ordinal(ordinal: usize) -> Result<Device> {
+        catch_driver_panic(|| open_uncaught(ordinal))
+    }
+
+    /// A second handle to this device with its own stream: work queued through the two handles
+    /// runs concurrently unless ordered with events ([`Device::record`], [`Device::wait_for`]).
+    /// Buffers and kernels of either handle work on both. On the CPU simulator, which runs each
+    /// operation to completion, the fork is the same simulated device.
+    pub fn fork(&self) -> Result<Device> {
+        let backend = match &self.inner.backend {
+            Backend::Cuda(cuda) => Backend::Cuda(CudaBackend {
+                context: cuda.context.clone(),
+                stream: cuda.context.new_stream().map_err(|e| GpuError::driver("cuStreamCreate", e))?,
+                target: cuda.target,
+                modules: cuda.modules.clone(),
+            }),
+            Backend::Cpu(cpu) => Backend::Cpu(CpuBackend {
+                machine: cpu.machine.clone(),
+                modules: cpu.modules.clone(),
+                last_counters: cpu.last_counters.clone(),
+            }),
+        };
+        Ok(Device { inner: Arc::new(Inner { facts: self.inner.facts.clone(), ordinal: self.inner.ordinal, backend }) })
+    }
+
+    /// The GPU's ordinal (0 for the first); on the simulator, its index in a simulated world.
+    pub fn ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+
+    /// Whether buffers of `other` live in this device's memory (the same device, or a fork of it).
+    pub fn shares_memory_with(&self, other: &Device) -> bool {
+        match (&self.inner.backend, &other.inner.backend) {
+            (Backend::Cuda(a), Backend::Cuda(b)) => Arc::ptr_eq(&a.context, &b.context),
+            (Backend::Cpu(a), Backend::Cpu(b)) => Arc::ptr_eq(&a.machine, &b.machine),
+            _ => false,
+        }
+    }
+
+    /// Lets kernels and copies of this GPU reach `peer`'s memory directly (over NVLink or PCIe),
+    /// where the hardware allows. Returns whether it does; copies between GPUs work either way
+    /// (the driver stages them through the host otherwise). Always false on the simulator.
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<bool> {
+        let (Backend::Cuda(cuda), Backend::Cuda(other)) = (&self.inner.backend, &peer.inner.backend) else {
+            return Ok(false);
+        };
+        if Arc::ptr_eq(&cuda.context, &other.context) {
+            return Ok(true);
+        }
+        let mut can = 0;
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, cuda.context.cu_device(), other.context.cu_device()) }
+            .result()
+            .map_err(|e| GpuError::driver("cuDeviceCanAccessPeer", e))?;
+        if can == 0 {
+            return Ok(false);
+        }
+        cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+        match unsafe { sys::cuCtxEnablePeerAccess(other.context.cu_ctx(), 0) } {
+            sys::cudaError_enum::CUDA_SUCCESS | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            error => return Err(GpuError::driver("cuCtxEnablePeerAccess", format!("{error:?}"))),
+        }
+        // Buffers come from the peer's memory pool (cuMemAllocAsync), which peer access does not
+        // cover: the pool must grant this GPU access too, or copies are staged through the host.
+        let mut pool = std::ptr::null_mut();
+        unsafe { sys::cuDeviceGetMemPool(&mut pool, other.context.cu_device()) }
+            .result()
+            .map_err(|e| GpuError::driver("cuDeviceGetMemPool", e))?;
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: cuda.context.ordinal() as i32,
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
+            .result()
+            .map_err(|e| GpuError::driver("cuMemPoolSetAccess", e))?;
+        Ok(true)
+    }
+
+    /// A marker to record on this device's stream and wait for on any device's stream.
+    pub fn event(&self) -> Result<Event> {
+        match &self.inner.backend {
+            Backend::Cuda(cuda) => Ok(Event(Some(
+                cuda.context
+                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(|e| GpuError::driver("cuEventCreate", e))?,
+            ))),
+            Backend::Cpu(_) => Ok(Event(None)),
+        }
+    }
+
+    /// Records in `event` the work queued on this handle's stream so far (replacing what it held).
+    /// `event` must come from this device or a fork of it.
+    pub fn record(&self, event: &Event) -> Result<()> {
+        match (&self.inner.backend, &event.0) {
+            (Backend::Cuda(cuda), Some(event)) => {
+                event.record(&cuda.stream).map_err(|e| GpuError::driver("cuEventRecord", e))
+            }
+            (Backend::Cpu(_), None) => Ok(()), // the simulator finishes each operation before the next
+            _ => Err(GpuError::BadInput("an event recorded on another backend's device".into())),
+        }
+    }
+
+    /// Makes work queued on this handle's stream from now on wait for what `event` recorded (on
+    /// any device). Waiting for an event never recorded waits for nothing.
+    pub fn wait_for(&self, event: &Event) -> Result<()> {
+        match (&self.inner.backend, &event.0) {
+            (Backend::Cuda(cuda), Some(event)) => {
+                cuda.stream.wait(event).map_err(|e| GpuError::driver("cuStreamWaitEvent", e))
+            }
+            (Backend::Cpu(_), None) => Ok(()),
+            _ => Err(GpuError::BadInput("an event waited for on another backend's device".into())),
+        }
+    }
+
+    /// Copies `src` into `dst` starting at element `at`, queued on this handle's stream. `src` and
+    /// `dst` may live on different GPUs (a peer-to-peer copy); this device must hold one of them.
+    pub fn copy_into<T: Element>(&self, src: DeviceView<'_, T>, dst: &mut DeviceBuffer<T>, at: usize) -> Result<()> {
+        if at.checked_add(src.len()).is_none_or(|end| end > dst.len()) {
+            return Err(GpuError::BadInput(format!(
+                "copy of {} elements at {at} into a buffer of {}",
+                src.len(),
+                dst.len()
+            )));
+        }
+        let (from_device, to_device) = (&src.buffer.device, &dst.device);
+        if !self.shares_memory_with(from_device) && !self.shares_memory_with(to_device) {
+            return Err(GpuError::BadInput("a copy queued on a device that holds neither of its buffers".into()));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let bytes = src.len() * std::mem::size_of::<T>();
+        let from = src.device_address();
+        let to = dst.as_view().device_address() + (at * std::mem::size_of::<T>()) as u64;
+        match (&self.inner.backend, &from_device.inner.backend, &to_device.inner.backend) {
+            (Backend::Cuda(cuda), Backend::Cuda(source), Backend::Cuda(target)) => {
+                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                if Arc::ptr_eq(&source.context, &target.context) {
+                    unsafe { cudarc::driver::result::memcpy_dtod_async(to, from, bytes, cuda.stream.cu_stream()) }
+                        .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
+                } else {
+                    unsafe {
+                        cudarc::driver::result::memcpy_peer_async(
+                            target.context.cu_ctx(),
+                            to,
+                            source.context.cu_ctx(),
+                            from,
+                            bytes,
+                            cuda.stream.cu_stream(),
+                        )
+                    }
+                    .map_err(|e| GpuError::driver("cuMemcpyPeerAsync", e))
+                }
+            }
+            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target)) => {
+                if Arc::ptr_eq(&source.machine, &target.machine) {
+                    lock(&source.machine).copy(from, to, bytes).map_err(|e| sim_error("copy", e))
+                } else {
+                    let data = lock(&source.machine).read(from, bytes).map_err(|e| sim_error("copy", e))?;
+                    lock(&target.machine).write(to, &data).map_err(|e| sim_error("copy", e))
+                }
+            }
+            _ => Err(GpuError::BadInput("a copy between buffers of different backends".into())),
         }
     }
 
@@ -355,22 +529,7 @@ impl Device {
 
     /// Copies `src` into the start of `dst` on the device (device-to-device, asynchronous).
     pub fn copy<T: Element>(&self, src: DeviceView<'_, T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
-        if src.len() > dst.len() {
-            return Err(GpuError::BadInput(format!("copy of {} elements into a buffer of {}", src.len(), dst.len())));
-        }
-        if src.is_empty() {
-            return Ok(());
-        }
-        let bytes = src.len() * std::mem::size_of::<T>();
-        let from = src.device_address();
-        let to = dst.as_view().device_address();
-        match &self.inner.backend {
-            Backend::Cuda(cuda) => {
-                unsafe { cudarc::driver::result::memcpy_dtod_async(to, from, bytes, cuda.stream.cu_stream()) }
-                    .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
-            }
-            Backend::Cpu(cpu) => lock(&cpu.machine).copy(from, to, bytes).map_err(|e| sim_error("copy", e)),
-        }
+        self.copy_into(src, dst, 0)
     }
 
     /// Waits for all queued work; reports a kernel fault that happened meanwhile.
@@ -402,7 +561,23 @@ impl Device {
     }
 }
 
-fn open_uncaught() -> Result<Device> {
+/// Runs `open`, turning a panic of cudarc's (it panics when a library or symbol it needs is
+/// missing) into an error too.
+fn catch_driver_panic<R>(open: impl FnOnce() -> Result<R> + std::panic::UnwindSafe) -> Result<R> {
+    match std::panic::catch_unwind(open) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown failure".into());
+            Err(GpuError::NoDriver { library: format!("the CUDA driver API ({message})") })
+        }
+    }
+}
+
+fn open_uncaught(ordinal: usize) -> Result<Device> {
     if !unsafe { sys::is_culib_present() } {
         return Err(GpuError::NoDriver { library: "libcuda.so.1".into() });
     }
@@ -410,7 +585,10 @@ fn open_uncaught() -> Result<Device> {
     if count < 1 {
         return Err(GpuError::NoDevice { reason: "the driver reports 0 devices".into() });
     }
-    let context = CudaContext::new(0).map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
+    if ordinal >= count as usize {
+        return Err(GpuError::NoDevice { reason: format!("GPU {ordinal} asked for, the driver reports {count}") });
+    }
+    let context = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
     // One stream, used in order, so cudarc's per-buffer event tracking (meant for several
     // streams) would only add host work to every launch.
     unsafe { context.disable_event_tracking() };
@@ -446,8 +624,8 @@ fn open_uncaught() -> Result<Device> {
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
     let target = compile::target_for_device(major, minor)?;
-    let cuda = CudaBackend { context, stream, target, modules: Mutex::new(HashMap::new()) };
-    Ok(Device { inner: Arc::new(Inner { facts, backend: Backend::Cuda(cuda) }) })
+    let cuda = CudaBackend { context, stream, target, modules: Arc::new(Mutex::new(HashMap::new())) };
+    Ok(Device { inner: Arc::new(Inner { facts, ordinal, backend: Backend::Cuda(cuda) }) })
 }
 
 /// The CPU simulator as a device: it needs NVRTC (for PTX) but no GPU. Its shape is a small GPU (4
@@ -468,11 +646,11 @@ fn open_cpu() -> Result<Device> {
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
     let cpu = CpuBackend {
-        machine: Mutex::new(ptx_sim::Machine::new()),
-        modules: Mutex::new(HashMap::new()),
-        last_counters: Mutex::new(None),
+        machine: Arc::new(Mutex::new(ptx_sim::Machine::new())),
+        modules: Arc::new(Mutex::new(HashMap::new())),
+        last_counters: Arc::new(Mutex::new(None)),
     };
-    Ok(Device { inner: Arc::new(Inner { facts, backend: Backend::Cpu(cpu) }) })
+    Ok(Device { inner: Arc::new(Inner { facts, ordinal: 0, backend: Backend::Cpu(cpu) }) })
 }
 
 /// PTX text from NVRTC's NUL-terminated bytes.
@@ -514,6 +692,11 @@ impl<T: Element> Drop for DeviceBuffer<T> {
 }
 
 impl<T: Element> DeviceBuffer<T> {
+    /// The device the buffer lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     pub fn len(&self) -> usize {
         match &self.storage {
             Storage::Cuda(slice) => slice.len(),
@@ -614,6 +797,7 @@ impl<T: Element> DeviceBuffer<T> {
         let words = self.len() * size / 4;
         match (&mut self.storage, &self.device.inner.backend) {
             (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
+                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
                 let (address, _write) = slice.device_ptr_mut(&cuda.stream);
                 unsafe { sys::cuMemsetD32Async(address, word, words, cuda.stream.cu_stream()) }
                     .result()
@@ -642,6 +826,11 @@ pub struct DeviceView<'a, T: Element> {
 }
 
 impl<'a, T: Element> DeviceView<'a, T> {
+    /// The device the viewed buffer lives on.
+    pub fn device(&self) -> &'a Device {
+        &self.buffer.device
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -699,6 +888,11 @@ impl<'a, T: Element> From<&'a DeviceBuffer<T>> for DeviceView<'a, T> {
         buffer.as_view()
     }
 }
+
+/// A point in a device's stream that other streams (of any device) can wait for: made by
+/// [`Device::event`], set by [`Device::record`], waited for by [`Device::wait_for`]. A no-op on the
+/// CPU simulator, which finishes every operation before the next starts.
+pub struct Event(Option<cudarc::driver::CudaEvent>);
 
 /// A compiled kernel, loaded on a device.
 pub struct Kernel {

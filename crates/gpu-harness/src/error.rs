@@ -38,6 +38,10 @@ pub enum GpuError {
     #[error("no CUDA GPU ({gpu}) and no CPU simulator ({simulator})")]
     NoBackend { gpu: String, simulator: String },
 
+    /// A library loaded at run time (NCCL, say) is not installed; `install` says how to get it.
+    #[error("{library} not found: {install}")]
+    NoLibrary { library: String, install: String },
+
     /// A kernel named by a launcher is not in its compiled module.
     #[error("kernel `{kernel}` not found in {file}: is it declared `extern \"C\" __global__`?")]
     MissingKernel { file: String, kernel: String },
@@ -78,6 +82,7 @@ impl GpuError {
                 | GpuError::NoDevice { .. }
                 | GpuError::NoCompiler { .. }
                 | GpuError::NoBackend { .. }
+                | GpuError::NoLibrary { .. }
         )
     }
 

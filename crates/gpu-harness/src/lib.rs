@@ -1,6 +1,7 @@
 //! The lean core every technique crate builds on, and nothing else:
 //!
-//! - [`Device`]: the first CUDA GPU (driver loaded at run time) or the CPU simulator, its
+//! - [`Device`]: a CUDA GPU (the first, or any by ordinal; driver loaded at run time) or the CPU
+//!   simulator, with forks (a second stream), [`Event`]s across devices, peer-to-peer copies, its
 //!   [`DeviceFacts`], buffers, kernels compiled by NVRTC from embedded sources ([`KernelSource`],
 //!   [`kernel_source!`]) and launches ([`Device::launch`]), checked against the kernel's parameters.
 //! - [`GpuError`]: one typed error for everything that can fail, with messages that say what to do.
@@ -21,7 +22,7 @@ pub mod workload;
 
 pub use compile::KernelSource;
 pub use device::{
-    Device, DeviceBuffer, DeviceFacts, DeviceView, Element, GpuShape, Kernel, KernelArg, Launch, LaunchConfig,
+    Device, DeviceBuffer, DeviceFacts, DeviceView, Element, Event, GpuShape, Kernel, KernelArg, Launch, LaunchConfig,
     LaunchCounters,
 };
 pub use error::{GpuError, PIP_INSTALL_NVRTC, Result};

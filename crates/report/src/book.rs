@@ -62,6 +62,7 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
         outputs.extend(fragments(family, &gpus, &data.join(FRAGMENTS))?);
     }
     outputs.extend(accuracy_files(&data)?);
+    outputs.extend(multi_gpu_files(&data)?);
     outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
     outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
     Ok(outputs)
@@ -104,7 +105,8 @@ fn gpu_files(family: &Family, gpu: &Gpu) -> Result<Vec<(PathBuf, String)>, BookE
 /// The fragments the chapters include: every GPU's charts and table, one tab per GPU.
 fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     let mut files = Vec::new();
-    for chapter in &family.chapters {
+    // A chapter with no steps here is measured by its own bench (reduce-multi-gpu: `multi_gpu_files`).
+    for chapter in family.chapters.iter().filter(|c| !c.steps.is_empty()) {
         let tabs: Vec<(&Gpu, String)> = gpus
             .iter()
             .filter_map(|gpu| {
@@ -185,6 +187,30 @@ fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         .collect();
     let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((data.join(FRAGMENTS).join("accuracy.md"), tabbed("accuracy", &borrowed)));
+    Ok(files)
+}
+
+/// reduce-multi-gpu's charts (`multi-gpu/<machine>-<gpus>gpus.svg`) and the fragment that shows
+/// them with their tables, one tab per machine (`measured/reduce-multi-gpu.md`).
+fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let machines = crate::multi_gpu::load_machines(data)?;
+    let mut files = Vec::new();
+    let mut tabs = Vec::new();
+    for machine in &machines {
+        let (charts, body) = crate::multi_gpu::machine_section(machine)?;
+        for (name, svg) in charts {
+            files.push((data.join(crate::multi_gpu::FOLDER).join(name), svg));
+        }
+        let gpu = Gpu {
+            slug: machine.slug.clone(),
+            name: machine.fact("device").to_string(),
+            folder: PathBuf::new(),
+            results: Vec::new(),
+        };
+        tabs.push((gpu, body));
+    }
+    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    files.push((data.join(FRAGMENTS).join("reduce-multi-gpu.md"), tabbed("reduce-multi-gpu", &borrowed)));
     Ok(files)
 }
 

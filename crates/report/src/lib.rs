@@ -12,6 +12,7 @@
 pub mod accuracy;
 pub mod book;
 pub mod charts;
+pub mod multi_gpu;
 pub mod prose;
 pub mod results;
 pub mod session;

@@ -9,13 +9,17 @@
 //! `data <gpu folder> <crate>/<step> <case> <value>`, where `<value>` is one of `gbs`, `tbs`, `ms`,
 //! `us`, `roof%` (percent of the step's own roof), `copy%`, `read%`, `read-roof` and `copy-roof`
 //! (the roofs of that case, GB/s), `peak` (theoretical GB/s), or `speedup:<crate>/<step>` (that
-//! step's time over this one's). The rendered page does not show the comment; [`check_book`] checks
+//! step's time over this one's). reduce-multi-gpu's numbers come from its sessions
+//! (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine> <kind>/<method> <gpus> <bytes> <value>`,
+//! `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `ratio:<method>` (this bus bandwidth over that
+//! method's) or `speedup` (one GPU's time over this one's). The rendered page does not show the comment; [`check_book`] checks
 //! that the number before it, rounded as written, equals the data. A number written as a measurement
 //! (followed by `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry such a comment, or
 //! `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the seeds).
 
 use std::path::{Path, PathBuf};
 
+use crate::multi_gpu::{MachineFile, load_machines};
 use crate::results::{Record, Results, load_results, results_by_gpu};
 
 const MARKER: &str = "<!-- data ";
@@ -30,6 +34,10 @@ pub fn check_book(book_src: &Path) -> Vec<String> {
         Ok(all) => results_by_gpu(&all),
         Err(e) => return vec![e.to_string()],
     };
+    let machines = match load_machines(&book_src.join("data")) {
+        Ok(machines) => machines,
+        Err(e) => return vec![e.to_string()],
+    };
     let mut problems = Vec::new();
     for page in markdown_pages(book_src) {
         let Ok(text) = std::fs::read_to_string(&page) else {
@@ -37,13 +45,13 @@ pub fn check_book(book_src: &Path) -> Vec<String> {
             continue;
         };
         let name = page.strip_prefix(book_src).unwrap_or(&page).display().to_string();
-        problems.extend(check_text(&text, &data).into_iter().map(|p| format!("{name}: {p}")));
+        problems.extend(check_text(&text, &data, &machines).into_iter().map(|p| format!("{name}: {p}")));
     }
     problems
 }
 
 /// The problems of one page's text against the data (grouped by GPU folder).
-pub fn check_text(text: &str, data: &[(PathBuf, Vec<Results>)]) -> Vec<String> {
+pub fn check_text(text: &str, data: &[(PathBuf, Vec<Results>)], machines: &[MachineFile]) -> Vec<String> {
     let mut problems = Vec::new();
     let prose = without_code(text);
     let mut rest = prose.as_str();
@@ -57,7 +65,7 @@ pub fn check_text(text: &str, data: &[(PathBuf, Vec<Results>)]) -> Vec<String> {
         let spec = rest[at + MARKER.len()..at + end].trim();
         match quoted_number(before) {
             None => problems.push(format!("no number right before `<!-- data {spec} -->`")),
-            Some((written, decimals)) => match lookup(spec, data) {
+            Some((written, decimals)) => match lookup(spec, data, machines) {
                 Err(why) => problems.push(format!("`{spec}`: {why}")),
                 Ok(value) => {
                     let expected = format!("{value:.decimals$}");
@@ -127,9 +135,40 @@ fn quoted_number(before: &str) -> Option<(String, usize)> {
     Some((number, decimals))
 }
 
+/// The value a `multi-gpu ...` marker names.
+fn lookup_multi_gpu(words: &[&str], machines: &[MachineFile]) -> Result<f64, String> {
+    let usage = "expected `multi-gpu <machine> <kind>/<method> <gpus> <bytes> <value>`";
+    let [machine, what, gpus, bytes, value] = words else { return Err(usage.into()) };
+    let file =
+        machines.iter().find(|m| m.slug == *machine).ok_or_else(|| format!("no multi-GPU session `{machine}`"))?;
+    let (kind, method) = what.split_once('/').ok_or(usage)?;
+    let gpus: usize = gpus.parse().map_err(|_| usage)?;
+    let bytes: u64 = bytes.parse().map_err(|_| usage)?;
+    let row = |method: &str, gpus: usize| {
+        file.rows
+            .iter()
+            .find(|r| r.kind == kind && r.method == method && r.gpus == gpus && r.bytes == bytes)
+            .ok_or_else(|| format!("no {kind} {method} on {gpus} GPUs at {bytes} bytes in {machine}"))
+    };
+    let this = row(method, gpus)?;
+    Ok(match *value {
+        "busbw" => this.busbw(),
+        "algbw" => this.algbw(),
+        "ms" => this.ms,
+        "speedup" => row("one-gpu", 1)?.ms / this.ms,
+        other => match other.strip_prefix("ratio:") {
+            Some(base) => this.busbw() / row(base, gpus)?.busbw(),
+            None => return Err(format!("unknown value `{other}`")),
+        },
+    })
+}
+
 /// The value a marker's spec names.
-fn lookup(spec: &str, data: &[(PathBuf, Vec<Results>)]) -> Result<f64, String> {
+fn lookup(spec: &str, data: &[(PathBuf, Vec<Results>)], machines: &[MachineFile]) -> Result<f64, String> {
     let words: Vec<&str> = spec.split_whitespace().collect();
+    if let Some(("multi-gpu", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
+        return lookup_multi_gpu(rest, machines);
+    }
     // A case may name its input after its size (`2^30 all-equal`): every word between the step and
     // the value is the case's.
     let [gpu, step, case @ .., value] = words.as_slice() else {

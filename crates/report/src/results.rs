@@ -125,8 +125,11 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for gpu in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
         let gpu = gpu.map_err(|e| io_error(dir, e))?.path();
-        // The generated fragments and the accuracy studies have folders of their own.
-        let not_a_gpu = gpu.file_name().is_some_and(|n| n == crate::book::FRAGMENTS || n == crate::accuracy::FOLDER);
+        // The generated fragments, the accuracy studies and the multi-GPU sessions have folders of
+        // their own.
+        let not_a_gpu = gpu.file_name().is_some_and(|n| {
+            n == crate::book::FRAGMENTS || n == crate::accuracy::FOLDER || n == crate::multi_gpu::FOLDER
+        });
         if !gpu.is_dir() || not_a_gpu {
             continue;
         }

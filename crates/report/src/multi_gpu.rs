@@ -1,0 +1,284 @@
+//! reduce-multi-gpu's measurements: what `cargo bench -p reduce-multi-gpu` and
+//! `scripts/torch_allreduce.py` printed in one session on one machine, kept as
+//! `book/src/data/multi-gpu/<machine>.txt`, drawn here as bus-bandwidth charts and tables.
+//!
+//! A file is `#` lines (`# device NVIDIA H200 x2`, `# date ...`, `# nccl ...`, `# torch ...`) and
+//! measurement lines `<kind> <method> <gpus> <bytes> <ms>`: kind `allreduce` (an all-reduce of
+//! `bytes` on every GPU, device time per call) or `full` (the sum of `bytes` of f32 split across
+//! `gpus` GPUs, wall-clock time to the answer). Bandwidths are derived here, in one place.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::charts::ChartError;
+use crate::results::io_error;
+
+/// The folder of the multi-GPU measurements, under the book's data folder.
+pub const FOLDER: &str = "multi-gpu";
+
+/// The all-reduce methods, in the order tables and charts show them.
+pub const METHODS: [&str; 3] = ["nccl", "ring", "torch"];
+
+/// One measurement line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub kind: String,
+    pub method: String,
+    pub gpus: usize,
+    pub bytes: u64,
+    pub ms: f64,
+}
+
+impl Row {
+    /// Bytes per second of the data reduced, in GB/s (nccl-tests' algorithm bandwidth).
+    pub fn algbw(&self) -> f64 {
+        self.bytes as f64 / (self.ms * 1e-3) / 1e9
+    }
+
+    /// nccl-tests' bus bandwidth: algbw x 2(n - 1)/n.
+    pub fn busbw(&self) -> f64 {
+        self.algbw() * 2.0 * (self.gpus as f64 - 1.0) / self.gpus as f64
+    }
+}
+
+/// One machine's session.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MachineFile {
+    /// The file's stem, e.g. `nvidia-h200-x2`.
+    pub slug: String,
+    /// `# name value` lines, in order.
+    pub facts: Vec<(String, String)>,
+    pub rows: Vec<Row>,
+}
+
+impl MachineFile {
+    pub fn fact(&self, name: &str) -> &str {
+        self.facts.iter().find(|(n, _)| n == name).map_or("?", |(_, v)| v.as_str())
+    }
+
+    /// The all-reduce row of `method` on `gpus` GPUs at `bytes`.
+    pub fn all_reduce(&self, method: &str, gpus: usize, bytes: u64) -> Option<&Row> {
+        self.rows.iter().find(|r| r.kind == "allreduce" && r.method == method && r.gpus == gpus && r.bytes == bytes)
+    }
+
+    /// The GPU counts the all-reduce was measured on, ascending.
+    pub fn gpu_counts(&self) -> Vec<usize> {
+        let mut counts: Vec<usize> = self.rows.iter().filter(|r| r.kind == "allreduce").map(|r| r.gpus).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        counts
+    }
+
+    /// The all-reduce sizes, ascending.
+    pub fn sizes(&self) -> Vec<u64> {
+        let mut sizes: Vec<u64> = self.rows.iter().filter(|r| r.kind == "allreduce").map(|r| r.bytes).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+}
+
+/// Parses a machine file.
+pub fn parse(slug: &str, text: &str) -> Result<MachineFile, String> {
+    let mut file = MachineFile { slug: slug.to_string(), ..MachineFile::default() };
+    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(fact) = line.strip_prefix("# ") {
+            let (name, value) = fact.split_once(' ').unwrap_or((fact, ""));
+            file.facts.push((name.to_string(), value.to_string()));
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let bad = |why: &str| format!("{slug}.txt line {number}: {why}: `{line}`");
+        let [kind, method, gpus, bytes, ms] = words[..] else { return Err(bad("expected 5 words")) };
+        let row = Row {
+            kind: kind.to_string(),
+            method: method.to_string(),
+            gpus: gpus.parse().map_err(|_| bad("GPU count"))?,
+            bytes: bytes.parse().map_err(|_| bad("bytes"))?,
+            ms: ms.parse().map_err(|_| bad("milliseconds"))?,
+        };
+        if !(row.ms.is_finite() && row.ms > 0.0 && row.gpus > 0) {
+            return Err(bad("a time and a GPU count must be positive"));
+        }
+        file.rows.push(row);
+    }
+    Ok(file)
+}
+
+/// Every machine file under `data_dir/multi-gpu/`, sorted by name.
+pub fn load_machines(data_dir: &Path) -> gpu_harness::Result<Vec<MachineFile>> {
+    let folder = data_dir.join(FOLDER);
+    let Ok(entries) = std::fs::read_dir(&folder) else { return Ok(Vec::new()) };
+    let mut paths: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "txt")).collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
+            let slug = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            parse(&slug, &text).map_err(gpu_harness::GpuError::BadInput)
+        })
+        .collect()
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 30 { format!("{} GiB", bytes >> 30) } else { format!("{} MiB", bytes >> 20) }
+}
+
+fn ratio(a: Option<&Row>, b: Option<&Row>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{:.2}", a.busbw() / b.busbw()),
+        _ => "-".into(),
+    }
+}
+
+/// The all-reduce table of `gpus` GPUs: bus bandwidth per method and size, and the ring's and
+/// torch's share of NCCL's.
+pub fn all_reduce_table(file: &MachineFile, gpus: usize) -> String {
+    let mut out = String::from(
+        "| size per GPU | NCCL busbw (GB/s) | ring busbw (GB/s) | torch busbw (GB/s) | ring / NCCL | torch / NCCL |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for bytes in file.sizes() {
+        let row = |method: &str| file.all_reduce(method, gpus, bytes);
+        let cell = |method: &str| row(method).map_or("-".to_string(), |r| format!("{:.1}", r.busbw()));
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            mib(bytes),
+            cell("nccl"),
+            cell("ring"),
+            cell("torch"),
+            ratio(row("ring"), row("nccl")),
+            ratio(row("torch"), row("nccl"))
+        );
+    }
+    out
+}
+
+/// The full-reduction table: each way of summing the input, its time to the answer, its rate and
+/// its speed-up over one GPU.
+pub fn full_table(file: &MachineFile) -> String {
+    let rows: Vec<&Row> = file.rows.iter().filter(|r| r.kind == "full").collect();
+    let single = rows.iter().find(|r| r.gpus == 1).map(|r| r.ms);
+    let mut out = String::from(
+        "| how | GPUs | time to the answer (ms) | GB/s | speed-up over one GPU |\n| --- | ---: | ---: | ---: | ---: |\n",
+    );
+    for row in rows {
+        let speed_up = single.map_or("-".to_string(), |s| format!("{:.2}", s / row.ms));
+        let _ = writeln!(out, "| {} | {} | {:.3} | {:.0} | {speed_up} |", row.method, row.gpus, row.ms, row.algbw());
+    }
+    out
+}
+
+const COLORS: [RGBColor; 3] = [RGBColor(0x3b, 0x6e, 0xa8), RGBColor(0xb3, 0x47, 0x00), RGBColor(0x1b, 0x7a, 0x3a)];
+
+fn drawing<E: std::error::Error>(e: E) -> ChartError {
+    ChartError::Drawing(e.to_string())
+}
+
+/// The chart of `gpus` GPUs: bus bandwidth against the size per GPU (log2), a line per method.
+pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, ChartError> {
+    let series: Vec<(&str, Vec<(f64, f64)>)> = METHODS
+        .iter()
+        .map(|&method| {
+            let points = file
+                .sizes()
+                .into_iter()
+                .filter_map(|bytes| file.all_reduce(method, gpus, bytes))
+                .map(|r| ((r.bytes as f64).log2(), r.busbw()))
+                .collect();
+            (method, points)
+        })
+        .filter(|(_, points): &(&str, Vec<(f64, f64)>)| !points.is_empty())
+        .collect();
+    let all = || series.iter().flat_map(|(_, p)| p.iter());
+    let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
+        return Err(ChartError::NoBars);
+    };
+    let top = all().map(|p| p.1).fold(0.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, crate::charts::SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(drawing)?;
+        let title = format!("All-reduce of f32 on {gpus} GPUs: bus bandwidth, {}", file.fact("device"));
+        let font = |px: f64| ("sans-serif", px * 1.24).into_font();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, font(15.0))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x_min - 0.3..x_max + 0.3, 0.0..top)
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .x_desc("size per GPU")
+            .y_desc("bus bandwidth (GB/s)")
+            .x_labels(series[0].1.len())
+            .x_label_formatter(&|x| mib(2f64.powf(x.round()) as u64))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style(font(10.0))
+            .axis_desc_style(font(11.0))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(drawing)?;
+        for ((method, line), color) in series.iter().zip(COLORS.iter().cycle()) {
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                .map_err(drawing)?
+                .label(method.to_string())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+            chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(drawing)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font(font(11.0))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK.mix(0.3))
+            .draw()
+            .map_err(drawing)?;
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
+/// A chart's file name: `<machine>-<gpus>gpus.svg`.
+pub fn chart_file(file: &MachineFile, gpus: usize) -> String {
+    format!("{}-{gpus}gpus.svg", file.slug)
+}
+
+/// One machine's part of the chapter: its facts, per GPU count a chart and a table, and the full
+/// reduction's table.
+pub fn machine_section(file: &MachineFile) -> Result<(Vec<(String, String)>, String), ChartError> {
+    let mut charts = Vec::new();
+    let mut body = format!(
+        "Measured on {} (driver {}; NCCL {}; torch {}) on {}.\n\n",
+        file.fact("device"),
+        file.fact("driver"),
+        file.fact("nccl"),
+        file.fact("torch"),
+        file.fact("date")
+    );
+    for gpus in file.gpu_counts() {
+        let name = chart_file(file, gpus);
+        charts.push((name.clone(), all_reduce_chart(file, gpus)?));
+        let _ = write!(
+            body,
+            "**All-reduce on {gpus} GPUs.**\n\n![Bus bandwidth of NCCL, the ring and torch on {gpus} GPUs of {}](../data/{FOLDER}/{name})\n\n{}\n",
+            file.fact("device"),
+            all_reduce_table(file, gpus)
+        );
+    }
+    if file.rows.iter().any(|r| r.kind == "full") {
+        let _ = write!(body, "**The sum of 2^30 f32, to the answer on the host.**\n\n{}", full_table(file));
+    }
+    Ok((charts, body))
+}
