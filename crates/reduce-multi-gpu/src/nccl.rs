@@ -13,9 +13,10 @@
 use std::ffi::c_void;
 
 use cudarc::nccl::{result, sys};
-use gpu_harness::{Device, DeviceBuffer, GpuError, Kernel, KernelSource, LaunchConfig, Result, kernel_source};
+use gpu_harness::{Device, DeviceBuffer, GpuError, Kernel, KernelSource, Result, kernel_source};
 use reduction::{ReduceElement, ReduceOp};
 
+use crate::ring::fold_config;
 use crate::{AllReduce, World, check_buffers, check_world, queueing};
 
 const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
@@ -150,7 +151,7 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
         let fold_index = usize::from(op == ReduceOp::Max);
         for (k, device) in self.devices.iter().enumerate() {
             let fold = &self.folds[k][fold_index];
-            let config = LaunchConfig::linear(len.div_ceil(256).min(1 << 16) as u32, 256, 0);
+            let config = fold_config(device, len);
             for other in (0..n).filter(|&other| other != k) {
                 device
                     .launch(fold, config)

@@ -77,6 +77,12 @@ pub fn ring_schedule(len: usize, gpus: usize) -> Vec<Transfer> {
 }
 // ANCHOR_END: schedule
 
+/// The launch of the fold over `n` elements: one wave of blocks at most.
+pub(crate) fn fold_config(device: &Device, n: usize) -> LaunchConfig {
+    let resident = device.facts().shape().resident_blocks(BLOCK_SIZE) as usize;
+    LaunchConfig::linear(n.div_ceil(BLOCK_SIZE as usize).clamp(1, resident) as u32, BLOCK_SIZE, 0)
+}
+
 /// How many pieces a chunk of `chunk_bytes` moves in.
 pub fn pieces(chunk_bytes: usize) -> usize {
     chunk_bytes.div_ceil(PIECE_BYTES).clamp(1, MAX_PIECES)
@@ -227,12 +233,6 @@ pub struct Ring<T: ReduceElement> {
 }
 
 impl<T: ReduceElement> Ring<T> {
-    /// The launch of the fold over `n` elements: one wave of blocks at most.
-    fn fold_config(device: &Device, n: usize) -> LaunchConfig {
-        let resident = device.facts().shape().resident_blocks(BLOCK_SIZE) as usize;
-        LaunchConfig::linear(n.div_ceil(BLOCK_SIZE as usize).clamp(1, resident) as u32, BLOCK_SIZE, 0)
-    }
-
     /// Makes sure every member has room for a chunk of `elements` and events for `pieces` pieces.
     fn reserve(&mut self, elements: usize, pieces: usize) -> Result<()> {
         for (member, received) in self.members.iter_mut().zip(&mut self.received) {
@@ -312,7 +312,7 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
                     let device = &members[gpu].device;
                     let fold = &members[gpu].folds.iter().find(|(o, _)| *o == op).expect("a fold per operation").1;
                     device
-                        .launch(fold, Self::fold_config(device, elements.len()))
+                        .launch(fold, fold_config(device, elements.len()))
                         .arg(buffers[gpu].view(elements.clone())?)
                         .arg(received[gpu].view(slot)?)
                         .arg(elements.len() as u64)
