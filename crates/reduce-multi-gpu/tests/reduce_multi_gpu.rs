@@ -541,6 +541,11 @@ fn main() -> std::process::ExitCode {
         scalar_suite::<i32, HostCombined<i32>>(&one)?;
         scalar_suite::<f32, AcrossGpus<f32, Ring<f32>>>(&one)
     });
+    suite = world_test(suite, "nccl::world_of_one".into(), true, |world| {
+        let one = world.first(1)?;
+        scalar_suite::<u32, AcrossGpus<u32, Nccl<u32>>>(&one)?;
+        all_reduce_suite::<f32, Nccl<f32>>(&one)
+    });
     suite = world_test(suite, "world::simulated_three".into(), false, |world| {
         // Three simulated devices (on a GPU machine too): a ring whose chunks are uneven.
         let _ = world;
