@@ -72,6 +72,9 @@ fn main() -> Result<()> {
     let facts = world.devices()[0].facts();
     println!("# device {} x{}", facts.name, world.len());
     println!("# driver {} (CUDA {})", facts.driver_release.as_deref().unwrap_or("?"), facts.driver_cuda_version);
+    // NVLink SHARP (multicast) changes what NCCL's all-reduce can do on NVSwitch machines.
+    let nvls = std::env::var("NCCL_NVLS_ENABLE").unwrap_or_else(|_| "unset".into());
+    println!("# nvls NCCL_NVLS_ENABLE={nvls}");
     match &nccl {
         None => println!("# nccl {}", nccl_version()?),
         Some(reason) => println!("# nccl missing: {reason}"),

@@ -12,7 +12,8 @@
 //! why the ring is bandwidth-optimal, and why nccl-tests multiplies by 2(n - 1)/n to get the bus
 //! bandwidth. [`ring_schedule`] lists the transfers; [`Ring`] runs them.
 //!
-//! Each chunk moves in pieces of at most [`PIECE_BYTES`]: copies run on a second stream per GPU
+//! Each chunk moves in pieces of [`PIECE_BYTES`] (fewer, larger ones past [`MAX_PIECES`] pieces; a
+//! chunk of at most [`PIECE_BYTES`] moves whole): copies run on a second stream per GPU
 //! (a fork of the device), folds on the device's own stream, and events order them, so that the
 //! fold of piece p overlaps the copy of piece p + 1 and a GPU can forward piece p before the rest
 //! of its chunk has arrived.
@@ -29,7 +30,7 @@ const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
 /// Threads per block of the fold kernel.
 pub const BLOCK_SIZE: u32 = 256;
 
-/// The largest piece a chunk moves in.
+/// The size of the pieces a chunk moves in, until there would be more than [`MAX_PIECES`].
 pub const PIECE_BYTES: usize = 16 << 20;
 
 /// The most pieces a chunk is cut into (each costs the host a few driver calls per GPU and step).

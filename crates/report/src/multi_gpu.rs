@@ -260,12 +260,14 @@ pub fn chart_file(file: &MachineFile, gpus: usize) -> String {
 pub fn machine_section(file: &MachineFile) -> Result<(Vec<(String, String)>, String), ChartError> {
     let mut charts = Vec::new();
     let mut body = format!(
-        "Measured on {} (driver {}; NCCL {}; torch {}) on {}.\n\n",
+        "Measured on {} on {}: driver {}; NCCL {} ({}); torch {}; links: {}.\n\n",
         file.fact("device"),
+        file.fact("date"),
         file.fact("driver"),
         file.fact("nccl"),
+        file.fact("nvls"),
         file.fact("torch"),
-        file.fact("date")
+        file.fact("topology"),
     );
     for gpus in file.gpu_counts() {
         let name = chart_file(file, gpus);
