@@ -68,7 +68,7 @@ pub fn ring_schedule(len: usize, gpus: usize) -> Vec<Transfer> {
                 // ANCHOR: solution the chunk GPU `from` sends at `step`: (from - step) mod gpus in the reduce-scatter, one further, (from + 1 - step) mod gpus, in the all-gather (first_chunk is 0 or 1)
                 let chunk = (from + first_chunk + gpus - step) % gpus;
                 // ANCHOR_END: solution
-                // ANCHOR: stub let chunk = from;
+                // ANCHOR: stub let chunk = (from + first_chunk) % gpus;
                 let elements = part_range(len, gpus, chunk);
                 transfers.push(Transfer { phase, step, from, to: (from + 1) % gpus, chunk, elements });
             }

@@ -260,7 +260,7 @@ pub fn chart_file(file: &MachineFile, gpus: usize) -> String {
 pub fn machine_section(file: &MachineFile) -> Result<(Vec<(String, String)>, String), ChartError> {
     let mut charts = Vec::new();
     let mut body = format!(
-        "Measured on {} on {}: driver {}; NCCL {} ({}); torch {}; links: {}.\n\n",
+        "Measured on an {} machine on {}: driver {}; NCCL {} ({}); torch {}; links: {}.\n\n",
         file.fact("device"),
         file.fact("date"),
         file.fact("driver"),
