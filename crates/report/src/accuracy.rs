@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 use serde::Deserialize;
 
-use crate::charts::ChartError;
+use crate::charts::{ChartError, draw_lines, drawing};
 use crate::results::io_error;
 
 /// The folder of the accuracy studies, under the book's data folder.
@@ -86,18 +86,6 @@ pub fn study_table(study: &Study) -> String {
     out
 }
 
-const COLORS: [RGBColor; 5] = [
-    RGBColor(0xb3, 0x47, 0x00),
-    RGBColor(0x3b, 0x6e, 0xa8),
-    RGBColor(0x1b, 0x7a, 0x3a),
-    RGBColor(0x5b, 0x3a, 0x8c),
-    RGBColor(0x80, 0x80, 0x80),
-];
-
-fn drawing<E: std::error::Error>(e: E) -> ChartError {
-    ChartError::Drawing(e.to_string())
-}
-
 /// A study's chart: relative error (log scale, exact sums drawn at 1e-10) against log2 n, a line
 /// and markers per way of summing.
 pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
@@ -135,24 +123,15 @@ pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        for (series, color) in study.series.iter().zip(COLORS.iter().cycle()) {
-            let line: Vec<(f64, f64)> =
-                series.points.iter().map(|&(n, error)| ((n as f64).log2(), error.max(FLOOR))).collect();
-            chart
-                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-                .map_err(drawing)?
-                .label(series.method.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
-            chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(drawing)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font(font(11.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(drawing)?;
+        let lines: Vec<(String, Vec<(f64, f64)>)> = study
+            .series
+            .iter()
+            .map(|series| {
+                let points = series.points.iter().map(|&(n, error)| ((n as f64).log2(), error.max(FLOOR))).collect();
+                (series.method.clone(), points)
+            })
+            .collect();
+        draw_lines(&mut chart, &lines, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)

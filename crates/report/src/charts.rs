@@ -214,8 +214,47 @@ fn text_width(text: &str, px: u32) -> f64 {
     text.chars().map(em).sum::<f64>() * f64::from(px)
 }
 
-fn drawing<E: std::error::Error>(e: E) -> ChartError {
+/// A plotters failure as a [`ChartError`].
+pub(crate) fn drawing<E: std::error::Error>(e: E) -> ChartError {
     ChartError::Drawing(e.to_string())
+}
+
+/// The colours of the line charts' series, in order.
+pub(crate) const LINE_COLORS: [RGBColor; 5] = [
+    RGBColor(0xb3, 0x47, 0x00),
+    RGBColor(0x3b, 0x6e, 0xa8),
+    RGBColor(0x1b, 0x7a, 0x3a),
+    RGBColor(0x5b, 0x3a, 0x8c),
+    RGBColor(0x80, 0x80, 0x80),
+];
+
+/// Draws each `(name, points)` as a line with a marker on every point, in [`LINE_COLORS`] order,
+/// and the legend at `legend`: what the line charts (accuracy, multi-GPU bandwidth) share.
+pub(crate) fn draw_lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    series: &[(String, Vec<(f64, f64)>)],
+    legend: SeriesLabelPosition,
+) -> Result<(), ChartError>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    for ((name, line), color) in series.iter().zip(LINE_COLORS.iter().cycle()) {
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+            .map_err(drawing)?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
+        chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(drawing)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(legend)
+        .label_font(("sans-serif", 11.0 * 1.24).into_font())
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(drawing)
 }
 
 fn render(chart: &BarChart) -> Result<String, ChartError> {

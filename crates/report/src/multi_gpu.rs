@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::charts::ChartError;
+use crate::charts::{ChartError, draw_lines, drawing};
 use crate::results::io_error;
 
 /// The folder of the multi-GPU measurements, under the book's data folder.
@@ -177,15 +177,9 @@ pub fn full_table(file: &MachineFile) -> String {
     out
 }
 
-const COLORS: [RGBColor; 3] = [RGBColor(0x3b, 0x6e, 0xa8), RGBColor(0xb3, 0x47, 0x00), RGBColor(0x1b, 0x7a, 0x3a)];
-
-fn drawing<E: std::error::Error>(e: E) -> ChartError {
-    ChartError::Drawing(e.to_string())
-}
-
 /// The chart of `gpus` GPUs: bus bandwidth against the size per GPU (log2), a line per method.
 pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, ChartError> {
-    let series: Vec<(&str, Vec<(f64, f64)>)> = METHODS
+    let series: Vec<(String, Vec<(f64, f64)>)> = METHODS
         .iter()
         .map(|&method| {
             let points = file
@@ -194,9 +188,9 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
                 .filter_map(|bytes| file.all_reduce(method, gpus, bytes))
                 .map(|r| ((r.bytes as f64).log2(), r.busbw()))
                 .collect();
-            (method, points)
+            (method.to_string(), points)
         })
-        .filter(|(_, points): &(&str, Vec<(f64, f64)>)| !points.is_empty())
+        .filter(|(_, points): &(String, Vec<(f64, f64)>)| !points.is_empty())
         .collect();
     let all = || series.iter().flat_map(|(_, p)| p.iter());
     let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
@@ -229,22 +223,7 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        for ((method, line), color) in series.iter().zip(COLORS.iter().cycle()) {
-            chart
-                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-                .map_err(drawing)?
-                .label(method.to_string())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
-            chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(drawing)?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(font(11.0))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(drawing)?;
+        draw_lines(&mut chart, &series, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)
