@@ -13,13 +13,11 @@
 use std::ffi::c_void;
 
 use cudarc::nccl::{result, sys};
-use gpu_harness::{Device, DeviceBuffer, GpuError, Kernel, KernelSource, Result, kernel_source};
+use gpu_harness::{Device, DeviceBuffer, GpuError, Result};
 use reduction::{ReduceElement, ReduceOp};
 
-use crate::ring::fold_config;
+use crate::ring::{Folds, fold_config};
 use crate::{AllReduce, World, check_buffers, check_world, queueing};
-
-const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
 
 /// What to install when NCCL is missing: cudarc looks for `libnccl.so` (and `libnccl.so.<CUDA
 /// major>`), which the NCCL development package provides.
@@ -54,9 +52,9 @@ fn nccl_type<T: ReduceElement>() -> sys::ncclDataType_t {
 /// One communicator per GPU of a world, and what the f32 min and max need besides.
 pub struct Nccl<T: ReduceElement> {
     comms: Vec<sys::ncclComm_t>,
-    /// Per GPU: its device, its min and max folds, and room for every GPU's buffer.
+    /// Per GPU: its device, its folds (for the f32 min and max), and room for every GPU's buffer.
     devices: Vec<Device>,
-    folds: Vec<[Kernel; 2]>,
+    folds: Vec<Folds>,
     gathered: Vec<DeviceBuffer<T>>,
 }
 
@@ -105,12 +103,9 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
         unsafe { result::comm_init_all(comms.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr()) }
             .map_err(|e| nccl_error("ncclCommInitAll", e))?;
         drop(queueing);
-        let fold = |device: &Device, op: ReduceOp| {
-            device.kernel(&SOURCE, &format!("ring_combine_{}_{}", op.name(), T::SUFFIX))
-        };
         let mut nccl = Nccl { comms, devices: world.devices().to_vec(), folds: Vec::new(), gathered: Vec::new() };
         for device in world.devices() {
-            nccl.folds.push([fold(device, ReduceOp::Min)?, fold(device, ReduceOp::Max)?]);
+            nccl.folds.push(Folds::load::<T>(device)?);
             nccl.gathered.push(device.alloc(0)?);
         }
         Ok(nccl)
@@ -148,9 +143,8 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
             let (from, into) = (addresses[k] as *const c_void, gathered[k] as *mut c_void);
             sys::ncclAllGather(from, into, len, nccl_type::<T>(), self.comms[k], self.stream(k))
         })?;
-        let fold_index = usize::from(op == ReduceOp::Max);
         for (k, device) in self.devices.iter().enumerate() {
-            let fold = &self.folds[k][fold_index];
+            let fold = self.folds[k].get(op);
             let config = fold_config(device, len);
             for other in (0..n).filter(|&other| other != k) {
                 device

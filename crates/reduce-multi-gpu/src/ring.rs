@@ -84,6 +84,21 @@ pub(crate) fn fold_config(device: &Device, n: usize) -> LaunchConfig {
     LaunchConfig::linear(n.div_ceil(BLOCK_SIZE as usize).clamp(1, resident) as u32, BLOCK_SIZE, 0)
 }
 
+/// One GPU's fold kernels (`ring_combine_<op>_<type>`), one per operation; NCCL's f32 min and max
+/// use them too.
+pub(crate) struct Folds(Vec<(ReduceOp, Kernel)>);
+
+impl Folds {
+    pub(crate) fn load<T: ReduceElement>(device: &Device) -> Result<Folds> {
+        let kernel = |op: ReduceOp| device.kernel(&SOURCE, &format!("ring_combine_{}_{}", op.name(), T::SUFFIX));
+        Ok(Folds(ReduceOp::ALL.iter().map(|&op| Ok((op, kernel(op)?))).collect::<Result<_>>()?))
+    }
+
+    pub(crate) fn get(&self, op: ReduceOp) -> &Kernel {
+        &self.0.iter().find(|(o, _)| *o == op).expect("a fold per operation").1
+    }
+}
+
 /// How many pieces a chunk of `chunk_bytes` moves in.
 pub fn pieces(chunk_bytes: usize) -> usize {
     chunk_bytes.div_ceil(PIECE_BYTES).clamp(1, MAX_PIECES)
@@ -216,7 +231,7 @@ struct Member {
     /// A fork of `device`: the stream the GPU's outgoing copies go to.
     copier: Device,
     /// The fold kernels, by operation.
-    folds: Vec<(ReduceOp, Kernel)>,
+    folds: Folds,
     /// Per piece: the fold of the piece into this GPU's chunk is done (so its data can be sent on
     /// and its landing place reused).
     folded: Vec<Event>,
@@ -257,14 +272,10 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
             .devices()
             .iter()
             .map(|device| {
-                let folds = ReduceOp::ALL
-                    .iter()
-                    .map(|&op| Ok((op, device.kernel(&SOURCE, &format!("ring_combine_{}_{}", op.name(), T::SUFFIX))?)))
-                    .collect::<Result<_>>()?;
                 Ok(Member {
                     device: device.clone(),
                     copier: device.fork()?,
-                    folds,
+                    folds: Folds::load::<T>(device)?,
                     folded: Vec::new(),
                     sent: Vec::new(),
                     start: device.event()?,
@@ -311,7 +322,7 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
                 }
                 RingOp::Fold { gpu, elements, slot } if !elements.is_empty() => {
                     let device = &members[gpu].device;
-                    let fold = &members[gpu].folds.iter().find(|(o, _)| *o == op).expect("a fold per operation").1;
+                    let fold = members[gpu].folds.get(op);
                     device
                         .launch(fold, fold_config(device, elements.len()))
                         .arg(buffers[gpu].view(elements.clone())?)
