@@ -3,13 +3,13 @@
 //! drawn here as line charts (relative error on a log scale against log2 n) and tables.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plotters::prelude::*;
 use serde::Deserialize;
 
 use crate::charts::{ChartError, draw_lines, drawing};
-use crate::results::io_error;
+use crate::results::data_files;
 
 /// The folder of the accuracy studies, under the book's data folder.
 pub const FOLDER: &str = "accuracy";
@@ -43,18 +43,13 @@ pub struct Series {
 /// Every accuracy file under `data_dir/accuracy/`, as `(its GPU folder name, the file)`, sorted.
 pub fn load_accuracy(data_dir: &Path) -> gpu_harness::Result<Vec<(String, AccuracyFile)>> {
     let folder = data_dir.join(FOLDER);
-    let Ok(entries) = std::fs::read_dir(&folder) else { return Ok(Vec::new()) };
-    let mut paths: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
-    paths.sort();
-    paths
+    data_files(&folder, "json")?
         .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
+        .map(|(slug, text)| {
             let file: AccuracyFile = serde_json::from_str(&text).map_err(|e| {
+                let path = folder.join(format!("{slug}.json"));
                 gpu_harness::GpuError::BadInput(format!("{} is not an accuracy file: {e}", path.display()))
             })?;
-            let slug = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             Ok((slug, file))
         })
         .collect()

@@ -8,12 +8,12 @@
 //! `gpus` GPUs, wall-clock time to the answer). Bandwidths are derived here, in one place.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plotters::prelude::*;
 
 use crate::charts::{ChartError, draw_lines, drawing};
-use crate::results::io_error;
+use crate::results::data_files;
 
 /// The folder of the multi-GPU measurements, under the book's data folder.
 pub const FOLDER: &str = "multi-gpu";
@@ -112,18 +112,9 @@ pub fn parse(slug: &str, text: &str) -> Result<MachineFile, String> {
 
 /// Every machine file under `data_dir/multi-gpu/`, sorted by name.
 pub fn load_machines(data_dir: &Path) -> gpu_harness::Result<Vec<MachineFile>> {
-    let folder = data_dir.join(FOLDER);
-    let Ok(entries) = std::fs::read_dir(&folder) else { return Ok(Vec::new()) };
-    let mut paths: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "txt")).collect();
-    paths.sort();
-    paths
+    data_files(&data_dir.join(FOLDER), "txt")?
         .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
-            let slug = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            parse(&slug, &text).map_err(gpu_harness::GpuError::BadInput)
-        })
+        .map(|(slug, text)| parse(&slug, &text).map_err(gpu_harness::GpuError::BadInput))
         .collect()
 }
 

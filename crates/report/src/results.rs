@@ -144,6 +144,24 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The files with `extension` directly in `folder` (none when it does not exist), sorted by name,
+/// each as `(its name without the extension, its text)`: the per-machine data files of the
+/// accuracy studies and the multi-GPU sessions.
+pub(crate) fn data_files(folder: &Path, extension: &str) -> Result<Vec<(String, String)>> {
+    let Ok(entries) = std::fs::read_dir(folder) else { return Ok(Vec::new()) };
+    let mut paths: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == extension)).collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
+            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok((stem, text))
+        })
+        .collect()
+}
+
 pub(crate) fn io_error(path: &Path, e: std::io::Error) -> GpuError {
     GpuError::BadInput(format!("{}: {e}", path.display()))
 }
