@@ -240,14 +240,7 @@ impl Device {
 
     /// How many CUDA GPUs the driver reports (an error when there is no driver).
     pub fn gpu_count() -> Result<usize> {
-        catch_driver_panic(|| {
-            if !unsafe { sys::is_culib_present() } {
-                return Err(GpuError::NoDriver { library: "libcuda.so.1".into() });
-            }
-            CudaContext::device_count()
-                .map(|c| c.max(0) as usize)
-                .map_err(|e| GpuError::NoDevice { reason: e.to_string() })
-        })
+        catch_driver_panic(driver_gpu_count)
     }
 
     /// Opens GPU `ordinal` (0 for the first), with its own handle, stream and kernel cache.
@@ -577,15 +570,20 @@ fn catch_driver_panic<R>(open: impl FnOnce() -> Result<R> + std::panic::UnwindSa
     }
 }
 
-fn open_uncaught(ordinal: usize) -> Result<Device> {
+/// How many GPUs the driver reports; an error when the driver library is missing.
+fn driver_gpu_count() -> Result<usize> {
     if !unsafe { sys::is_culib_present() } {
         return Err(GpuError::NoDriver { library: "libcuda.so.1".into() });
     }
-    let count = CudaContext::device_count().map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
+    CudaContext::device_count().map(|c| c.max(0) as usize).map_err(|e| GpuError::NoDevice { reason: e.to_string() })
+}
+
+fn open_uncaught(ordinal: usize) -> Result<Device> {
+    let count = driver_gpu_count()?;
     if count < 1 {
         return Err(GpuError::NoDevice { reason: "the driver reports 0 devices".into() });
     }
-    if ordinal >= count as usize {
+    if ordinal >= count {
         return Err(GpuError::NoDevice { reason: format!("GPU {ordinal} asked for, the driver reports {count}") });
     }
     let context = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
