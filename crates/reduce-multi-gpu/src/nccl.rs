@@ -25,15 +25,21 @@ const INSTALL_NCCL: &str = "install NCCL's library and its development link (Deb
      libnccl-dev`, which gives /usr/lib/x86_64-linux-gnu/libnccl.so); with pip's `nvidia-nccl-cu13`, which has only \
      libnccl.so.2, link libnccl.so to it in a folder on LD_LIBRARY_PATH";
 
+/// Why NCCL cannot run here, as the error [`Nccl::new`] returns (`None` when it can).
+fn nccl_unavailable(world: &World) -> Option<GpuError> {
+    let install = if world.devices()[0].is_simulated() {
+        "it needs GPUs, and the CPU simulator has none"
+    } else if !unsafe { sys::is_culib_present() } {
+        INSTALL_NCCL
+    } else {
+        return None;
+    };
+    Some(GpuError::NoLibrary { library: "NCCL".into(), install: install.into() })
+}
+
 /// Why NCCL cannot run here (`None` when it can): tests that need it are ignored with this reason.
 pub fn nccl_missing(world: &World) -> Option<String> {
-    if world.devices()[0].is_simulated() {
-        return Some("NCCL needs GPUs; the CPU simulator has none".into());
-    }
-    if !unsafe { sys::is_culib_present() } {
-        return Some(format!("NCCL not found: {INSTALL_NCCL}"));
-    }
-    None
+    nccl_unavailable(world).map(|error| error.to_string())
 }
 
 fn nccl_error(call: &'static str, error: result::NcclError) -> GpuError {
@@ -94,8 +100,8 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
 
     /// Opens NCCL on every GPU of `world` (each at most once).
     fn new(world: &World) -> Result<Self> {
-        if let Some(reason) = nccl_missing(world) {
-            return Err(GpuError::NoLibrary { library: "NCCL".into(), install: reason });
+        if let Some(error) = nccl_unavailable(world) {
+            return Err(error);
         }
         let ordinals: Vec<i32> = world.devices().iter().map(|d| d.ordinal() as i32).collect();
         let mut comms = vec![std::ptr::null_mut(); ordinals.len()];
