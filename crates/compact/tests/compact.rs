@@ -9,7 +9,7 @@ use compact::{
     Compact, CompactElement, CompactStep, DeviceKeep, Keep, Predicate, Selection, compact_mismatch, cpu_compact,
 };
 use gpu_harness::{Device, GpuError, GpuShape};
-use gpu_test::{TestResult, TestRng, TestSuite, enough_memory, fits_test_time, test_size};
+use gpu_test::{TestResult, TestRng, TestSuite, enough_memory, fits_test_time, on_threads, test_size};
 use rand::RngExt;
 use scan::{Scan, ScanElement};
 
@@ -379,29 +379,20 @@ fn main() -> std::process::ExitCode {
             },
         )
         .gpu("compactions_from_several_threads", |device| {
-            let threads: Vec<_> = (0..4)
-                .map(|i| {
-                    let device = device.clone();
-                    std::thread::spawn(move || -> TestResult {
-                        let mut rng = TestRng::new();
-                        let mut compact = Compact::<f32>::new(&device)?;
-                        for _ in 0..5 {
-                            let n = 10_000 * (i + 1) + 3;
-                            let values = f32::random(rng.rng(), n);
-                            let predicate = Predicate::Greater(0.25 * i as f32 - 0.5);
-                            let got = compact.by_predicate_host(&values, predicate)?;
-                            if let Some(why) = compact_mismatch(&cpu_compact(&values, Keep::Test(predicate)), &got) {
-                                return Err(rng.fail(why));
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for thread in threads {
-                thread.join().map_err(|_| "a compacting thread panicked")??;
-            }
-            Ok(())
+            on_threads(4, |i| {
+                let mut rng = TestRng::new();
+                let mut compact = Compact::<f32>::new(device)?;
+                for _ in 0..5 {
+                    let n = 10_000 * (i + 1) + 3;
+                    let values = f32::random(rng.rng(), n);
+                    let predicate = Predicate::Greater(0.25 * i as f32 - 0.5);
+                    let got = compact.by_predicate_host(&values, predicate)?;
+                    if let Some(why) = compact_mismatch(&cpu_compact(&values, Keep::Test(predicate)), &got) {
+                        return Err(rng.fail(why));
+                    }
+                }
+                Ok(())
+            })
         })
         .gpu("bad_input_is_an_error", |device| {
             let mut compact = Compact::<f32>::new(device)?;

@@ -198,6 +198,26 @@ impl TestRng {
     }
 }
 
+/// Runs `body(k)` for k in `0..threads`, each on its own thread and all at once (how the tests
+/// check that several threads can share one device), and waits for every one. Fails with every
+/// thread's failure, a panic counting as one.
+pub fn on_threads(threads: usize, body: impl Fn(usize) -> TestResult + Sync) -> TestResult {
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let body = &body;
+        let running: Vec<_> = (0..threads).map(|k| scope.spawn(move || body(k))).collect();
+        running
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, thread)| match thread.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(failed)) => Some(format!("thread {k}: {}", failed.message().unwrap_or("failed"))),
+                Err(_) => Some(format!("thread {k} panicked")),
+            })
+            .collect()
+    });
+    if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
+}
+
 /// A type's name without module paths, for test names: `HostFinishedSum<Interleaved>`.
 pub fn short_type_name<T: ?Sized>() -> String {
     let full = std::any::type_name::<T>();
@@ -279,5 +299,19 @@ mod tests {
     fn failures_carry_the_seed() {
         let rng = TestRng::with_seed(42);
         assert!(rng.fail("boom").message().is_some_and(|m| m.contains("TEST_SEED=42")));
+    }
+
+    #[test]
+    fn every_thread_runs_and_every_failure_is_reported() {
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        assert!(on_threads(3, |_| Ok(ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst)).map(|_| ())).is_ok());
+        assert_eq!(ran.into_inner(), 3);
+        let failed = on_threads(4, |k| match k {
+            1 => Err("wrong answer".into()),
+            3 => panic!("a thread's panic"),
+            _ => Ok(()),
+        })
+        .expect_err("two threads failed");
+        assert_eq!(failed.message(), Some("thread 1: wrong answer\nthread 3 panicked"));
     }
 }

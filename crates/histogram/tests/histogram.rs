@@ -5,7 +5,9 @@
 //! snapshots of launch plans, of the counts of a fixed input and of the simulator's counters.
 
 use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, rows, test_size};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, on_threads, rows, test_size,
+};
 use histogram::reference::{byte_histogram, even_histogram, mismatch};
 use histogram::{
     BLOCK_SIZE, BYTE_BINS, ByteHistogram, ByteStep, EvenBins, EvenHistogram, EvenStep, PACKED_COUNTER_MAX,
@@ -544,29 +546,20 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
         .gpu("many_threads_on_one_device", |device| {
             let rng = TestRng::new();
             let seed = rng.seed();
-            let device = device.clone();
-            let failures: Vec<String> = std::thread::scope(|scope| {
-                let handles: Vec<_> = ByteStep::ALL
-                    .into_iter()
-                    .map(|step| {
-                        let device = device.clone();
-                        scope.spawn(move || -> Result<(), String> {
-                            let mut rng = TestRng::with_seed(seed ^ step as u64);
-                            let histogram = ByteHistogram::new(&device, step).map_err(|e| e.to_string())?;
-                            for pattern in PATTERNS {
-                                let host = make(pattern, 40_000, &mut rng);
-                                let got = histogram.count_host(&host).map_err(|e| e.to_string())?;
-                                if let Some(why) = mismatch(&byte_histogram(&host), &got) {
-                                    return Err(format!("{} on {pattern:?}: {why}", step.name()));
-                                }
-                            }
-                            Ok(())
-                        })
-                    })
-                    .collect();
-                handles.into_iter().filter_map(|h| h.join().unwrap_or(Err("a thread panicked".into())).err()).collect()
-            });
-            if failures.is_empty() { Ok(()) } else { Err(rng.fail(failures.join("\n"))) }
+            on_threads(ByteStep::ALL.len(), |k| {
+                let step = ByteStep::ALL[k];
+                let mut rng = TestRng::with_seed(seed ^ step as u64);
+                let histogram = ByteHistogram::new(device, step)?;
+                for pattern in PATTERNS {
+                    let host = make(pattern, 40_000, &mut rng);
+                    let got = histogram.count_host(&host)?;
+                    if let Some(why) = mismatch(&byte_histogram(&host), &got) {
+                        return Err(format!("{} on {pattern:?}: {why}", step.name()).into());
+                    }
+                }
+                Ok(())
+            })
+            .map_err(|failed| rng.fail(failed.message().unwrap_or("failed")))
         })
 }
 

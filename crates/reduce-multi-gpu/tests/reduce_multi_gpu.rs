@@ -8,7 +8,7 @@
 //! (where the NCCL tests are ignored with the reason).
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
-use gpu_test::{Failed, TestResult, TestRng, TestSuite, test_size};
+use gpu_test::{Failed, TestResult, TestRng, TestSuite, on_threads, test_size};
 use reduce_multi_gpu::{
     AcrossGpus, AllReduce, HostCombined, Nccl, Queue, Ring, RingOp, Signal, World, nccl_missing, part_range, ring,
     ring_plan, ring_schedule, views,
@@ -509,31 +509,20 @@ fn main() -> std::process::ExitCode {
         // Four threads reduce at once on the same GPUs, two by the ring and (where NCCL is) two by
         // NCCL: every result is right and nothing deadlocks.
         let use_nccl = nccl_missing(world).is_none();
-        std::thread::scope(|scope| {
-            let runs: Vec<_> = (0..4)
-                .map(|t| {
-                    scope.spawn(move || -> TestResult {
-                        let mut rng = TestRng::new();
-                        let world = World::shared()?;
-                        let mut ring = AcrossGpus::<u32, Ring<u32>>::new(&world)?;
-                        let mut nccl = if use_nccl && t % 2 == 1 {
-                            Some(AcrossGpus::<u32, Nccl<u32>>::new(&world)?)
-                        } else {
-                            None
-                        };
-                        for _ in 0..10 {
-                            let n = rng.size_in(1..=300_000);
-                            let host = u32::random(rng.rng(), n);
-                            match &mut nccl {
-                                Some(nccl) => reduce_and_check(&rng, &world, nccl, ReduceOp::Sum, &host)?,
-                                None => reduce_and_check(&rng, &world, &mut ring, ReduceOp::Sum, &host)?,
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            runs.into_iter().try_for_each(|run| run.join().unwrap_or_else(|_| Err(Failed::from("a thread panicked"))))
+        on_threads(4, |t| {
+            let mut rng = TestRng::new();
+            let world = World::shared()?;
+            let mut ring = AcrossGpus::<u32, Ring<u32>>::new(&world)?;
+            let mut nccl = if use_nccl && t % 2 == 1 { Some(AcrossGpus::<u32, Nccl<u32>>::new(&world)?) } else { None };
+            for _ in 0..10 {
+                let n = rng.size_in(1..=300_000);
+                let host = u32::random(rng.rng(), n);
+                match &mut nccl {
+                    Some(nccl) => reduce_and_check(&rng, &world, nccl, ReduceOp::Sum, &host)?,
+                    None => reduce_and_check(&rng, &world, &mut ring, ReduceOp::Sum, &host)?,
+                }
+            }
+            Ok(())
         })
     });
     suite = world_test(suite, "world::of_one".into(), false, |world| {

@@ -4,7 +4,7 @@
 //! counters as snapshots.
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, test_size};
+use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, test_size};
 use rand::RngExt;
 use scan::measured::POISON_WORD;
 use scan::plan::{SINGLE_PASS_TILE, multi_pass_plan, one_block_plan, single_pass_plan};
@@ -400,26 +400,17 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("scans_from_several_threads", |device| {
-            let threads: Vec<_> = (0..4)
-                .map(|i| {
-                    let device = device.clone();
-                    std::thread::spawn(move || -> TestResult {
-                        let mut rng = TestRng::new();
-                        let mut scan = Scan::<u32>::new(&device)?;
-                        for _ in 0..5 {
-                            let host = u32::random(rng.rng(), 10_000 * (i + 1) + 3);
-                            if let Some(why) = scan_mismatch(ScanKind::Inclusive, &host, &scan.inclusive_host(&host)?) {
-                                return Err(rng.fail(why));
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for thread in threads {
-                thread.join().map_err(|_| "a scanning thread panicked")??;
-            }
-            Ok(())
+            on_threads(4, |i| {
+                let mut rng = TestRng::new();
+                let mut scan = Scan::<u32>::new(device)?;
+                for _ in 0..5 {
+                    let host = u32::random(rng.rng(), 10_000 * (i + 1) + 3);
+                    if let Some(why) = scan_mismatch(ScanKind::Inclusive, &host, &scan.inclusive_host(&host)?) {
+                        return Err(rng.fail(why));
+                    }
+                }
+                Ok(())
+            })
         })
         .gpu("bad_input_is_an_error", |device| {
             let mut scan = Scan::<f32>::new(device)?;

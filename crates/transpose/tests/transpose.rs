@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time};
+use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, on_threads};
 use rand::RngExt;
 use transpose::{MAX_SIDE, Step, TileCopy, TransposePlan, Transposer, Word, first_mismatch, transpose_cpu};
 
@@ -342,29 +342,20 @@ fn main() -> std::process::ExitCode {
         })
         .gpu("many_threads_on_one_device", |device| {
             let seed = TestRng::new().seed();
-            let workers: Vec<_> = (0..4u64)
-                .map(|k| {
-                    let device = device.clone();
-                    std::thread::spawn(move || -> TestResult {
-                        let mut rng = TestRng::with_seed(seed ^ k);
-                        let step = Step::ALL[k as usize % Step::ALL.len()];
-                        let transposer = Transposer::new(&device, step)?;
-                        for round in 0..3 {
-                            let (rows, cols) = (rng.size_in(1..=200), rng.size_in(1..=200));
-                            let host = random_words::<u32>(&mut rng, rows * cols);
-                            let got = transposer.transpose_host(&host, rows, cols)?;
-                            if let Some(m) = first_mismatch(&host, &got, rows, cols) {
-                                return Err(rng.fail(format!("thread {k}, round {round}, {rows} x {cols}: {m}")));
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for worker in workers {
-                worker.join().map_err(|_| "a worker thread panicked")??;
-            }
-            Ok(())
+            on_threads(4, |k| {
+                let mut rng = TestRng::with_seed(seed ^ k as u64);
+                let step = Step::ALL[k % Step::ALL.len()];
+                let transposer = Transposer::new(device, step)?;
+                for round in 0..3 {
+                    let (rows, cols) = (rng.size_in(1..=200), rng.size_in(1..=200));
+                    let host = random_words::<u32>(&mut rng, rows * cols);
+                    let got = transposer.transpose_host(&host, rows, cols)?;
+                    if let Some(m) = first_mismatch(&host, &got, rows, cols) {
+                        return Err(rng.fail(format!("round {round}, {rows} x {cols}: {m}")));
+                    }
+                }
+                Ok(())
+            })
         })
         .gpu_if(
             "huge::more_than_2^32_elements",
