@@ -1,0 +1,196 @@
+//! Kernels and their launches: a [`Kernel`] loaded by [`Device::kernel`], the [`LaunchConfig`],
+//! [`KernelArg`]s (buffers, views and scalars), and the [`Launch`] that [`Device::launch`] starts,
+//! whose arguments are checked against the kernel's parameters before anything runs.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, PushKernelArg};
+use serde::{Deserialize, Serialize};
+
+use super::{Backend, Device, DeviceBuffer, DeviceView, Element, lock};
+use crate::error::{GpuError, Result};
+
+/// A compiled kernel, loaded on a device.
+pub struct Kernel {
+    pub(super) backend: KernelBackend,
+    pub(super) name: String,
+    /// The size in bytes of each parameter, in order, from the kernel's PTX (always there on the
+    /// simulator; beside the CUBIN where this NVRTC keeps it): launches are checked against it.
+    pub(super) param_sizes: Option<Vec<usize>>,
+}
+
+pub(super) enum KernelBackend {
+    Cuda(CudaFunction),
+    Cpu(Arc<ptx_sim::Module>),
+}
+
+impl Kernel {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Grid and block shape of a launch, and its dynamic shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A one-dimensional launch.
+    pub fn linear(grid: u32, block: u32, shared_bytes: u32) -> Self {
+        LaunchConfig { grid: (grid, 1, 1), block: (block, 1, 1), shared_bytes }
+    }
+}
+
+/// One kernel argument: a device address or a scalar, built with `From`.
+#[derive(Clone, Copy)]
+pub struct KernelArg(ArgValue);
+
+#[derive(Clone, Copy)]
+enum ArgValue {
+    Address(u64),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+}
+
+impl ArgValue {
+    /// Size in bytes as a kernel parameter (an address is a 64-bit pointer).
+    fn size(self) -> usize {
+        match self {
+            ArgValue::Address(_) | ArgValue::U64(_) | ArgValue::I64(_) => 8,
+            ArgValue::U32(_) | ArgValue::I32(_) | ArgValue::F32(_) => 4,
+        }
+    }
+
+    /// What the argument is, for error messages.
+    fn describe(self) -> String {
+        match self {
+            ArgValue::Address(_) => "a device buffer (an 8-byte pointer)".into(),
+            ArgValue::U32(x) => format!("the u32 {x} (4 bytes)"),
+            ArgValue::I32(x) => format!("the i32 {x} (4 bytes)"),
+            ArgValue::U64(x) => format!("the u64 {x} (8 bytes)"),
+            ArgValue::I64(x) => format!("the i64 {x} (8 bytes)"),
+            ArgValue::F32(x) => format!("the f32 {x} (4 bytes)"),
+        }
+    }
+}
+
+impl<T: Element> From<DeviceView<'_, T>> for KernelArg {
+    fn from(view: DeviceView<'_, T>) -> Self {
+        KernelArg(ArgValue::Address(view.device_address()))
+    }
+}
+impl<T: Element> From<&DeviceBuffer<T>> for KernelArg {
+    fn from(buffer: &DeviceBuffer<T>) -> Self {
+        buffer.as_view().into()
+    }
+}
+impl<T: Element> From<&mut DeviceBuffer<T>> for KernelArg {
+    fn from(buffer: &mut DeviceBuffer<T>) -> Self {
+        buffer.as_view().into()
+    }
+}
+macro_rules! scalar_args {
+    ($($t:ty => $v:ident),*) => { $(impl From<$t> for KernelArg { fn from(x: $t) -> Self { KernelArg(ArgValue::$v(x)) } })* };
+}
+scalar_args!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32);
+
+/// A launch being described: [`Device::launch`], then `.arg(..)` per kernel parameter, then `.run()`.
+#[must_use = "a launch does nothing until .run()"]
+pub struct Launch<'a> {
+    device: &'a Device,
+    kernel: &'a Kernel,
+    config: LaunchConfig,
+    args: Vec<KernelArg>,
+}
+
+impl Launch<'_> {
+    /// Checks the arguments against the kernel's parameters (their number and each one's size),
+    /// where the backend knows them: a mismatch would otherwise crash the kernel or read garbage.
+    fn check_arguments(&self) -> Result<()> {
+        let Some(sizes) = &self.kernel.param_sizes else { return Ok(()) };
+        let kernel = self.kernel.name.clone();
+        if sizes.len() != self.args.len() {
+            return Err(GpuError::Arguments {
+                kernel,
+                problem: format!("it takes {} parameter(s), the launch passes {}", sizes.len(), self.args.len()),
+            });
+        }
+        for (index, (&size, KernelArg(value))) in sizes.iter().zip(&self.args).enumerate() {
+            if size != value.size() {
+                return Err(GpuError::Arguments {
+                    kernel,
+                    problem: format!("parameter {index} is {size} bytes, the launch passes {}", value.describe()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the next kernel parameter (a buffer, a view or a scalar).
+    pub fn arg(mut self, arg: impl Into<KernelArg>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Queues the kernel on the device's stream. Errors in the launch itself are reported here;
+    /// faults while the kernel runs are reported by the next synchronising call.
+    pub fn run(self) -> Result<()> {
+        let LaunchConfig { grid, block, shared_bytes } = self.config;
+        let fail = |message: String| GpuError::Launch { kernel: self.kernel.name.clone(), message };
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || block.0 == 0 || block.1 == 0 || block.2 == 0 {
+            return Err(fail(format!("empty launch: grid {grid:?}, block {block:?}")));
+        }
+        self.check_arguments()?;
+        match (&self.kernel.backend, &self.device.inner.backend) {
+            (KernelBackend::Cuda(function), Backend::Cuda(cuda)) => {
+                let mut builder = cuda.stream.launch_builder(function);
+                for KernelArg(value) in &self.args {
+                    match value {
+                        ArgValue::Address(a) => builder.arg(a),
+                        ArgValue::U32(x) => builder.arg(x),
+                        ArgValue::I32(x) => builder.arg(x),
+                        ArgValue::U64(x) => builder.arg(x),
+                        ArgValue::I64(x) => builder.arg(x),
+                        ArgValue::F32(x) => builder.arg(x),
+                    };
+                }
+                let config =
+                    cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+                unsafe { builder.launch(config) }.map(|_| ()).map_err(|e| fail(e.to_string()))
+            }
+            (KernelBackend::Cpu(module), Backend::Cpu(cpu)) => {
+                let params: Vec<ptx_sim::ParamValue> = self
+                    .args
+                    .iter()
+                    .map(|KernelArg(value)| match *value {
+                        ArgValue::Address(a) | ArgValue::U64(a) => ptx_sim::ParamValue::U64(a),
+                        ArgValue::U32(x) => ptx_sim::ParamValue::U32(x),
+                        ArgValue::I32(x) => ptx_sim::ParamValue::I32(x),
+                        ArgValue::I64(x) => ptx_sim::ParamValue::I64(x),
+                        ArgValue::F32(x) => ptx_sim::ParamValue::F32(x),
+                    })
+                    .collect();
+                let counters = lock(&cpu.machine)
+                    .launch(module, &self.kernel.name, grid, block, shared_bytes, &params)
+                    .map_err(|e| fail(e.to_string()))?;
+                *lock(&cpu.last_counters) = Some(counters);
+                Ok(())
+            }
+            _ => Err(fail("a kernel used with another device's backend".into())),
+        }
+    }
+}
+
+impl Device {
+    /// Starts describing a launch of `kernel`; add its arguments in order, then [`Launch::run`].
+    pub fn launch<'a>(&'a self, kernel: &'a Kernel, config: LaunchConfig) -> Launch<'a> {
+        Launch { device: self, kernel, config, args: Vec::new() }
+    }
+}

@@ -1,0 +1,180 @@
+//! What only reduce-multi-gpu uses, kept apart from the single-GPU core every step uses: opening
+//! every GPU by ordinal ([`Device::gpu_count`], [`Device::open_gpu_ordinal`]), forks (a second
+//! stream on the same GPU, [`Device::fork`]), peer access between GPUs (with the memory pool's
+//! access, [`Device::enable_peer_access`]), [`Event`]s that order streams across devices, and the
+//! copies of [`Device::copy_into`] between two GPUs' memories. It stays in gpu-harness because it
+//! reaches into the device's backends (cudarc contexts, streams and the simulator's memory), which
+//! no crate outside this module sees.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use super::{
+    Backend, CpuBackend, CudaBackend, Device, Inner, catch_driver_panic, driver_gpu_count, lock, open_uncaught,
+    sim_error,
+};
+use crate::error::{GpuError, Result};
+
+/// A point in a device's stream that other streams (of any device) can wait for: made by
+/// [`Device::event`], set by [`Device::record`], waited for by [`Device::wait_for`]. A no-op on the
+/// CPU simulator, which finishes every operation before the next starts.
+pub struct Event(Option<cudarc::driver::CudaEvent>);
+
+impl Device {
+    /// How many CUDA GPUs the driver reports (an error when there is no driver).
+    pub fn gpu_count() -> Result<usize> {
+        catch_driver_panic(driver_gpu_count)
+    }
+
+    /// Opens GPU `ordinal` (0 for the first), with its own handle, stream and kernel cache.
+    pub fn open_gpu_ordinal(ordinal: usize) -> Result<Device> {
+        catch_driver_panic(|| open_uncaught(ordinal))
+    }
+
+    /// A second handle to this device with its own stream: work queued through the two handles
+    /// runs concurrently unless ordered with events ([`Device::record`], [`Device::wait_for`]).
+    /// Buffers and kernels of either handle work on both. On the CPU simulator, which runs each
+    /// operation to completion, the fork is the same simulated device.
+    pub fn fork(&self) -> Result<Device> {
+        let backend = match &self.inner.backend {
+            Backend::Cuda(cuda) => Backend::Cuda(CudaBackend {
+                context: cuda.context.clone(),
+                stream: cuda.context.new_stream().map_err(|e| GpuError::driver("cuStreamCreate", e))?,
+                target: cuda.target,
+                modules: cuda.modules.clone(),
+            }),
+            Backend::Cpu(cpu) => Backend::Cpu(CpuBackend {
+                machine: cpu.machine.clone(),
+                modules: cpu.modules.clone(),
+                last_counters: cpu.last_counters.clone(),
+            }),
+        };
+        Ok(Device { inner: Arc::new(Inner { facts: self.inner.facts.clone(), ordinal: self.inner.ordinal, backend }) })
+    }
+
+    /// The GPU's ordinal (0 for the first); on the simulator, its index in a simulated world.
+    pub fn ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+
+    /// Whether buffers of `other` live in this device's memory (the same device, or a fork of it).
+    pub fn shares_memory_with(&self, other: &Device) -> bool {
+        match (&self.inner.backend, &other.inner.backend) {
+            (Backend::Cuda(a), Backend::Cuda(b)) => Arc::ptr_eq(&a.context, &b.context),
+            (Backend::Cpu(a), Backend::Cpu(b)) => Arc::ptr_eq(&a.machine, &b.machine),
+            _ => false,
+        }
+    }
+
+    /// Lets kernels and copies of this GPU reach `peer`'s memory directly (over NVLink or PCIe),
+    /// where the hardware allows. Returns whether it does; copies between GPUs work either way
+    /// (the driver stages them through the host otherwise). Always false on the simulator.
+    pub fn enable_peer_access(&self, peer: &Device) -> Result<bool> {
+        let (Backend::Cuda(cuda), Backend::Cuda(other)) = (&self.inner.backend, &peer.inner.backend) else {
+            return Ok(false);
+        };
+        if Arc::ptr_eq(&cuda.context, &other.context) {
+            return Ok(true);
+        }
+        let mut can = 0;
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, cuda.context.cu_device(), other.context.cu_device()) }
+            .result()
+            .map_err(|e| GpuError::driver("cuDeviceCanAccessPeer", e))?;
+        if can == 0 {
+            return Ok(false);
+        }
+        cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+        match unsafe { sys::cuCtxEnablePeerAccess(other.context.cu_ctx(), 0) } {
+            sys::cudaError_enum::CUDA_SUCCESS | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            error => return Err(GpuError::driver("cuCtxEnablePeerAccess", format!("{error:?}"))),
+        }
+        // Buffers come from the peer's memory pool (cuMemAllocAsync), which peer access does not
+        // cover: the pool must grant this GPU access too, or copies are staged through the host.
+        let mut pool = std::ptr::null_mut();
+        unsafe { sys::cuDeviceGetMemPool(&mut pool, other.context.cu_device()) }
+            .result()
+            .map_err(|e| GpuError::driver("cuDeviceGetMemPool", e))?;
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: cuda.context.ordinal() as i32,
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
+            .result()
+            .map_err(|e| GpuError::driver("cuMemPoolSetAccess", e))?;
+        Ok(true)
+    }
+
+    /// A marker to record on this device's stream and wait for on any device's stream.
+    pub fn event(&self) -> Result<Event> {
+        match &self.inner.backend {
+            Backend::Cuda(cuda) => Ok(Event(Some(
+                cuda.context
+                    .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(|e| GpuError::driver("cuEventCreate", e))?,
+            ))),
+            Backend::Cpu(_) => Ok(Event(None)),
+        }
+    }
+
+    /// Records in `event` the work queued on this handle's stream so far (replacing what it held).
+    /// `event` must come from this device or a fork of it.
+    pub fn record(&self, event: &Event) -> Result<()> {
+        match (&self.inner.backend, &event.0) {
+            (Backend::Cuda(cuda), Some(event)) => {
+                event.record(&cuda.stream).map_err(|e| GpuError::driver("cuEventRecord", e))
+            }
+            (Backend::Cpu(_), None) => Ok(()), // the simulator finishes each operation before the next
+            _ => Err(GpuError::BadInput("an event recorded on another backend's device".into())),
+        }
+    }
+
+    /// Makes work queued on this handle's stream from now on wait for what `event` recorded (on
+    /// any device). Waiting for an event never recorded waits for nothing.
+    pub fn wait_for(&self, event: &Event) -> Result<()> {
+        match (&self.inner.backend, &event.0) {
+            (Backend::Cuda(cuda), Some(event)) => {
+                cuda.stream.wait(event).map_err(|e| GpuError::driver("cuStreamWaitEvent", e))
+            }
+            (Backend::Cpu(_), None) => Ok(()),
+            _ => Err(GpuError::BadInput("an event waited for on another backend's device".into())),
+        }
+    }
+
+    /// The part of [`Device::copy_into`] where the source and the destination live in different
+    /// devices' memories: a peer-to-peer copy between two GPUs (queued on this handle's stream), or
+    /// on the simulator a read from one simulated memory and a write to the other.
+    pub(super) fn copy_between_devices(
+        &self,
+        from_device: &Device,
+        from: u64,
+        to_device: &Device,
+        to: u64,
+        bytes: usize,
+    ) -> Result<()> {
+        match (&self.inner.backend, &from_device.inner.backend, &to_device.inner.backend) {
+            (Backend::Cuda(cuda), Backend::Cuda(source), Backend::Cuda(target)) => {
+                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                unsafe {
+                    cudarc::driver::result::memcpy_peer_async(
+                        target.context.cu_ctx(),
+                        to,
+                        source.context.cu_ctx(),
+                        from,
+                        bytes,
+                        cuda.stream.cu_stream(),
+                    )
+                }
+                .map_err(|e| GpuError::driver("cuMemcpyPeerAsync", e))
+            }
+            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target)) => {
+                let data = lock(&source.machine).read(from, bytes).map_err(|e| sim_error("copy", e))?;
+                lock(&target.machine).write(to, &data).map_err(|e| sim_error("copy", e))
+            }
+            _ => Err(GpuError::BadInput("a copy between buffers of different backends".into())),
+        }
+    }
+}
