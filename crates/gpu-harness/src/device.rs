@@ -72,13 +72,15 @@ struct CudaBackend {
 /// lists, which launches are checked against).
 type LoadedModule = (Arc<CudaModule>, Option<Arc<String>>);
 
-/// The CPU simulator: one simulated global memory, the parsed PTX modules, and the counters of the
-/// last launch.
+/// The CPU simulator: one simulated global memory, the parsed PTX modules, the counters of the
+/// last launch and the names of the kernels launched since [`Device::take_launched_kernels`].
 struct CpuBackend {
     /// Shared with the handle's forks: one simulated device, one memory.
     machine: Arc<Mutex<ptx_sim::Machine>>,
     modules: Arc<Mutex<HashMap<ModuleKey, Arc<ptx_sim::Module>>>>,
     last_counters: Arc<Mutex<Option<LaunchCounters>>>,
+    /// Shared with the handle's forks, like the counters.
+    launched: Arc<Mutex<Vec<String>>>,
 }
 
 /// What the CPU simulator counted during one launch: warp instructions, divergence, barriers,
@@ -185,6 +187,17 @@ impl Device {
         match &self.inner.backend {
             Backend::Cpu(cpu) => lock(&cpu.last_counters).clone(),
             Backend::Cuda(_) => None,
+        }
+    }
+
+    /// On the CPU simulator, the names of the kernels launched on this device since the last call,
+    /// in launch order, and forgets them: it exists so that a test can check which kernel a step
+    /// launches. Clones and forks of the device share the list. On a GPU nothing is recorded (no
+    /// cost in timed loops) and it returns an empty `Vec`.
+    pub fn take_launched_kernels(&self) -> Vec<String> {
+        match &self.inner.backend {
+            Backend::Cpu(cpu) => std::mem::take(&mut *lock(&cpu.launched)),
+            Backend::Cuda(_) => Vec::new(),
         }
     }
 
@@ -322,6 +335,7 @@ fn open_cpu() -> Result<Device> {
         machine: Arc::new(Mutex::new(ptx_sim::Machine::new())),
         modules: Arc::new(Mutex::new(HashMap::new())),
         last_counters: Arc::new(Mutex::new(None)),
+        launched: Arc::new(Mutex::new(Vec::new())),
     };
     Ok(Device { inner: Arc::new(Inner { facts, ordinal: 0, backend: Backend::Cpu(cpu) }) })
 }

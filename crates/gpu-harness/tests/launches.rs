@@ -1,6 +1,7 @@
 //! Launches are checked against the kernel's parameters, on the GPU as on the CPU simulator: a
 //! launch with too few or too many arguments, or an argument of the wrong size, is an error naming
-//! the kernel and the parameter, before anything runs.
+//! the kernel and the parameter, before anything runs. The simulator also records the name of
+//! every kernel it launches, so that a test can check which kernel a step launches.
 
 use gpu_harness::{Device, GpuError, KernelSource, LaunchConfig, kernel_source};
 use gpu_test::{TestResult, TestSuite};
@@ -29,6 +30,15 @@ fn expect_argument_error(device: &Device, arguments: usize, count_as_u32: bool) 
     }
 }
 
+/// Launches roofs.cu's `name` (a streaming read with the same parameters as `read_roof_unroll4`)
+/// on 16 floats.
+fn launch_roof(device: &Device, name: &str) -> TestResult {
+    let kernel = device.kernel(&ROOFS, name)?;
+    let (input, sink) = (device.upload(&[1.0f32; 16])?, device.alloc::<f32>(1)?);
+    device.launch(&kernel, LaunchConfig::linear(1, 32, 0)).arg(&input).arg(&sink).arg(4i64).arg(f32::NAN).run()?;
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     TestSuite::new()
         .gpu("wrong_argument_count_and_size_are_errors", |device| -> TestResult {
@@ -51,6 +61,36 @@ fn main() -> std::process::ExitCode {
             device.synchronize()?;
             Ok(())
         })
+        .nvrtc("the_simulator_records_the_kernels_it_launches", || {
+            let device = Device::simulator()?;
+            launch_roof(&device, "read_roof_unroll4")?;
+            launch_roof(&device, "read_roof_unroll8")?;
+            // A launch refused for its arguments never ran: not recorded.
+            let _ = expect_argument_error(&device, 3, false)?;
+            // A clone shares the list.
+            let launched = device.clone().take_launched_kernels();
+            if launched != ["read_roof_unroll4", "read_roof_unroll8"] {
+                return Err(format!("launched {launched:?}, expected read_roof_unroll4 then read_roof_unroll8").into());
+            }
+            let again = device.take_launched_kernels();
+            if !again.is_empty() {
+                return Err(format!("a second take returned {again:?}, expected nothing").into());
+            }
+            Ok(())
+        })
+        .gpu_if(
+            "a_gpu_records_no_kernel_names",
+            |device| device.is_simulated().then(|| "needs a GPU: the simulator records the names".to_string()),
+            |device| {
+                launch_roof(device, "read_roof_unroll4")?;
+                device.synchronize()?;
+                let launched = device.take_launched_kernels();
+                if !launched.is_empty() {
+                    return Err(format!("a GPU recorded {launched:?}, expected nothing").into());
+                }
+                Ok(())
+            },
+        )
         .cpu("argument_error_message", || {
             let error = GpuError::Arguments {
                 kernel: "k".into(),

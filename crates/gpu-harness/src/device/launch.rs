@@ -181,6 +181,7 @@ impl Launch<'_> {
                     .launch(module, &self.kernel.name, grid, block, shared_bytes, &params)
                     .map_err(|e| fail(e.to_string()))?;
                 *lock(&cpu.last_counters) = Some(counters);
+                lock(&cpu.launched).push(self.kernel.name.clone());
                 Ok(())
             }
             _ => Err(fail("a kernel used with another device's backend".into())),

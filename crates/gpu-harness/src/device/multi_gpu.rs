@@ -48,6 +48,7 @@ impl Device {
                 machine: cpu.machine.clone(),
                 modules: cpu.modules.clone(),
                 last_counters: cpu.last_counters.clone(),
+                launched: cpu.launched.clone(),
             }),
         };
         Ok(Device { inner: Arc::new(Inner { facts: self.inner.facts.clone(), ordinal: self.inner.ordinal, backend }) })
