@@ -97,3 +97,27 @@ fn read_roof_gbs(device: &Device, source: &crate::DeviceBuffer<f32>) -> Result<f
     }
     Ok(best)
 }
+
+/// [`median_ms`]'s rules (one warm-up call, batches that last about a millisecond, the median of
+/// `samples` batches' time per call) for work that one device's CUDA events cannot time: `time`
+/// runs the batch it is given once and returns how long it took, in milliseconds, in place of
+/// [`Device::time_ms`]. reduce-multi-gpu's bench passes CUDA events joined across every GPU for
+/// its all-reduces, and the host's clock for a sum whose answer is read on the host.
+/// `median_ms(device, samples, work)` is
+/// `median_ms_timed_by(samples, |batch| device.time_ms(batch), work)`.
+pub fn median_ms_timed_by(
+    samples: usize,
+    mut time: impl FnMut(&mut dyn FnMut() -> Result<()>) -> Result<f64>,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    work()?;
+    let once = time(&mut work)?;
+    let repeats = ((1.0 / once.max(1e-4)).ceil() as usize).clamp(1, 1000);
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples.max(1) {
+        let ms = time(&mut || (0..repeats).try_for_each(|_| work()))?;
+        times.push(ms / repeats as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
