@@ -1,10 +1,14 @@
 //! reduce-multi-gpu's measurements, on every GPU of the machine (and on the first two of four):
 //!
 //! - the all-reduce of an f32 buffer of 4 MiB to 1 GiB on every GPU, by NCCL and by our ring: device
-//!   time per call (CUDA events on GPU 0, joined with every GPU), the mean of a batch of calls,
-//!   the median of three batches;
+//!   time per call, CUDA events on GPU 0 joined with every GPU ([`World::time_ms`]);
 //! - the full sum of 2^30 f32 on one GPU, and split across the GPUs by each step: wall-clock time
-//!   to the answer on the host, the median of 20 calls.
+//!   to the answer on the host.
+//!
+//! Both are timed by the one measuring path of the tour and every bench,
+//! [`gpu_harness::measure::median_ms`]'s rules ([`median_ms_timed_by`]: one warm-up call, batches
+//! of about a millisecond, the median of [`SAMPLES`] batches' time per call), with the joined events
+//! or the host's clock in place of one GPU's events.
 //!
 //! Prints one line per measurement, `<kind> <method> <gpus> <bytes> <ms>`, after `#` lines naming
 //! the machine; `book/src/data/multi-gpu/<machine>.txt` holds what a run printed (with
@@ -13,33 +17,35 @@
 //!
 //!     cargo bench -p reduce-multi-gpu
 
+use std::time::Instant;
+
+use gpu_harness::measure::{SAMPLES, median_ms_timed_by};
 use gpu_harness::{DeviceBuffer, Result};
 use reduce_atomic::DeterministicReduce;
 use reduce_multi_gpu::{
-    AcrossGpus, AllReduce, HostCombined, Nccl, Ring, World, median_wall_ms, nccl_missing, nccl_version, part_range,
-    views,
+    AcrossGpus, AllReduce, HostCombined, Nccl, Ring, World, nccl_missing, nccl_version, part_range, views,
 };
 use reduction::{FullReduction, ReduceOp};
 
 const MIB: usize = 1 << 20;
 
-/// Device time of one all-reduce of `bytes` per GPU, in ms.
+/// Device time of one all-reduce of `bytes` per GPU, in ms: from an event on GPU 0 that every GPU
+/// waits for to GPU 0 having waited for every GPU.
 fn time_all_reduce<A: AllReduce<f32>>(world: &World, all_reduce: &mut A, bytes: usize) -> Result<f64> {
     let mut buffers: Vec<DeviceBuffer<f32>> =
         world.devices().iter().map(|d| d.alloc(bytes / 4)).collect::<Result<_>>()?;
-    for _ in 0..3 {
-        all_reduce.all_reduce(world, ReduceOp::Sum, &mut buffers)?;
-    }
-    let calls = ((2 << 30) / bytes).clamp(10, 100);
-    let mut batches = Vec::new();
-    for _ in 0..3 {
-        world.synchronize()?;
-        let ms =
-            world.time_ms(|| (0..calls).try_for_each(|_| all_reduce.all_reduce(world, ReduceOp::Sum, &mut buffers)))?;
-        batches.push(ms / calls as f64);
-    }
-    batches.sort_by(f64::total_cmp);
-    Ok(batches[1])
+    median_ms_timed_by(
+        SAMPLES,
+        |batch| world.time_ms(batch),
+        || all_reduce.all_reduce(world, ReduceOp::Sum, &mut buffers),
+    )
+}
+
+/// The host's clock around `batch`, in ms: for a call that returns once the answer is on the host.
+fn wall_ms(batch: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+    let start = Instant::now();
+    batch()?;
+    Ok(start.elapsed().as_secs_f64() * 1e3)
 }
 
 /// The full sum of `n` ones split across `world` by `reduce`, wall-clock ms to the answer.
@@ -59,7 +65,7 @@ fn time_split(
     if total != n as f32 {
         eprintln!("warning: the sum of {n} ones came out {total}");
     }
-    median_wall_ms(20, || reduce(&views).map(|_| ()))
+    median_ms_timed_by(SAMPLES, wall_ms, || reduce(&views).map(|_| ()))
 }
 
 fn main() -> Result<()> {

@@ -22,7 +22,6 @@
 //! the ring run there (the copies between simulated devices go through the host); NCCL needs GPUs.
 
 use std::ops::Range;
-use std::time::Instant;
 
 use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Result};
 use reduce_atomic::DeterministicReduce;
@@ -127,6 +126,8 @@ impl World {
 
     /// Device time, in milliseconds, of the work `work` queues on the devices: from a start event
     /// on device 0 that every device waits for, to device 0 having waited for every device's end.
+    /// The bench times its all-reduces with it, through
+    /// [`gpu_harness::measure::median_ms_timed_by`].
     pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
         let first = &self.devices[0];
         let start = first.event()?;
@@ -298,20 +299,6 @@ impl<T: ReduceElement, A: AllReduce<T>> AcrossGpus<T, A> {
     }
 }
 // ANCHOR_END: across_gpus
-
-/// The median of `runs` wall-clock timings of `call`, in milliseconds, after one untimed call: the
-/// time to an answer on the host, which is what step 1 gives (the benches use it for every step).
-pub fn median_wall_ms(runs: usize, mut call: impl FnMut() -> Result<()>) -> Result<f64> {
-    call()?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let start = Instant::now();
-        call()?;
-        times.push(start.elapsed().as_secs_f64() * 1e3);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
-}
 
 /// nccl-tests' bus bandwidth: the algorithm bandwidth (bytes / time) times 2(n - 1)/n, what each
 /// link of a ring carries, so that the numbers of different GPU counts compare.
