@@ -1,19 +1,37 @@
 """torch.distributed.all_reduce measured the way reduce-multi-gpu's bench measures NCCL and the ring.
 
 One process per GPU (torchrun starts them), f32 buffers of 4 MiB to 1 GiB, a sum all-reduce in place.
-Each size: warm-up calls, then repeated calls timed with CUDA events on every rank; the time of a call
-is the slowest rank's mean, the median of three batches. Prints on rank 0, in the bench's format:
+Each size, by the bench's rule (gpu_harness::measure::median_ms_timed_by): one warm-up call, one timed
+call that sizes a batch to about a millisecond (1 to 1000 calls), then 15 batches timed with CUDA events
+on every rank; a batch's time per call is the slowest rank's mean, and the result is the median batch.
+Prints on rank 0, in the bench's format:
 
     allreduce torch <gpus> <bytes> <ms per call>
 
     NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node=<gpus> scripts/torch_allreduce.py [MIN_MIB MAX_MIB]
 """
 
+import math
 import os
 import sys
 
 import torch
 import torch.distributed as dist
+
+
+def timed_batch(buffer: torch.Tensor, calls: int) -> float:
+    """Milliseconds per all-reduce of `calls` in a row: the slowest rank's mean."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    dist.barrier()
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(calls):
+        dist.all_reduce(buffer)
+    end.record()
+    torch.cuda.synchronize()
+    ms = torch.tensor([start.elapsed_time(end) / calls], device="cuda")
+    dist.all_reduce(ms, op=dist.ReduceOp.MAX)
+    return ms.item()
 
 
 def main() -> None:
@@ -37,24 +55,12 @@ def main() -> None:
     while mib <= high_mib:
         size = mib << 20
         buffer = torch.zeros(size // 4, dtype=torch.float32, device="cuda")
-        for _ in range(5):
-            dist.all_reduce(buffer)
-        calls = max(10, min(100, (2 << 30) // size))
-        batches = []
-        for _ in range(3):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            dist.barrier()
-            torch.cuda.synchronize()
-            start.record()
-            for _ in range(calls):
-                dist.all_reduce(buffer)
-            end.record()
-            torch.cuda.synchronize()
-            ms = torch.tensor([start.elapsed_time(end) / calls], device="cuda")
-            dist.all_reduce(ms, op=dist.ReduceOp.MAX)
-            batches.append(ms.item())
+        dist.all_reduce(buffer)
+        once = timed_batch(buffer, 1)
+        calls = max(1, min(1000, math.ceil(1.0 / max(once, 1e-4))))
+        batches = sorted(timed_batch(buffer, calls) for _ in range(15))
         if rank == 0:
-            print(f"allreduce torch {world} {size} {sorted(batches)[1]:.5f}", flush=True)
+            print(f"allreduce torch {world} {size} {batches[len(batches) // 2]:.5f}", flush=True)
         mib *= 2
     dist.destroy_process_group()
 

@@ -24,7 +24,6 @@
 pub mod element;
 pub mod launcher;
 pub mod measured;
-pub mod peers;
 pub mod plan;
 
 use gpu_harness::{Device, Kernel, KernelSource, Result, StepEntry, kernel_source};

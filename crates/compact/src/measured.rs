@@ -1,15 +1,14 @@
-//! The steps as the tour and the benches measure them (`pub fn steps()`), and their inputs.
-//!
-//! A case names the share of elements kept: `2^28 50%` is 2^28 f32 values uniform in [-1, 1) with a
-//! mask whose bytes are 1 with probability 0.5 (else 0); the predicate step keeps `x > 1 - 2p`,
-//! which keeps about the same share. One input is made per case and kept, so the steps measured
-//! one after another at a case share it.
+//! The steps and their peers (CUB's `DeviceSelect::Flagged` and `DeviceSelect::If`,
+//! `scripts/peers/compact.cu`) as the tour and the benches measure them. A case names the share
+//! kept: at `2^28 50%` each mask byte is 1 with probability 0.5.
 
-use std::sync::{Arc, Mutex};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
+use gpu_harness::inputs::{Input, cached, random_values};
+use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
 use gpu_harness::{Case, Checked, Device, DeviceBuffer, GpuError, Prepared, Result, StepEntry};
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 
 use crate::element::{Keep, Predicate, compact_mismatch, cpu_compact};
 use crate::launcher::{Compact, DeviceKeep};
@@ -22,147 +21,129 @@ pub const POISON_WORD: u32 = 0xffc0_0001;
 
 /// Every step of the chapter, then the peers (CUB), as the tour and the benches measure them.
 pub fn steps() -> Vec<StepEntry> {
-    let entry = |step, prepare| StepEntry { crate_name: CRATE, step, prepare };
-    let mut steps = vec![
-        entry("flags-scan-scatter", prepare_masked::<0>),
-        entry("count-scan-scatter", prepare_masked::<1>),
-        entry("single-pass", prepare_masked::<2>),
-        entry("single-pass-if", prepare_if),
-    ];
-    steps.extend(crate::peers::steps());
-    steps
+    let step = |name, launcher, by_mask| {
+        StepEntry::new(CRATE, name, move |device, case, seed| measure(device, case, seed, launcher, by_mask))
+    };
+    vec![
+        step("flags-scan-scatter", Some(CompactStep::FlagsScanScatter), true),
+        step("count-scan-scatter", Some(CompactStep::CountScanScatter), true),
+        step("single-pass", Some(CompactStep::SinglePass), true),
+        step("single-pass-if", Some(CompactStep::SinglePass), false),
+        step("cub-flagged", None, true),
+        step("cub-if", None, false),
+    ]
 }
 
 /// The share of elements a case keeps: `50%` is 0.5.
 pub fn kept_share(case: &Case) -> Result<f64> {
-    let share = case
-        .variant
-        .as_deref()
-        .and_then(|v| v.strip_suffix('%'))
-        .and_then(|p| p.parse::<f64>().ok())
-        .filter(|p| (0.0..=100.0).contains(p));
-    share.map(|p| p / 100.0).ok_or_else(|| {
-        GpuError::BadInput(format!("case {case}: a compaction's case names the share kept, such as `2^28 50%`"))
+    let percent = case.variant.as_deref().and_then(|v| v.strip_suffix('%')?.parse::<f64>().ok());
+    let why =
+        || GpuError::BadInput(format!("case {case}: a compaction's case names the share kept, such as `2^28 50%`"));
+    percent.filter(|p| (0.0..=100.0).contains(p)).map(|p| p / 100.0).ok_or_else(why)
+}
+
+/// A case's values (uniform in [-1, 1)) and mask on the device, and what the CPU keeps of them by
+/// the mask and by the predicate `x > 1 - 2 share`, which keeps about the same share.
+pub struct CaseInput {
+    pub values: Input<f32>,
+    pub mask: DeviceBuffer<u8>,
+    pub threshold: f32,
+    pub kept: [Vec<f32>; 2],
+}
+
+/// The input of `case` from `seed`, shared by the steps measured at the case.
+pub fn input(device: &Device, case: &Case, seed: u64) -> Result<Arc<CaseInput>> {
+    cached(device, case, seed, || {
+        let (share, n) = (kept_share(case)?, case.elements()?);
+        let host = random_values(n, seed, |rng| rng.random_range(-1.0f32..1.0));
+        let mask = random_values(n, seed ^ 1, |rng| u8::from(rng.random_bool(share)));
+        let threshold = (1.0 - 2.0 * share) as f32;
+        let kept =
+            [cpu_compact(&host, Keep::Mask(&mask)), cpu_compact(&host, Keep::Test(Predicate::Greater(threshold)))];
+        let values = Input { device: device.upload(&host)?, host, case: case.label.clone(), seed };
+        Ok(CaseInput { values, mask: device.upload(&mask)?, threshold, kept })
     })
 }
 
-/// The predicate that keeps about `share` of values uniform in [-1, 1): `x > 1 - 2 share`.
-pub fn predicate_for(share: f64) -> Predicate<f32> {
-    Predicate::Greater((1.0 - 2.0 * share) as f32)
-}
-
-/// A case's input on the device and on the host, and what the CPU keeps of it, by its mask and by
-/// its predicate.
-pub struct Input {
-    pub label: String,
-    pub seed: u64,
-    pub values: Vec<f32>,
-    pub mask: Vec<u8>,
-    pub predicate: Predicate<f32>,
-    pub device_values: DeviceBuffer<f32>,
-    pub device_mask: DeviceBuffer<u8>,
-    pub kept_by_mask: Vec<f32>,
-    pub kept_by_predicate: Vec<f32>,
-}
-
-impl Input {
-    /// What the CPU keeps with this selection.
-    pub fn expected(&self, by_mask: bool) -> &[f32] {
-        if by_mask { &self.kept_by_mask } else { &self.kept_by_predicate }
-    }
-
-    /// The check of a compaction that came back.
-    pub fn check(&self, step: &str, by_mask: bool, got: &[f32]) -> Checked {
-        match compact_mismatch(self.expected(by_mask), got) {
-            None => Checked::Correct,
-            Some(why) => Checked::Wrong(format!("{step}: {why} (input {} from seed {})", self.label, self.seed)),
-        }
-    }
-}
-
-/// The input of `case` from `seed` (the last one made is kept and shared).
-pub fn input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input>> {
-    static LAST: Mutex<Option<(Device, Arc<Input>)>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, input)) = last.as_ref() {
-        if owner.is_same(device) && input.label == case.label && input.seed == seed {
-            return Ok(input.clone());
-        }
-    }
-    *last = None; // free the previous input before making the next
-    let share = kept_share(case)?;
-    let n = case.elements()?;
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let values: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let mask: Vec<u8> = (0..n).map(|_| u8::from(rng.random_bool(share))).collect();
-    let predicate = predicate_for(share);
-    let input = Arc::new(Input {
-        label: case.label.clone(),
-        seed,
-        kept_by_mask: cpu_compact(&values, Keep::Mask(&mask)),
-        kept_by_predicate: cpu_compact(&values, Keep::Test(predicate)),
-        device_values: device.upload(&values)?,
-        device_mask: device.upload(&mask)?,
-        values,
-        mask,
-        predicate,
-    });
-    *last = Some((device.clone(), input.clone()));
-    Ok(input)
+/// What is timed: one of our steps (its launches), or one call of CUB.
+enum Run {
+    Ours(Box<Compact<f32>>),
+    Peer(PeerCall),
 }
 
 /// A step on a case's input, by its mask or its predicate.
 struct Measured {
-    step: &'static str,
+    run: Run,
     by_mask: bool,
-    compact: Compact<f32>,
-    input: Arc<Input>,
+    input: Arc<CaseInput>,
     output: DeviceBuffer<f32>,
+    /// How many CUB kept (our launcher counts them itself).
+    kept: DeviceBuffer<u32>,
+}
+
+/// `(input, flags, output, kept, n, temp, temp_bytes, stream)`.
+type Flagged =
+    unsafe extern "C" fn(*const f32, *const u8, *mut f32, *mut u32, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+/// `(input, output, kept, n, threshold, temp, temp_bytes, stream)`.
+type IfGreater =
+    unsafe extern "C" fn(*const f32, *mut f32, *mut u32, i64, f32, *mut c_void, *mut u64, *mut c_void) -> c_int;
+
+/// A step (`Some`), or CUB (`None`): `DeviceSelect::Flagged` by the mask, `DeviceSelect::If` by
+/// the threshold, its scratch allocated once.
+fn measure(device: &Device, case: &Case, seed: u64, step: Option<CompactStep>, by_mask: bool) -> Result<Measured> {
+    let (input, n) = (input(device, case, seed)?, case.elements()?);
+    let (output, kept) = (device.alloc::<f32>(n)?, device.alloc::<u32>(1)?);
+    let run = if let Some(step) = step {
+        let mut compact = Compact::with_step(device, step)?;
+        compact.reserve(n)?;
+        Run::Ours(Box::new(compact))
+    } else {
+        let (values, flags) = (input.values.device.as_view().raw_address(), input.mask.as_view().raw_address());
+        let (to, count, threshold) = (output.as_view().raw_address(), kept.as_view().raw_address(), input.threshold);
+        let (stream, n) = (peer_stream(device)?, n as i64);
+        // The library exports these symbols with these signatures (scripts/peers/compact.cu).
+        Run::Peer(if by_mask {
+            let f: Flagged = unsafe { peer_function("cub_select_flagged_f32")? };
+            PeerCall::with_scratch(device, "cub_select_flagged_f32", move |temp, bytes| unsafe {
+                f(values as _, flags as _, to as _, count as _, n, temp, bytes, stream)
+            })?
+        } else {
+            let f: IfGreater = unsafe { peer_function("cub_select_if_greater_f32")? };
+            PeerCall::with_scratch(device, "cub_select_if_greater_f32", move |temp, bytes| unsafe {
+                f(values as _, to as _, count as _, n, threshold, temp, bytes, stream)
+            })?
+        })
+    };
+    Ok(Measured { run, by_mask, input, output, kept })
 }
 
 impl Prepared for Measured {
     fn queue(&mut self) -> Result<()> {
+        let (values, input) = (self.input.values.device.as_view(), &self.input);
         let keep = if self.by_mask {
-            DeviceKeep::Mask(self.input.device_mask.as_view())
+            DeviceKeep::Mask(input.mask.as_view())
         } else {
-            DeviceKeep::Test(self.input.predicate)
+            DeviceKeep::Test(Predicate::Greater(input.threshold))
         };
-        self.compact.queue(self.input.device_values.as_view(), keep, &mut self.output)
+        match &mut self.run {
+            Run::Ours(compact) => compact.queue(values, keep, &mut self.output),
+            Run::Peer(call) => call.queue(),
+        }
     }
 
     fn check(&mut self) -> Result<Checked> {
         self.output.fill_words(POISON_WORD)?;
         self.queue()?;
-        let kept = self.compact.kept()?.min(self.output.len());
-        let got = if kept == 0 { Vec::new() } else { self.output.view(..kept)?.to_host()? };
-        Ok(self.input.check(self.step, self.by_mask, &got))
+        let kept = match &self.run {
+            Run::Ours(compact) => compact.kept()?,
+            Run::Peer(_) => self.kept.to_host()?[0] as usize,
+        };
+        let got = if kept == 0 { Vec::new() } else { self.output.view(..kept.min(self.output.len()))?.to_host()? };
+        let expected = &self.input.kept[usize::from(!self.by_mask)];
+        Ok(self.input.values.outcome("compaction", compact_mismatch(expected, &got)))
     }
 
     fn counts(&self) -> Vec<(&'static str, u64)> {
-        vec![("kept", self.input.expected(self.by_mask).len() as u64)]
+        vec![("kept", self.input.kept[usize::from(!self.by_mask)].len() as u64)]
     }
-}
-
-fn prepared(
-    device: &Device,
-    case: &Case,
-    seed: u64,
-    step: CompactStep,
-    name: &'static str,
-    by_mask: bool,
-) -> Result<Box<dyn Prepared>> {
-    let input = input(device, case, seed)?;
-    let mut compact = Compact::<f32>::with_step(device, step)?;
-    compact.reserve(input.values.len())?;
-    let output = device.alloc(input.values.len())?;
-    Ok(Box::new(Measured { step: name, by_mask, compact, input, output }))
-}
-
-fn prepare_masked<const STEP: usize>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let step = CompactStep::ALL[STEP];
-    prepared(device, case, seed, step, step.step(), true)
-}
-
-fn prepare_if(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    prepared(device, case, seed, CompactStep::SinglePass, "single-pass-if", false)
 }

@@ -13,7 +13,9 @@
 //! - [`measure`]: CUDA-event timing, effective bandwidth, and the copy and read roofs.
 //! - [`workload`]: what the tour and the benches measure: a step ([`StepEntry`]) prepared on a
 //!   [`Case`].
-//! - [`peer`]: the shared library of peers (CUB, the seeds' kernels) loaded at run time.
+//! - [`inputs`]: the random inputs steps are measured on, made once per type, case and seed.
+//! - [`peer`]: the shared library of peers (CUB, the seeds' kernels) loaded at run time, and calls
+//!   into it with CUB's scratch protocol ([`peer::PeerCall`]).
 //!
 //! Test helpers live in `gpu-test`, bench helpers in `gpu-bench`, results, tables and charts in
 //! `report`, and each family's shared code in its own crate (`reduction`).
@@ -21,6 +23,7 @@
 pub mod compile;
 mod device;
 mod error;
+pub mod inputs;
 pub mod measure;
 pub mod peer;
 pub mod workload;
@@ -31,4 +34,4 @@ pub use device::{
     LaunchCounters,
 };
 pub use error::{GpuError, PIP_INSTALL_NVRTC, Result};
-pub use workload::{Case, Checked, Prepared, Shape, StepEntry};
+pub use workload::{Case, Checked, Measured, Prepared, Shape, Stateful, StepEntry};

@@ -28,17 +28,8 @@ pub fn gigabytes_per_second(bytes: u64, ms: f64) -> f64 {
 /// `work` is called once to warm up (module load, first-touch costs), then timed in `samples`
 /// batches with CUDA events. Each batch repeats `work` enough times to last about a millisecond,
 /// so event resolution and launch gaps between batches do not dominate short kernels.
-pub fn median_ms(device: &Device, samples: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    work()?;
-    let once = device.time_ms(&mut work)?;
-    let repeats = ((1.0 / once.max(1e-4)).ceil() as usize).clamp(1, 1000);
-    let mut times = Vec::with_capacity(samples);
-    for _ in 0..samples.max(1) {
-        let ms = device.time_ms(|| (0..repeats).try_for_each(|_| work()))?;
-        times.push(ms / repeats as f64);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+pub fn median_ms(device: &Device, samples: usize, work: impl FnMut() -> Result<()>) -> Result<f64> {
+    median_ms_timed_by(samples, |batch| device.time_ms(batch), work)
 }
 
 /// The median time of one call of a prepared step, in milliseconds: the one timing function of the

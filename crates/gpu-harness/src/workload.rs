@@ -5,13 +5,19 @@
 //! they move and how many bytes that is; the tour (`cargo run --release`) and every crate's bench
 //! join the two, so a step is timed, checked and recorded by one path wherever it runs.
 //!
-//! A step's `prepare` function uploads the case's input (random, from the given seed), allocates
-//! its scratch and compiles its kernels; the [`Prepared`] it returns then queues exactly what is
-//! timed ([`Prepared::queue`]) and checks a result against the CPU ([`Prepared::check`]).
+//! A step's `prepare` closure takes the case's input (random, from the given seed, shared through
+//! [`crate::inputs`]), allocates its scratch and compiles its kernels; the [`Prepared`] it returns
+//! then queues exactly what is timed ([`Prepared::queue`]) and checks a result against the CPU
+//! ([`Prepared::check`]). A crate's `steps()` maps each registry name to its launcher in one line:
+//!
+//! ```text
+//! StepEntry::new(CRATE, "blelloch", |device, case, seed| Measured::new(device, case, seed, OneBlock::Blelloch))
+//! ```
 
 use std::fmt;
+use std::sync::Arc;
 
-use crate::{Device, GpuError, Result};
+use crate::{Device, DeviceBuffer, Element, GpuError, Result};
 
 /// One measured case of a family: a size, a matrix shape, and optionally a kind of input.
 ///
@@ -153,18 +159,114 @@ pub trait Prepared {
     }
 }
 
+/// What a [`Measured`] step queues: its launches, writing the output.
+type Run<O> = Box<dyn FnMut(&mut DeviceBuffer<O>) -> Result<()>>;
+/// What a [`Measured`] step's check does with the output that came back.
+type Compare<O> = Box<dyn Fn(&[O]) -> Checked>;
+
+/// The common shape of a prepared step: `run` queues what is timed, writing `output`; a check
+/// fills `output` with the `poison` word, runs once more and hands what came back to `compare`.
+pub struct Measured<O: Element> {
+    run: Run<O>,
+    compare: Compare<O>,
+    output: DeviceBuffer<O>,
+    poison: u32,
+    counts: Vec<(&'static str, u64)>,
+}
+
+impl<O: Element> Measured<O> {
+    pub fn new(
+        output: DeviceBuffer<O>,
+        poison: u32,
+        run: impl FnMut(&mut DeviceBuffer<O>) -> Result<()> + 'static,
+        compare: impl Fn(&[O]) -> Checked + 'static,
+    ) -> Measured<O> {
+        Measured { run: Box::new(run), compare: Box::new(compare), output, poison, counts: Vec::new() }
+    }
+
+    /// The same, reporting a count for the registry's bytes formula ([`Prepared::counts`]).
+    pub fn with_count(mut self, name: &'static str, value: u64) -> Measured<O> {
+        self.counts.push((name, value));
+        self
+    }
+}
+
+impl<O: Element> Prepared for Measured<O> {
+    fn queue(&mut self) -> Result<()> {
+        (self.run)(&mut self.output)
+    }
+
+    fn check(&mut self) -> Result<Checked> {
+        self.output.fill_words(self.poison)?;
+        self.queue()?;
+        Ok((self.compare)(&self.output.to_host()?))
+    }
+
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        self.counts.clone()
+    }
+}
+
+/// A prepared step whose result stays in its launcher (a reduction's sum): its `state` (launcher
+/// and input), what is timed (`queue`) and the check, which runs it once more and compares.
+pub struct Stateful<S> {
+    state: S,
+    queue: fn(&mut S) -> Result<()>,
+    check: fn(&mut S) -> Result<Checked>,
+    counts: Vec<(&'static str, u64)>,
+}
+
+impl<S> Stateful<S> {
+    pub fn new(state: S, queue: fn(&mut S) -> Result<()>, check: fn(&mut S) -> Result<Checked>) -> Stateful<S> {
+        Stateful { state, queue, check, counts: Vec::new() }
+    }
+
+    /// The same, reporting a count for the registry's bytes formula ([`Prepared::counts`]).
+    pub fn with_count(mut self, name: &'static str, value: u64) -> Stateful<S> {
+        self.counts.push((name, value));
+        self
+    }
+}
+
+impl<S> Prepared for Stateful<S> {
+    fn queue(&mut self) -> Result<()> {
+        (self.queue)(&mut self.state)
+    }
+
+    fn check(&mut self) -> Result<Checked> {
+        (self.check)(&mut self.state)
+    }
+
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        self.counts.clone()
+    }
+}
+
 /// Prepares a step on a case: `(device, case, seed of the random input)`.
-pub type PrepareFn = fn(&Device, &Case, u64) -> Result<Box<dyn Prepared>>;
+pub type PrepareFn = Arc<dyn Fn(&Device, &Case, u64) -> Result<Box<dyn Prepared>> + Send + Sync>;
 
 /// A step as a technique crate offers it to the tour and the benches. The registry names it by
-/// `(crate_name, step)`; a test checks that the two lists agree.
-#[derive(Clone, Copy)]
+/// `(crate_name, step)`; a test checks that the two lists agree, and another that the kernel its
+/// launcher runs is the one the registry names for it.
+#[derive(Clone)]
 pub struct StepEntry {
     /// The crate that implements the step, e.g. `reduce-naive`.
     pub crate_name: &'static str,
     /// The step's name in the registry, the tables and the charts, e.g. `naive`.
     pub step: &'static str,
     pub prepare: PrepareFn,
+}
+
+impl StepEntry {
+    /// The step `step` of crate `crate_name`, prepared by `prepare`.
+    pub fn new<P: Prepared + 'static>(
+        crate_name: &'static str,
+        step: &'static str,
+        prepare: impl Fn(&Device, &Case, u64) -> Result<P> + Send + Sync + 'static,
+    ) -> StepEntry {
+        let prepare: PrepareFn = Arc::new(move |device, case, seed| Ok(Box::new(prepare(device, case, seed)?)));
+        StepEntry { crate_name, step, prepare }
+    }
 }
 
 impl fmt::Debug for StepEntry {

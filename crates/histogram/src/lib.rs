@@ -18,7 +18,6 @@
 //! Launch plans ([`HistogramPlan`]) are pure functions of the step, the size and the GPU's shape.
 
 pub mod measured;
-pub mod peers;
 mod plan;
 pub mod reference;
 

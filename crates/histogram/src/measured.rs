@@ -1,16 +1,14 @@
-//! The steps as the tour and the benches measure them (`pub fn steps()`), and their inputs.
-//!
-//! The registry (`course.toml`) runs the byte steps at `2^30 uniform` and `2^30 all-equal` (1 GiB
-//! of random bytes, and 1 GiB of one byte value) and the f32 steps at `2^28 f32` (1 GiB of values
-//! uniform in [0, 1), counted into 256 bins over [0, 1)). One input is made per case and kept, so
-//! the steps measured one after another at a case share it; it is generated on every core, and its
-//! CPU histogram is computed once.
+//! The steps and their peers (CUB's `DeviceHistogram::HistogramEven`, `scripts/peers/histogram.cu`)
+//! as the tour and the benches measure them, on the registry's inputs: `2^30 uniform` (random
+//! bytes), `2^30 all-equal` (one byte value) and `2^28 f32` (uniform in [0, 1), 256 bins).
 
-use std::sync::{Arc, Mutex};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
-use gpu_harness::{Case, Checked, Device, DeviceBuffer, GpuError, Prepared, Result, StepEntry};
-use rand::rngs::SmallRng;
-use rand::{Rng, RngExt, SeedableRng};
+use gpu_harness::inputs::{Input, cached, fill_in_parallel, random_values};
+use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
+use gpu_harness::{Case, Device, DeviceBuffer, Element, GpuError, Measured, Result, StepEntry};
+use rand::{Rng, RngExt};
 
 use crate::reference::{byte_histogram_parallel, even_histogram_parallel, mismatch};
 use crate::{BYTE_BINS, ByteHistogram, ByteStep, EvenBins, EvenHistogram, EvenStep};
@@ -19,135 +17,22 @@ const CRATE: &str = env!("CARGO_PKG_NAME");
 
 /// Every step of the chapter, then the peers (CUB), as the tour and the benches measure them.
 pub fn steps() -> Vec<StepEntry> {
-    let bytes = ByteStep::ALL.iter().map(|&step| StepEntry {
-        crate_name: CRATE,
-        step: step.name(),
-        prepare: byte_prepare(step),
-    });
-    let even = [
-        StepEntry { crate_name: CRATE, step: EvenStep::OneCopy.name(), prepare: prepare_even::<false> },
-        StepEntry { crate_name: CRATE, step: EvenStep::LaneCopies.name(), prepare: prepare_even::<true> },
-    ];
-    bytes.chain(even).chain(crate::peers::steps()).collect()
-}
-
-/// The kinds of byte input a case can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ByteKind {
-    /// Every byte drawn uniformly from 0..=255.
-    Uniform,
-    /// One byte value (drawn from the seed) throughout.
-    AllEqual,
-}
-
-impl ByteKind {
-    /// The kind a case names (`2^30 uniform`, `2^30 all-equal`).
-    pub fn of(case: &Case) -> Result<ByteKind> {
-        match case.variant.as_deref() {
-            Some("uniform") => Ok(ByteKind::Uniform),
-            Some("all-equal") => Ok(ByteKind::AllEqual),
-            other => Err(GpuError::BadInput(format!(
-                "case {case}: a byte histogram's case names its input, `uniform` or `all-equal` (got {other:?})"
-            ))),
-        }
-    }
-}
-
-/// Bytes of `kind`, `n` of them, drawn from `seed` on every core.
-pub fn make_bytes(kind: ByteKind, n: usize, seed: u64) -> Vec<u8> {
-    let mut bytes = vec![0u8; n];
-    match kind {
-        ByteKind::AllEqual => bytes.fill(SmallRng::seed_from_u64(seed).random::<u8>()),
-        ByteKind::Uniform => in_parallel(&mut bytes, seed, |rng, chunk| rng.fill_bytes(chunk)),
-    }
-    bytes
-}
-
-/// `n` f32 values uniform in [0, 1), drawn from `seed` on every core.
-pub fn make_unit_floats(n: usize, seed: u64) -> Vec<f32> {
-    let mut values = vec![0f32; n];
-    in_parallel(&mut values, seed, |rng, chunk| chunk.iter_mut().for_each(|x| *x = rng.random::<f32>()));
-    values
-}
-
-/// Fills `data` chunk by chunk on every core, each chunk from its own generator seeded from `seed`
-/// and the chunk's index (so the result depends on the seed alone).
-fn in_parallel<T: Send>(data: &mut [T], seed: u64, fill: impl Fn(&mut SmallRng, &mut [T]) + Sync) {
-    const CHUNK: usize = 1 << 22;
-    let fill = &fill;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunks: Vec<(usize, &mut [T])> = data.chunks_mut(CHUNK).enumerate().collect();
-    let per_core = chunks.len().div_ceil(cores).max(1);
-    let mut groups: Vec<Vec<(usize, &mut [T])>> = Vec::new();
-    let mut chunks = chunks.into_iter().peekable();
-    while chunks.peek().is_some() {
-        groups.push(chunks.by_ref().take(per_core).collect());
-    }
-    std::thread::scope(|scope| {
-        for group in groups {
-            scope.spawn(move || {
-                for (index, chunk) in group {
-                    let mut rng =
-                        SmallRng::seed_from_u64(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                    fill(&mut rng, chunk);
-                }
-            });
-        }
-    });
-}
-
-/// An input on the device, its copy on the host, and its CPU histogram.
-pub struct Input<T: gpu_harness::Element> {
-    pub host: Vec<T>,
-    pub device: DeviceBuffer<T>,
-    pub expected: Vec<u32>,
-    pub label: String,
-    pub seed: u64,
-}
-
-impl<T: gpu_harness::Element> Input<T> {
-    /// The check of counts that came back.
-    pub fn check(&self, step: &str, got: &[u32]) -> Checked {
-        match mismatch(&self.expected, got) {
-            None => Checked::Correct,
-            Some(why) => Checked::Wrong(format!("{step}: {why} (input {} from seed {})", self.label, self.seed)),
-        }
-    }
-}
-
-/// Where the last input made is kept, with the device it lives on.
-type Last<T> = Mutex<Option<(Device, Arc<Input<T>>)>>;
-
-/// The last input made, kept so the next step at the same case reuses it.
-fn cached<T: gpu_harness::Element>(
-    last: &Last<T>,
-    device: &Device,
-    label: &str,
-    seed: u64,
-    make: impl FnOnce() -> Result<Input<T>>,
-) -> Result<Arc<Input<T>>> {
-    let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, input)) = last.as_ref() {
-        if owner.is_same(device) && input.label == label && input.seed == seed {
-            return Ok(input.clone());
-        }
-    }
-    *last = None; // free the previous input before making the next
-    let input = Arc::new(make()?);
-    *last = Some((device.clone(), input.clone()));
-    Ok(input)
-}
-
-/// The byte input of `case` from `seed`.
-pub fn byte_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<u8>>> {
-    static LAST: Last<u8> = Mutex::new(None);
-    let kind = ByteKind::of(case)?;
-    let n = case.elements()?;
-    cached(&LAST, device, &case.label, seed, || {
-        let host = make_bytes(kind, n, seed);
-        let expected = byte_histogram_parallel(&host);
-        Ok(Input { device: device.upload(&host)?, host, expected, label: case.label.clone(), seed })
-    })
+    let bytes = |name, step| StepEntry::new(CRATE, name, move |d, c, s| byte_step(d, c, s, step));
+    let even = |name, step| StepEntry::new(CRATE, name, move |d, c, s| even_step(d, c, s, step));
+    vec![
+        bytes("global-atomics", ByteStep::GlobalAtomics),
+        bytes("shared-atomics", ByteStep::SharedAtomics),
+        bytes("vector-loads", ByteStep::VectorLoads),
+        bytes("per-warp", ByteStep::PerWarp),
+        bytes("lane-copies", ByteStep::LaneCopies),
+        bytes("runs", ByteStep::Runs),
+        bytes("addresses", ByteStep::Addresses),
+        bytes("packed", ByteStep::Packed),
+        even("even-f32-one-copy", EvenStep::OneCopy),
+        even("even-f32", EvenStep::LaneCopies),
+        StepEntry::new(CRATE, "cub-bytes", cub_bytes),
+        StepEntry::new(CRATE, "cub-even-f32", cub_even),
+    ]
 }
 
 /// The bins of the f32 cases: 256 over [0, 1).
@@ -155,85 +40,95 @@ pub fn unit_bins() -> EvenBins {
     EvenBins::new(256, 0.0, 1.0).expect("256 bins over [0, 1) are valid")
 }
 
-/// The f32 input of `case` from `seed`: values uniform in [0, 1).
-pub fn f32_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<f32>>> {
-    static LAST: Last<f32> = Mutex::new(None);
-    if case.variant.as_deref() != Some("f32") {
-        return Err(GpuError::BadInput(format!("case {case}: an f32 histogram's case ends in `f32`")));
-    }
-    let n = case.elements()?;
-    cached(&LAST, device, &case.label, seed, || {
-        let host = make_unit_floats(n, seed);
-        let expected = even_histogram_parallel(&host, &unit_bins());
-        Ok(Input { device: device.upload(&host)?, host, expected, label: case.label.clone(), seed })
+/// A case's input (bytes or f32) and its CPU histogram.
+struct Counted<T: Element> {
+    input: Input<T>,
+    expected: Vec<u32>,
+}
+
+/// The byte input a case names: `2^30 uniform` (every byte drawn from 0..=255) or `2^30 all-equal`
+/// (one byte value, drawn from the seed, throughout).
+fn byte_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Counted<u8>>> {
+    let kind = case.variant.as_deref().filter(|kind| ["uniform", "all-equal"].contains(kind));
+    let why = || GpuError::BadInput(format!("case {case}: a byte histogram's case ends in `uniform` or `all-equal`"));
+    let uniform = kind.ok_or_else(why)? == "uniform";
+    cached(device, case, seed, || {
+        let mut host = vec![random_values(1, seed, |rng| rng.random::<u8>())[0]; case.elements()?];
+        if uniform {
+            fill_in_parallel(&mut host, seed, |rng, chunk| rng.fill_bytes(chunk));
+        }
+        let expected = byte_histogram_parallel(&host);
+        Ok(Counted { input: Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }, expected })
     })
 }
 
-/// The prepare function of a byte step.
-fn byte_prepare(step: ByteStep) -> gpu_harness::workload::PrepareFn {
-    macro_rules! prepare_for {
-        ($($step:ident),*) => {
-            match step {
-                $(ByteStep::$step => |device: &Device, case: &Case, seed: u64| prepare_bytes(ByteStep::$step, device, case, seed),)*
-            }
-        };
+/// The f32 input of a case ending in `f32`: values uniform in [0, 1).
+fn f32_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Counted<f32>>> {
+    if case.variant.as_deref() != Some("f32") {
+        return Err(GpuError::BadInput(format!("case {case}: an f32 histogram's case ends in `f32`")));
     }
-    prepare_for!(GlobalAtomics, SharedAtomics, VectorLoads, PerWarp, LaneCopies, Runs, Packed, Addresses)
+    cached(device, case, seed, || {
+        let host = random_values(case.elements()?, seed, |rng| rng.random::<f32>());
+        let expected = even_histogram_parallel(&host, &unit_bins());
+        Ok(Counted { input: Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }, expected })
+    })
 }
 
-/// A byte step on its case's input: what is timed is zeroing the bins and the kernel.
-struct ByteCase {
-    histogram: ByteHistogram,
-    input: Arc<Input<u8>>,
-    bins: DeviceBuffer<u32>,
-}
-
-fn prepare_bytes(step: ByteStep, device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let input = byte_input(device, case, seed)?;
-    let histogram = ByteHistogram::new(device, step)?;
-    histogram.plan(input.host.len())?;
-    Ok(Box::new(ByteCase { histogram, input, bins: device.alloc(BYTE_BINS)? }))
-}
-
-impl Prepared for ByteCase {
-    fn queue(&mut self) -> Result<()> {
-        self.histogram.count(self.input.device.as_view(), &mut self.bins)
-    }
-
-    fn check(&mut self) -> Result<Checked> {
-        self.bins.fill_words(0xdead_beef)?;
-        self.queue()?;
-        Ok(self.input.check(self.histogram.step().name(), &self.bins.to_host()?))
-    }
-}
-
-/// An f32 step on its case's input.
-struct EvenCase {
-    histogram: EvenHistogram,
-    bins: EvenBins,
-    input: Arc<Input<f32>>,
+/// A step on its case's input: what is timed is `run` (zeroing the bins and the kernel, or one
+/// library call, which zeroes them itself); a check compares the counts with the CPU's.
+fn measured<T: Element>(
+    input: Arc<Counted<T>>,
     counts: DeviceBuffer<u32>,
-    name: &'static str,
+    run: impl FnMut(&mut DeviceBuffer<u32>) -> Result<()> + 'static,
+) -> Measured<u32> {
+    Measured::new(counts, 0xdead_beef, run, move |got| input.input.outcome("histogram", mismatch(&input.expected, got)))
 }
 
-fn prepare_even<const LANES: bool>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let step = if LANES { EvenStep::LaneCopies } else { EvenStep::OneCopy };
-    let input = f32_input(device, case, seed)?;
+fn byte_step(device: &Device, case: &Case, seed: u64, step: ByteStep) -> Result<Measured<u32>> {
+    let (histogram, input) = (ByteHistogram::new(device, step)?, byte_input(device, case, seed)?);
+    histogram.plan(input.input.host.len())?;
+    let data = input.clone();
+    Ok(measured(input, device.alloc(BYTE_BINS)?, move |counts| histogram.count(data.input.device.as_view(), counts)))
+}
+
+fn even_step(device: &Device, case: &Case, seed: u64, step: EvenStep) -> Result<Measured<u32>> {
+    let (histogram, input, bins) = (EvenHistogram::new(device, step)?, f32_input(device, case, seed)?, unit_bins());
+    histogram.plan(input.input.host.len(), &bins)?;
+    let data = input.clone();
+    Ok(measured(input, device.alloc(BYTE_BINS)?, move |counts| {
+        histogram.count(data.input.device.as_view(), &bins, counts)
+    }))
+}
+
+/// `(samples, counts, n, temp, temp_bytes, stream)`: 256 bins of bytes.
+type CubBytes = unsafe extern "C" fn(*const u8, *mut u32, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+/// `(samples, counts, n, bins, lower, upper, temp, temp_bytes, stream)`: even bins of f32.
+type CubF32 =
+    unsafe extern "C" fn(*const f32, *mut u32, i64, c_int, f32, f32, *mut c_void, *mut u64, *mut c_void) -> c_int;
+
+// The library exports these symbols with these signatures (scripts/peers/histogram.cu).
+fn cub_bytes(device: &Device, case: &Case, seed: u64) -> Result<Measured<u32>> {
+    let (input, counts, stream) =
+        (byte_input(device, case, seed)?, device.alloc::<u32>(BYTE_BINS)?, peer_stream(device)?);
+    let (from, to, n) =
+        (input.input.device.as_view().raw_address(), counts.as_view().raw_address(), input.input.host.len());
+    let f: CubBytes = unsafe { peer_function("cub_histogram_even_u8")? };
+    let mut call = PeerCall::with_scratch(device, "cub_histogram_even_u8", move |temp, bytes| unsafe {
+        f(from as _, to as _, n as i64, temp, bytes, stream)
+    })?;
+    Ok(measured(input, counts, move |_| call.queue()))
+}
+
+fn cub_even(device: &Device, case: &Case, seed: u64) -> Result<Measured<u32>> {
+    let (input, counts, stream) =
+        (f32_input(device, case, seed)?, device.alloc::<u32>(BYTE_BINS)?, peer_stream(device)?);
+    let (from, to, n) =
+        (input.input.device.as_view().raw_address(), counts.as_view().raw_address(), input.input.host.len());
     let bins = unit_bins();
-    let histogram = EvenHistogram::new(device, step)?;
-    histogram.plan(input.host.len(), &bins)?;
-    let counts = device.alloc(bins.bins() as usize)?;
-    Ok(Box::new(EvenCase { histogram, bins, input, counts, name: step.name() }))
-}
-
-impl Prepared for EvenCase {
-    fn queue(&mut self) -> Result<()> {
-        self.histogram.count(self.input.device.as_view(), &self.bins, &mut self.counts)
-    }
-
-    fn check(&mut self) -> Result<Checked> {
-        self.counts.fill_words(0xdead_beef)?;
-        self.queue()?;
-        Ok(self.input.check(self.name, &self.counts.to_host()?))
-    }
+    let (count, lower, upper) = (bins.bins() as c_int, bins.lower(), bins.upper());
+    let f: CubF32 = unsafe { peer_function("cub_histogram_even_f32")? };
+    let mut call = PeerCall::with_scratch(device, "cub_histogram_even_f32", move |temp, bytes| unsafe {
+        f(from as _, to as _, n as i64, count, lower, upper, temp, bytes, stream)
+    })?;
+    Ok(measured(input, counts, move |_| call.queue()))
 }

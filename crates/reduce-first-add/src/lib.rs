@@ -10,7 +10,7 @@
 //!   threads per SM on an H100/H200), each thread looping over the input in strides of the whole
 //!   grid. The number of partials no longer grows with `n`.
 
-use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
 use reduction::{
     HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, grid_stride_blocks, measured,
 };
@@ -27,6 +27,11 @@ impl HostFinishedStep for FirstAdd {
     const STEP: &'static str = "first-add";
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_first_add";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     // ANCHOR: first_add_plan
     /// One block per `2 * BLOCK_SIZE` elements.
@@ -58,6 +63,11 @@ impl HostFinishedStep for GridStride {
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_grid_stride";
 
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
+
     /// As many blocks as the GPU holds at once (`SMs * 2048 / 256`), fewer for small inputs (at
     /// least one element per thread).
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
@@ -83,6 +93,11 @@ impl HostFinishedStep for GridStrideUnsignedIndex {
     const STEP: &'static str = "grid-stride-unsigned-index";
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_grid_stride_unsigned_index";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
         let mut plan = GridStride::plan(n, gpu)?;

@@ -13,7 +13,7 @@
 //!
 //! Both are launched like reduce-naive (one element per thread, the host adds the partials).
 
-use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
 use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured};
 
 /// Threads per block, and elements per block.
@@ -40,6 +40,11 @@ impl HostFinishedStep for StridedIndex {
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_strided_index";
 
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
+
     fn plan(n: usize, _gpu: GpuShape) -> Result<ReductionPlan> {
         one_element_per_thread(Self::KERNEL, n)
     }
@@ -60,6 +65,11 @@ impl HostFinishedStep for Interleaved {
     const STEP: &'static str = "interleaved";
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_interleaved";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     fn plan(n: usize, _gpu: GpuShape) -> Result<ReductionPlan> {
         one_element_per_thread(Self::KERNEL, n)

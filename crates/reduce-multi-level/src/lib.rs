@@ -17,11 +17,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use gpu_harness::inputs::Input;
 use gpu_harness::{
     Case, Checked, Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig,
     Prepared, Result, StepEntry, kernel_source,
 };
-use reduction::measured::{self, RandomInput, random_input};
+use reduction::measured;
 use reduction::reference::sum_mismatch;
 use reduction::{FullReduction, POISON_WORD, PassPlan, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks};
 
@@ -386,15 +387,15 @@ impl RowSums {
 /// every launch, the sums left on the device.
 struct RowSumsCase {
     row_sums: RowSums,
-    input: Arc<RandomInput>,
+    input: Arc<Input<f32>>,
     rows: usize,
     cols: usize,
 }
 
-fn prepare_row_sums(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let input = random_input(device, case.elements()?, seed)?;
+fn prepare_row_sums(device: &Device, case: &Case, seed: u64) -> Result<RowSumsCase> {
+    let input = measured::random_floats(device, case, seed)?;
     let (rows, cols) = (case.rows() as usize, case.cols() as usize);
-    Ok(Box::new(RowSumsCase { row_sums: RowSums::new(device)?, input, rows, cols }))
+    Ok(RowSumsCase { row_sums: RowSums::new(device)?, input, rows, cols })
 }
 
 impl Prepared for RowSumsCase {
@@ -406,7 +407,7 @@ impl Prepared for RowSumsCase {
         let sums = self.row_sums.sum_rows(self.input.device.as_view(), self.rows, self.cols)?;
         for (row, (&got, values)) in sums.iter().zip(self.input.host.chunks(self.cols)).enumerate() {
             if let Some(why) = sum_mismatch(values, got) {
-                return Ok(self.input.wrong("row sums", format!("row {row} of {}: {why}", self.rows)));
+                return Ok(self.input.outcome("row sums", Some(format!("row {row} of {}: {why}", self.rows))));
             }
         }
         Ok(Checked::Correct)
@@ -419,7 +420,7 @@ pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
     vec![
         measured::on_device::<MultiLevel<f32>>(crate_name, "multi-level"),
-        StepEntry { crate_name, step: "rows-2^20x256", prepare: prepare_row_sums },
-        StepEntry { crate_name, step: "rows-16x2^24", prepare: prepare_row_sums },
+        StepEntry::new(crate_name, "rows-2^20x256", prepare_row_sums),
+        StepEntry::new(crate_name, "rows-16x2^24", prepare_row_sums),
     ]
 }

@@ -4,8 +4,9 @@
 //! pairs in shared memory selected by `tid % (2 * stride)`. That test makes warps diverge, which is
 //! the bottleneck the next step removes.
 //!
-//! The step is its kernel and its launch [`Naive::plan`]; the launcher, [`ReduceNaive`], is the
-//! harness's [`HostFinishedSum`]: it queues the kernel, which leaves one partial sum per block of
+//! The step is its kernel, its launch plan ([`Naive::plan`]: grid, block, shared memory) and its
+//! launch ([`Naive::launch`]: the kernel's arguments), all below. The launcher, [`ReduceNaive`], is
+//! the family's [`HostFinishedSum`]: it compiles the kernel, queues the step's launch, which leaves one partial sum per block of
 //! [`BLOCK_SIZE`] elements, copies the `n / 256` partials back and adds them on the host in f64.
 //! Reading back 1/256 of the input is cheap next to the kernel, and it keeps this step about one
 //! technique, the block tree. Finishing on the device is what reduce-multi-level and reduce-atomic
@@ -21,7 +22,7 @@
 //! # Ok::<(), gpu_harness::GpuError>(())
 //! ```
 
-use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
 use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured};
 
 /// Threads per block, and so elements per block: one element per thread.
@@ -38,6 +39,11 @@ impl HostFinishedStep for Naive {
     const STEP: &'static str = "naive";
     const SOURCE: KernelSource = kernel_source!("reduce_naive.cu");
     const KERNEL: &'static str = "reduce_naive";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     /// One block per [`BLOCK_SIZE`] elements, 4 bytes of shared memory per thread, one partial per
     /// block. The kernel counts elements in 32 bits, so 2^32 or more are rejected.

@@ -323,12 +323,12 @@ fn prepare_halves(
     seed: u64,
     format: HalfFormat,
     moments: bool,
-) -> Result<Box<dyn Prepared>> {
+) -> Result<HalvesCase> {
     let n = case.elements()?;
     let host = random_halves(n, format, seed);
     let mut numerics = Numerics::new(device)?;
     numerics.reserve(n)?;
-    Ok(Box::new(HalvesCase { numerics, input: device.upload(&host)?, host, format, moments, seed }))
+    Ok(HalvesCase { numerics, input: device.upload(&host)?, host, format, moments, seed })
 }
 
 impl Prepared for HalvesCase {
@@ -386,15 +386,15 @@ pub fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
 /// An f32 step (the compensated sum, or the moments) on a random input in [-1, 1).
 struct FloatsCase {
     numerics: Numerics,
-    input: std::sync::Arc<reduction::measured::RandomInput>,
+    input: std::sync::Arc<gpu_harness::inputs::Input<f32>>,
     moments: bool,
 }
 
-fn prepare_floats(device: &Device, case: &Case, seed: u64, moments: bool) -> Result<Box<dyn Prepared>> {
-    let input = reduction::measured::random_input(device, case.elements()?, seed)?;
+fn prepare_floats(device: &Device, case: &Case, seed: u64, moments: bool) -> Result<FloatsCase> {
+    let input = reduction::measured::random_floats(device, case, seed)?;
     let mut numerics = Numerics::new(device)?;
     numerics.reserve(input.host.len())?;
-    Ok(Box::new(FloatsCase { numerics, input, moments }))
+    Ok(FloatsCase { numerics, input, moments })
 }
 
 impl Prepared for FloatsCase {
@@ -419,9 +419,7 @@ impl Prepared for FloatsCase {
             let error = (f64::from(got) - exact).abs();
             (!within(error, tolerance)).then(|| format!("got {got}, exact {exact}, error {error:e} > {tolerance:e}"))
         };
-        Ok(why.map_or(Checked::Correct, |why| {
-            self.input.wrong(if self.moments { "moments" } else { "compensated" }, why)
-        }))
+        Ok(self.input.outcome(if self.moments { "moments" } else { "compensated" }, why))
     }
 }
 
@@ -429,16 +427,13 @@ impl Prepared for FloatsCase {
 /// sizes).
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
+    let halves = |format, moments| move |d: &Device, c: &Case, s| prepare_halves(d, c, s, format, moments);
     vec![
         reduction::measured::on_device::<reduce_atomic::DeterministicReduce<f32>>(crate_name, "sum-f32"),
-        StepEntry { crate_name, step: "sum-f16", prepare: |d, c, s| prepare_halves(d, c, s, HalfFormat::F16, false) },
-        StepEntry { crate_name, step: "sum-bf16", prepare: |d, c, s| prepare_halves(d, c, s, HalfFormat::BF16, false) },
-        StepEntry { crate_name, step: "sum-compensated", prepare: |d, c, s| prepare_floats(d, c, s, false) },
-        StepEntry { crate_name, step: "moments-f32", prepare: |d, c, s| prepare_floats(d, c, s, true) },
-        StepEntry {
-            crate_name,
-            step: "moments-f16",
-            prepare: |d, c, s| prepare_halves(d, c, s, HalfFormat::F16, true),
-        },
+        StepEntry::new(crate_name, "sum-f16", halves(HalfFormat::F16, false)),
+        StepEntry::new(crate_name, "sum-bf16", halves(HalfFormat::BF16, false)),
+        StepEntry::new(crate_name, "sum-compensated", |d, c, s| prepare_floats(d, c, s, false)),
+        StepEntry::new(crate_name, "moments-f32", |d, c, s| prepare_floats(d, c, s, true)),
+        StepEntry::new(crate_name, "moments-f16", halves(HalfFormat::F16, true)),
     ]
 }

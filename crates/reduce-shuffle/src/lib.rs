@@ -13,9 +13,7 @@
 //!   max and min NaN, and argmax returns the first NaN's index (as numpy does). Ties go to the
 //!   first index. An empty input is an error (there is no maximum of nothing).
 
-use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Result, StepEntry, kernel_source,
-};
+use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Launch, Result, StepEntry, kernel_source};
 use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
 
 /// Threads per block.
@@ -39,6 +37,11 @@ impl HostFinishedStep for Shuffle {
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_shuffle";
 
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
+
     /// The GPU filled once; the kernel's shared memory (one slot per warp) is static.
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
         check_fits_u32("reduce-shuffle", n)?;
@@ -61,6 +64,11 @@ impl HostFinishedStep for ShuffleVec4 {
     const STEP: &'static str = "shuffle-vec4";
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_shuffle_vec4";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     /// The GPU filled once, or fewer blocks when there is less than one float4 per thread.
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {

@@ -12,7 +12,7 @@
 //!   `volatile_race` example, never by a launcher a user would pick, and not tested for
 //!   correctness (it is not correct).
 
-use gpu_harness::{GpuShape, KernelSource, Result, StepEntry, kernel_source};
+use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
 use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
 
 /// Threads per block; the complete unroll is compiled for this size.
@@ -44,6 +44,11 @@ impl HostFinishedStep for UnrollLastWarp {
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_unroll_last_warp";
 
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
+
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
         grid_stride(Self::KERNEL, n, gpu, BLOCK_SIZE * 4)
     }
@@ -64,6 +69,11 @@ impl HostFinishedStep for CompleteUnroll {
     const STEP: &'static str = "complete-unroll";
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_complete_unroll";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     /// The kernel declares its shared array statically, so no dynamic shared memory.
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
@@ -87,6 +97,11 @@ impl HostFinishedStep for VolatileRacy {
     const STEP: &'static str = "volatile-racy";
     const SOURCE: KernelSource = SOURCE;
     const KERNEL: &'static str = "reduce_unroll_volatile_racy";
+
+    /// Queues the kernel with its arguments `(input, partial, n)`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+        kernel.arg(input).arg(partials).arg(input.len() as u32).run()
+    }
 
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
         grid_stride(Self::KERNEL, n, gpu, BLOCK_SIZE * 4)

@@ -3,14 +3,13 @@
 
 use std::marker::PhantomData;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuShape, Kernel, KernelSource, Result};
+use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuShape, Kernel, KernelSource, Launch, Result};
 
 use crate::plan::ReductionPlan;
 
 /// One step of the reduction ladder whose kernel writes one partial sum per block, for the host
-/// to add. A step is its kernel and its launch plan; [`HostFinishedSum`] does the rest.
-///
-/// The kernel's parameters are `(const float* input, float* partial, unsigned int n)`.
+/// to add. A step is its kernel, its launch plan and its launch (the kernel's arguments), all in
+/// the step's crate; [`HostFinishedSum`] compiles the kernel, keeps the partials and adds them.
 pub trait HostFinishedStep: Send + Sync + 'static {
     /// The step's name in benches and the book, e.g. `naive`.
     const STEP: &'static str;
@@ -18,6 +17,9 @@ pub trait HostFinishedStep: Send + Sync + 'static {
     const SOURCE: KernelSource;
     /// The kernel's name in [`Self::SOURCE`].
     const KERNEL: &'static str;
+
+    /// Queues the kernel (compiled, with its plan's grid) on `input`, writing `partials`.
+    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()>;
 
     /// How `n` elements are reduced on a GPU of this shape. A pure function, so that plans are
     /// snapshot-tested without a GPU.
@@ -73,12 +75,7 @@ impl<S: HostFinishedStep> HostFinishedSum<S> {
         let plan = self.plan(input.len())?;
         self.reserve(input.len())?;
         for pass in &plan.passes {
-            self.device
-                .launch(&self.kernel, pass.config)
-                .arg(input)
-                .arg(&mut self.partials)
-                .arg(input.len() as u32)
-                .run()?;
+            S::launch(self.device.launch(&self.kernel, pass.config), input, &mut self.partials)?;
         }
         Ok(plan.host_adds as usize)
     }

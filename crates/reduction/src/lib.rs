@@ -7,14 +7,13 @@
 //! - [`full`]: reductions finished on the device: operations ([`ReduceOp`]), element types
 //!   ([`ReduceElement`]) and the launcher trait ([`FullReduction`]);
 //! - [`reference`]: CPU references and the f32 sum tolerance;
-//! - [`measured`]: the steps' entries for the tour and the benches;
-//! - [`peers`]: CUB and seed 004's kernels, measured beside the steps;
+//! - [`measured`]: the steps' entries for the tour and the benches, and the peers measured beside
+//!   them (CUB and seed 004's kernels);
 //! - `suite` (feature `suite`): the shared test suites, for the family's tests.
 
 pub mod full;
 pub mod host_finished;
 pub mod measured;
-pub mod peers;
 pub mod plan;
 pub mod reference;
 #[cfg(feature = "suite")]

@@ -24,7 +24,6 @@ pub mod element;
 pub mod measured;
 pub mod multi_pass;
 pub mod one_block;
-pub mod peers;
 pub mod plan;
 pub mod reference;
 pub mod single_pass;

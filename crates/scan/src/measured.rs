@@ -1,10 +1,13 @@
-//! The steps as the tour and the benches measure them: each is prepared on a random input of the
-//! case's size, timed on exactly its launches, and checked against the CPU scan.
+//! The steps and their peers (CUB's `DeviceScan::InclusiveSum` of f32 and `ExclusiveSum` of i32,
+//! `scripts/peers/scan.cu`) as the tour and the benches measure them: timed on exactly their
+//! launches, checked against the CPU scan.
 
-use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
-use gpu_harness::{Case, Checked, Device, DeviceBuffer, Prepared, Result, StepEntry};
+use gpu_harness::inputs::{Input, cached};
+use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
+use gpu_harness::{Case, Device, DeviceBuffer, DeviceView, Measured, Result, StepEntry};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
@@ -20,166 +23,89 @@ pub const POISON_WORD: u32 = 0xffc0_0001;
 
 const CRATE: &str = env!("CARGO_PKG_NAME");
 
-/// A random input on the device and its copy on the host.
-pub struct RandomInput<T: ScanElement> {
-    pub host: Vec<T>,
-    pub device: DeviceBuffer<T>,
-    pub seed: u64,
-}
-
-impl<T: ScanElement> RandomInput<T> {
-    /// The result of a check of `got` against the CPU's `kind` scan of this input.
-    pub fn check(&self, step: &str, kind: ScanKind, got: &[T]) -> Checked {
-        match scan_mismatch(kind, &self.host, got) {
-            None => Checked::Correct,
-            Some(why) => Checked::Wrong(format!(
-                "{step}: {why} (random {} input of {} elements from seed {})",
-                T::SUFFIX,
-                self.host.len(),
-                self.seed
-            )),
-        }
-    }
-}
-
-/// The random input of `n` elements of `T` drawn from `seed`: uniform in [-1, 1) for f32, every bit
-/// pattern for integers. The last one made is kept, so the steps measured one after another at a
-/// case share one input and one upload.
-pub fn random_input<T: ScanElement>(device: &Device, n: usize, seed: u64) -> Result<Arc<RandomInput<T>>> {
-    type Cached = (Device, Arc<dyn Any + Send + Sync>);
-    static LAST: Mutex<Option<Cached>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((owner, any)) = last.as_ref() {
-        if let Ok(input) = any.clone().downcast::<RandomInput<T>>() {
-            if owner.is_same(device) && input.host.len() == n && input.seed == seed {
-                return Ok(input);
-            }
-        }
-    }
-    *last = None; // free the previous input before making the next
-    let host = T::random(&mut SmallRng::seed_from_u64(seed), n);
-    let input = Arc::new(RandomInput { device: device.upload(&host)?, host, seed });
-    *last = Some((device.clone(), input.clone()));
-    Ok(input)
-}
-
-/// What a measured scan runs: its launches, from the input to an output buffer.
-trait Measured<T: ScanElement>: Send + 'static {
-    fn queue(&mut self, input: &RandomInput<T>, output: &mut DeviceBuffer<T>) -> Result<()>;
-    fn kind(&self) -> ScanKind;
-}
-
-struct MeasuredCase<T: ScanElement, M> {
-    step: &'static str,
-    scan: M,
-    input: Arc<RandomInput<T>>,
-    output: DeviceBuffer<T>,
-}
-
-impl<T: ScanElement, M: Measured<T>> Prepared for MeasuredCase<T, M> {
-    fn queue(&mut self) -> Result<()> {
-        self.scan.queue(&self.input, &mut self.output)
-    }
-
-    fn check(&mut self) -> Result<Checked> {
-        self.output.fill_words(POISON_WORD)?;
-        self.queue()?;
-        let got = self.output.to_host()?;
-        Ok(self.input.check(self.step, self.scan.kind(), &got))
-    }
-}
-
-fn prepared<T: ScanElement, M: Measured<T>>(
-    device: &Device,
-    case: &Case,
-    seed: u64,
-    step: &'static str,
-    scan: M,
-) -> Result<Box<dyn Prepared>> {
-    let input = random_input::<T>(device, case.elements()?, seed)?;
-    let output = device.alloc(input.host.len())?;
-    Ok(Box::new(MeasuredCase { step, scan, input, output }))
-}
-
-impl<T: ScanElement> Measured<T> for OneBlockScan<T> {
-    fn queue(&mut self, input: &RandomInput<T>, output: &mut DeviceBuffer<T>) -> Result<()> {
-        self.scan(input.device.as_view(), output)
-    }
-    fn kind(&self) -> ScanKind {
-        OneBlockScan::kind(self)
-    }
-}
-
-impl<T: ScanElement> Measured<T> for MultiPassScan<T> {
-    fn queue(&mut self, input: &RandomInput<T>, output: &mut DeviceBuffer<T>) -> Result<()> {
-        self.inclusive(input.device.as_view(), output)
-    }
-    fn kind(&self) -> ScanKind {
-        ScanKind::Inclusive
-    }
-}
-
-/// A single-pass scan and the kind it computes.
-struct SinglePassCase<T: ScanElement>(Scan<T>, ScanKind);
-
-impl<T: ScanElement> Measured<T> for SinglePassCase<T> {
-    fn queue(&mut self, input: &RandomInput<T>, output: &mut DeviceBuffer<T>) -> Result<()> {
-        self.0.scan(self.1, input.device.as_view(), output)
-    }
-    fn kind(&self) -> ScanKind {
-        self.1
-    }
-}
-
-fn one_block<const STEP: u8>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let step = OneBlock::ALL[STEP as usize];
-    prepared::<f32, _>(device, case, seed, step.step(), OneBlockScan::<f32>::new(device, step)?)
-}
-
-fn multi_pass<const STEP: u8>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let strategy = MultiPass::ALL[STEP as usize];
-    let mut scan = MultiPassScan::<f32>::new(device, strategy)?;
-    scan.reserve(case.elements()?)?;
-    prepared::<f32, _>(device, case, seed, strategy.step(), scan)
-}
-
-fn single_pass_step<T: ScanElement>(
-    device: &Device,
-    case: &Case,
-    seed: u64,
-    step: &'static str,
-    form: SinglePass,
-    kind: ScanKind,
-) -> Result<Box<dyn Prepared>> {
-    let mut scan = Scan::<T>::with_form(device, form)?;
-    scan.reserve(case.elements()?)?;
-    prepared::<T, _>(device, case, seed, step, SinglePassCase(scan, kind))
-}
-
-fn single_pass<const FORM: u8>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    let form = SinglePass::ALL[FORM as usize];
-    single_pass_step::<f32>(device, case, seed, form.step(), form, ScanKind::Inclusive)
-}
-
-fn early_loads_i32(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    single_pass_step::<i32>(device, case, seed, "early-loads-i32", SinglePass::EarlyLoads, ScanKind::Exclusive)
-}
-
 /// The steps as the tour and the benches measure them (the registry, `course.toml`, says at what
 /// sizes), then the peers.
 pub fn steps() -> Vec<StepEntry> {
-    let entry = |step, prepare| StepEntry { crate_name: CRATE, step, prepare };
-    let mut steps = vec![
-        entry("hillis-steele", one_block::<0>),
-        entry("blelloch", one_block::<1>),
-        entry("blelloch-padded", one_block::<2>),
-        entry("scan-then-propagate", multi_pass::<0>),
-        entry("reduce-then-scan", multi_pass::<1>),
-        entry("single-pass", single_pass::<0>),
-        entry("early-loads", single_pass::<1>),
-        entry("early-loads-i32", early_loads_i32),
-        entry("wide-look-back", single_pass::<2>),
-    ];
-    steps.extend(crate::peers::steps());
-    steps
+    use ScanKind::{Exclusive, Inclusive};
+    vec![
+        entry::<f32>("hillis-steele", || one_block(OneBlock::HillisSteele)),
+        entry::<f32>("blelloch", || one_block(OneBlock::Blelloch)),
+        entry::<f32>("blelloch-padded", || one_block(OneBlock::BlellochPadded)),
+        entry::<f32>("scan-then-propagate", || multi_pass(MultiPass::ScanThenPropagate)),
+        entry::<f32>("reduce-then-scan", || multi_pass(MultiPass::ReduceThenScan)),
+        entry::<f32>("single-pass", || single_pass(SinglePass::Classic, Inclusive)),
+        entry::<f32>("early-loads", || single_pass(SinglePass::EarlyLoads, Inclusive)),
+        entry::<i32>("early-loads-i32", || single_pass(SinglePass::EarlyLoads, Exclusive)),
+        entry::<f32>("wide-look-back", || single_pass(SinglePass::WideLookBack, Inclusive)),
+        entry::<f32>("cub-inclusive-f32", || cub("cub_inclusive_sum_f32", Inclusive)),
+        entry::<i32>("cub-exclusive-i32", || cub("cub_exclusive_sum_i32", Exclusive)),
+    ]
+}
+
+/// The entry of step `name`, measured on elements `T` with the launcher that `make` sets up.
+fn entry<T: ScanElement>(name: &'static str, make: impl Fn() -> MakeRun<T> + Send + Sync + 'static) -> StepEntry {
+    StepEntry::new(CRATE, name, move |device, case, seed| measure::<T>(device, case, seed, make()))
+}
+
+/// The random input of `case` drawn from `seed`: uniform in [-1, 1) for f32, every bit pattern for
+/// integers.
+pub fn random_input<T: ScanElement>(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<T>>> {
+    cached(device, case, seed, || {
+        let host = T::random(&mut SmallRng::seed_from_u64(seed), case.elements()?);
+        Ok(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed })
+    })
+}
+
+/// What is timed: the launches of one scan of the input into the output.
+type Run<T> = Box<dyn FnMut(DeviceView<'_, T>, &mut DeviceBuffer<T>) -> Result<()>>;
+
+/// Makes a step's [`Run`] for an input of `n` elements, and says which scan it computes.
+type MakeRun<T> = Box<dyn FnOnce(&Device, &Input<T>, &DeviceBuffer<T>) -> Result<(Run<T>, ScanKind)>>;
+
+/// A step (or peer) on a case's input, checked against the CPU's scan.
+fn measure<T: ScanElement>(device: &Device, case: &Case, seed: u64, make: MakeRun<T>) -> Result<Measured<T>> {
+    let input = random_input::<T>(device, case, seed)?;
+    let (output, data) = (device.alloc(input.host.len())?, input.clone());
+    let (mut run, kind) = make(device, &input, &output)?;
+    let compare = move |got: &[T]| input.outcome(kind.name(), scan_mismatch(kind, &input.host, got));
+    Ok(Measured::new(output, POISON_WORD, move |output| run(data.device.as_view(), output), compare))
+}
+
+fn one_block<T: ScanElement>(step: OneBlock) -> MakeRun<T> {
+    Box::new(move |device, _, _| {
+        let mut scan = OneBlockScan::<T>::new(device, step)?;
+        Ok((Box::new(move |input, output| scan.scan(input, output)), step.kind()))
+    })
+}
+
+fn multi_pass<T: ScanElement>(strategy: MultiPass) -> MakeRun<T> {
+    Box::new(move |device, input, _| {
+        let mut scan = MultiPassScan::<T>::new(device, strategy)?;
+        scan.reserve(input.host.len())?;
+        Ok((Box::new(move |input, output| scan.inclusive(input, output)), ScanKind::Inclusive))
+    })
+}
+
+fn single_pass<T: ScanElement>(form: SinglePass, kind: ScanKind) -> MakeRun<T> {
+    Box::new(move |device, input, _| {
+        let mut scan = Scan::<T>::with_form(device, form)?;
+        scan.reserve(input.host.len())?;
+        Ok((Box::new(move |input, output| scan.scan(kind, input, output)), kind))
+    })
+}
+
+/// `(input, output, n, temp, temp_bytes, stream)`: CUB's scan, with its scratch protocol.
+type CubScan<T> = unsafe extern "C" fn(*const T, *mut T, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+
+/// A CUB scan of the input into the output, its scratch allocated once: what is timed is the call.
+fn cub<T: ScanElement>(symbol: &'static str, kind: ScanKind) -> MakeRun<T> {
+    Box::new(move |device, input, output| {
+        // The library exports this symbol with this signature (scripts/peers/scan.cu).
+        let (function, stream): (CubScan<T>, _) = (unsafe { peer_function(symbol)? }, peer_stream(device)?);
+        let (from, to, n) = (input.device.as_view().raw_address(), output.as_view().raw_address(), input.host.len());
+        let mut call = PeerCall::with_scratch(device, symbol, move |temp, bytes| unsafe {
+            function(from as *const T, to as *mut T, n as i64, temp, bytes, stream)
+        })?;
+        Ok((Box::new(move |_, _| call.queue()), kind))
+    })
 }

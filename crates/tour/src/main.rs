@@ -56,7 +56,7 @@ fn runs<'a>(family: &'a Family, options: &Options, entries: &[StepEntry], peers:
     let steps: Vec<(StepRef, StepEntry)> = family
         .steps()
         .filter(|s| options.wants(&family.id, s.crate_name) && (peers || s.peer.is_none()))
-        .filter_map(|s| Some((s, *find_entry(entries, &s)?)))
+        .filter_map(|s| Some((s, find_entry(entries, &s)?.clone())))
         .collect();
     let mut cases: Vec<&Case> = Vec::new();
     for (step, _) in &steps {
@@ -70,7 +70,7 @@ fn runs<'a>(family: &'a Family, options: &Options, entries: &[StepEntry], peers:
     for case in cases {
         for (step, entry) in &steps {
             if step.cases().contains(case) {
-                runs.push(Run { step: *step, entry: *entry, case });
+                runs.push(Run { step: *step, entry: entry.clone(), case });
             }
         }
     }

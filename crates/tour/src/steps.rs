@@ -14,7 +14,7 @@ pub fn entries() -> Vec<StepEntry> {
         reduce_multi_level::steps(),
         reduce_atomic::steps(),
         reduce_numerics::steps(),
-        reduction::peers::steps(),
+        reduction::measured::peers(),
         scan::steps(),
         compact::steps(),
         histogram::steps(),
