@@ -317,13 +317,7 @@ struct HalvesCase {
     seed: u64,
 }
 
-fn prepare_halves(
-    device: &Device,
-    case: &Case,
-    seed: u64,
-    format: HalfFormat,
-    moments: bool,
-) -> Result<HalvesCase> {
+fn prepare_halves(device: &Device, case: &Case, seed: u64, format: HalfFormat, moments: bool) -> Result<HalvesCase> {
     let n = case.elements()?;
     let host = random_halves(n, format, seed);
     let mut numerics = Numerics::new(device)?;

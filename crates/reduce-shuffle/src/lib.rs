@@ -13,7 +13,10 @@
 //!   max and min NaN, and argmax returns the first NaN's index (as numpy does). Ties go to the
 //!   first index. An empty input is an error (there is no maximum of nothing).
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Launch, Result, StepEntry, kernel_source};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Launch, Result, StepEntry,
+    kernel_source,
+};
 use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
 
 /// Threads per block.

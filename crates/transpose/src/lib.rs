@@ -49,7 +49,6 @@
 //! ```
 
 pub mod measured;
-pub mod peers;
 
 use std::fmt;
 

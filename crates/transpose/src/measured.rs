@@ -1,17 +1,16 @@
-//! The steps as the tour and the benches measure them (`pub fn steps() -> Vec<StepEntry>`): each
-//! transposes (or, step 1, copies) a random f32 matrix of the case's shape, and its check compares
-//! every element with the input, bit for bit. The registry (`course.toml`) says at which shapes.
+//! The steps and the peer (cuBLAS's `cublasSgeam`, C = 1 * A^T + 0 * B, `scripts/peers/transpose.cu`)
+//! as the tour and the benches measure them, each checked bit for bit on a random f32 matrix.
 
-use std::sync::{Arc, Mutex};
+use std::ffi::{c_int, c_void};
 
-use gpu_harness::{Case, Checked, Device, DeviceBuffer, Prepared, Result, StepEntry};
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
+use gpu_harness::inputs::{Input, random_input};
+use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
+use gpu_harness::{Case, Device, DeviceBuffer, DeviceView, Measured, Result, StepEntry};
+use rand::RngExt;
 
 use crate::{Step, TileCopy, Transposer, first_mismatch};
 
-/// The crate the registry names for these steps and the peer.
-pub(crate) const CRATE: &str = env!("CARGO_PKG_NAME");
+const CRATE: &str = env!("CARGO_PKG_NAME");
 
 /// A word no correct transpose writes into a random input's output (a NaN with a payload the
 /// uniform inputs never have): outputs are filled with it before a checked run.
@@ -19,117 +18,67 @@ pub const POISON: u32 = 0x7fc0_dead;
 
 /// Every step and the peer, in the registry's order.
 pub fn steps() -> Vec<StepEntry> {
-    let mut entries = vec![StepEntry { crate_name: CRATE, step: "copy", prepare: prepare_copy }];
-    entries.extend([entry::<0>(), entry::<1>(), entry::<2>(), entry::<3>(), entry::<4>(), entry::<5>()]);
-    entries.extend(crate::peers::steps());
-    entries
+    let step = |name, step| {
+        StepEntry::new(CRATE, name, move |d, c, s| {
+            let transposer = Transposer::new(d, step)?;
+            measure(d, c, s, true, |_, _| Ok(Box::new(move |i, r, c, o| transposer.transpose(i, r, c, o))))
+        })
+    };
+    vec![
+        StepEntry::new(CRATE, "copy", |d, c, s| {
+            let copy = TileCopy::new(d)?;
+            measure(d, c, s, false, |_, _| Ok(Box::new(move |i, r, c, o| copy.copy(i, r, c, o))))
+        }),
+        step("naive", Step::Naive),
+        step("tiled", Step::Tiled),
+        step("padded", Step::Padded),
+        step("four-per-thread", Step::FourPerThread),
+        step("swizzled", Step::Swizzled),
+        step("wide-tiles", Step::WideTiles),
+        StepEntry::new(CRATE, "cublas-geam", |d, c, s| {
+            measure(d, c, s, true, |input, output| geam(d, c, input, output))
+        }),
+    ]
 }
 
-/// The entry of `Step::ALL[INDEX]`.
-fn entry<const INDEX: usize>() -> StepEntry {
-    StepEntry { crate_name: CRATE, step: Step::ALL[INDEX].name(), prepare: prepare_step::<INDEX> }
-}
+/// What is timed: one launch of a step's kernel (`input`, rows, columns, `output`), or one call.
+type Run = Box<dyn FnMut(DeviceView<'_, f32>, usize, usize, &mut DeviceBuffer<f32>) -> Result<()>>;
 
-/// A random `rows x cols` f32 matrix (uniform in [-1, 1)), on the host and on the device.
-pub struct RandomMatrix {
-    pub host: Vec<f32>,
-    pub device: DeviceBuffer<f32>,
-    pub rows: usize,
-    pub cols: usize,
-    pub seed: u64,
-}
-
-impl RandomMatrix {
-    /// Compares a result downloaded from the device with the transpose (or, for a copy, the
-    /// matrix itself) of this input.
-    pub fn check(&self, what: &str, result: &[f32], transposed: bool) -> Checked {
-        let wrong = if transposed {
-            first_mismatch(&self.host, result, self.rows, self.cols).map(|m| m.to_string())
+/// A step on a random matrix (uniform in [-1, 1)) that transposes it (or copies it).
+fn measure(
+    device: &Device,
+    case: &Case,
+    seed: u64,
+    transposes: bool,
+    make: impl FnOnce(&Input<f32>, &DeviceBuffer<f32>) -> Result<Run>,
+) -> Result<Measured<f32>> {
+    let input = random_input(device, case, seed, |rng| rng.random_range(-1.0f32..1.0))?;
+    let (rows, cols, output) = (case.rows() as usize, case.cols() as usize, device.alloc::<f32>(input.host.len())?);
+    let (mut run, data) = (make(&input, &output)?, input.clone());
+    let compare = move |got: &[f32]| {
+        let wrong = if transposes {
+            first_mismatch(&input.host, got, rows, cols).map(|m| m.to_string())
         } else {
-            let same = result.len() == self.host.len()
-                && result.iter().zip(&self.host).all(|(a, b)| a.to_bits() == b.to_bits());
+            let same =
+                got.len() == input.host.len() && got.iter().zip(&input.host).all(|(a, b)| a.to_bits() == b.to_bits());
             (!same).then(|| "the copy differs from its input".to_string())
         };
-        match wrong {
-            None => Checked::Correct,
-            Some(why) => Checked::Wrong(format!(
-                "{what}: {why} (random {} x {} matrix from seed {})",
-                self.rows, self.cols, self.seed
-            )),
-        }
-    }
-}
-
-/// How many random matrices [`random_matrix`] keeps: one per case of the family, so that the tour
-/// (case by case) and the bench (step by step, each at every case) upload each input once.
-const KEPT: usize = 3;
-
-/// The random matrix of the case's shape drawn from `seed`. The last [`KEPT`] made are kept, so
-/// the steps measured at a case share one input and one upload.
-pub fn random_matrix(device: &Device, case: &Case, seed: u64) -> Result<Arc<RandomMatrix>> {
-    static MADE: Mutex<Vec<(Device, Arc<RandomMatrix>)>> = Mutex::new(Vec::new());
-    let (rows, cols) = (case.rows() as usize, case.cols() as usize);
-    let n = case.elements()?;
-    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    let same = |(owner, matrix): &(Device, Arc<RandomMatrix>)| {
-        owner.is_same(device) && (matrix.rows, matrix.cols, matrix.seed) == (rows, cols, seed)
+        input.outcome(if transposes { "transpose" } else { "copy" }, wrong)
     };
-    if let Some((_, matrix)) = made.iter().find(|m| same(m)) {
-        return Ok(matrix.clone());
-    }
-    if made.len() >= KEPT {
-        made.remove(0); // free the oldest before making the next
-    }
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let host: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-    let matrix = Arc::new(RandomMatrix { device: device.upload(&host)?, host, rows, cols, seed });
-    made.push((device.clone(), matrix.clone()));
-    Ok(matrix)
+    Ok(Measured::new(output, POISON, move |output| run(data.device.as_view(), rows, cols, output), compare))
 }
 
-/// What a measured step runs: a transpose, or step 1's copy.
-enum Launcher {
-    Transpose(Transposer),
-    Copy(TileCopy),
-}
+/// `(input, output, rows, cols, stream)`: the transpose of the row-major `rows x cols` input.
+type Geam = unsafe extern "C" fn(*const f32, *mut f32, i64, i64, *mut c_void) -> c_int;
 
-/// A step on a random matrix: what is timed is one launch of its kernel.
-struct StepCase {
-    launcher: Launcher,
-    input: Arc<RandomMatrix>,
-    output: DeviceBuffer<f32>,
-}
-
-fn prepare(device: &Device, case: &Case, seed: u64, launcher: Launcher) -> Result<Box<dyn Prepared>> {
-    let input = random_matrix(device, case, seed)?;
-    let output = device.alloc::<f32>(input.host.len())?;
-    Ok(Box::new(StepCase { launcher, input, output }))
-}
-
-fn prepare_step<const INDEX: usize>(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    prepare(device, case, seed, Launcher::Transpose(Transposer::new(device, Step::ALL[INDEX])?))
-}
-
-fn prepare_copy(device: &Device, case: &Case, seed: u64) -> Result<Box<dyn Prepared>> {
-    prepare(device, case, seed, Launcher::Copy(TileCopy::new(device)?))
-}
-
-impl Prepared for StepCase {
-    fn queue(&mut self) -> Result<()> {
-        let (input, rows, cols) = (self.input.device.as_view(), self.input.rows, self.input.cols);
-        match &self.launcher {
-            Launcher::Transpose(transposer) => transposer.transpose(input, rows, cols, &mut self.output),
-            Launcher::Copy(copy) => copy.copy(input, rows, cols, &mut self.output),
-        }
-    }
-
-    fn check(&mut self) -> Result<Checked> {
-        self.output.fill_words(POISON)?;
-        self.queue()?;
-        let result = self.output.to_host()?;
-        Ok(match &self.launcher {
-            Launcher::Transpose(transposer) => self.input.check(transposer.step().name(), &result, true),
-            Launcher::Copy(_) => self.input.check("copy", &result, false),
-        })
-    }
+fn geam(device: &Device, case: &Case, input: &Input<f32>, output: &DeviceBuffer<f32>) -> Result<Run> {
+    const SYMBOL: &str = "cublas_transpose_f32";
+    // The library exports this symbol with this signature (scripts/peers/transpose.cu).
+    let function: Geam = unsafe { peer_function(SYMBOL)? };
+    let (from, to, stream) =
+        (input.device.as_view().raw_address(), output.as_view().raw_address(), peer_stream(device)?);
+    let (rows, cols) = (case.rows() as i64, case.cols() as i64);
+    let mut call =
+        PeerCall::new(device, SYMBOL, move |_, _| unsafe { function(from as _, to as _, rows, cols, stream) })?;
+    Ok(Box::new(move |_, _, _, _| call.queue()))
 }
