@@ -16,6 +16,9 @@
 // launcher checks it), so counts and positions are 32-bit; element indices are 64-bit.
 #include "look_back.cuh"
 
+// The tile the launcher compiles steps 2 and 3 with (COMPACT_TILE in crates/compact/src/plan.rs,
+// passed as -D defines): these defaults are the same shape, so compiling this file alone compiles
+// the kernels that run.
 #ifndef COMPACT_THREADS
 #define COMPACT_THREADS 512
 #endif
@@ -376,47 +379,251 @@ __device__ __forceinline__ bool aligned(const void* p, unsigned bytes)
     return ((unsigned long long)p & (bytes - 1)) == 0;
 }
 
-#define SELECT_PARAMS_masked(T) const T *input, const unsigned char *mask
-#define SELECT_PARAMS_if(T) const T *input, int test, T threshold
-#define SELECT_masked(T) ByMask<T>{input, mask, aligned(input, 16) && aligned(mask, 4)}
-#define SELECT_if(T) ByTest<T>{input, test, threshold, aligned(input, 16)}
+// Every kernel for float, int and unsigned (<name>_<by>_f32, _i32, _u32), by a mask (_masked) and
+// by a test (_if). Input and mask rows load as 16-byte vectors where both are aligned for them.
 
-#define COMPACT_KERNELS(T, S, BY)                                                                          \
-    extern "C" __global__ void __launch_bounds__(FLAG_THREADS)                                              \
-        compact_write_flags_##BY##_##S(SELECT_PARAMS_##BY(T), unsigned* flags, long long n)                 \
-    {                                                                                                       \
-        write_flags(SELECT_##BY(T), flags, n);                                                              \
-    }                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(FLAG_THREADS) compact_scatter_flagged_##BY##_##S(          \
-        SELECT_PARAMS_##BY(T), const unsigned* places, T* output, unsigned long long capacity,              \
-        unsigned* kept, long long n)                                                                        \
-    {                                                                                                       \
-        scatter_flagged<T>(SELECT_##BY(T), places, output, capacity, kept, n);                              \
-    }                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)                                           \
-        compact_count_tiles_##BY##_##S(SELECT_PARAMS_##BY(T), unsigned* tile_counts, unsigned long long n)  \
-    {                                                                                                       \
-        count_tiles<COMPACT_THREADS, COMPACT_ITEMS, T>(SELECT_##BY(T), tile_counts, n);                     \
-    }                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(COMPACT_THREADS) compact_scatter_tiles_##BY##_##S(         \
-        SELECT_PARAMS_##BY(T), const unsigned* tile_ends, T* output, unsigned long long capacity,           \
-        unsigned* kept, unsigned long long n)                                                               \
-    {                                                                                                       \
-        scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, T>(SELECT_##BY(T), tile_ends, output, capacity, kept, \
-                                                         n);                                                \
-    }                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(COMPACT_THREADS) compact_single_pass_##BY##_##S(           \
-        SELECT_PARAMS_##BY(T), T* output, unsigned long long capacity, unsigned* kept,                      \
-        unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)                \
-    {                                                                                                       \
-        single_pass<COMPACT_THREADS, COMPACT_ITEMS, T>(SELECT_##BY(T), output, capacity, kept,              \
-                                                       TileStatus{status, epoch}, counter, n);              \
-    }
+// Step 1: flags, a scan of the flags (the scan crate), a scatter.
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_write_flags_masked_f32(const float* input, const unsigned char* mask, unsigned* flags, long long n)
+{
+    const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    write_flags(select, flags, n);
+}
 
-#define COMPACT_TYPE(T, S)        \
-    COMPACT_KERNELS(T, S, masked) \
-    COMPACT_KERNELS(T, S, if)
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_write_flags_masked_i32(const int* input, const unsigned char* mask, unsigned* flags, long long n)
+{
+    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    write_flags(select, flags, n);
+}
 
-COMPACT_TYPE(float, f32)
-COMPACT_TYPE(int, i32)
-COMPACT_TYPE(unsigned, u32)
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_write_flags_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* flags, long long n)
+{
+    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    write_flags(select, flags, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_write_flags_if_f32(const float* input, int test, float threshold, unsigned* flags, long long n)
+{
+    const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
+    write_flags(select, flags, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_write_flags_if_i32(const int* input, int test, int threshold, unsigned* flags, long long n)
+{
+    const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
+    write_flags(select, flags, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_write_flags_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* flags, long long n)
+{
+    const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
+    write_flags(select, flags, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_scatter_flagged_masked_f32(const float* input, const unsigned char* mask, const unsigned* places, float* output,
+                                   unsigned long long capacity, unsigned* kept, long long n)
+{
+    const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_flagged<float>(select, places, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_scatter_flagged_masked_i32(const int* input, const unsigned char* mask, const unsigned* places, int* output,
+                                   unsigned long long capacity, unsigned* kept, long long n)
+{
+    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_flagged<int>(select, places, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_scatter_flagged_masked_u32(const unsigned* input, const unsigned char* mask, const unsigned* places,
+                                   unsigned* output, unsigned long long capacity, unsigned* kept, long long n)
+{
+    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_flagged<unsigned>(select, places, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_scatter_flagged_if_f32(const float* input, int test, float threshold, const unsigned* places, float* output,
+                               unsigned long long capacity, unsigned* kept, long long n)
+{
+    const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
+    scatter_flagged<float>(select, places, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_scatter_flagged_if_i32(const int* input, int test, int threshold, const unsigned* places, int* output,
+                               unsigned long long capacity, unsigned* kept, long long n)
+{
+    const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
+    scatter_flagged<int>(select, places, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
+compact_scatter_flagged_if_u32(const unsigned* input, int test, unsigned threshold, const unsigned* places,
+                               unsigned* output, unsigned long long capacity, unsigned* kept, long long n)
+{
+    const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
+    scatter_flagged<unsigned>(select, places, output, capacity, kept, n);
+}
+
+// Step 2: tile counts, a scan of the counts (the scan crate), a scatter per tile.
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_count_tiles_masked_f32(const float* input, const unsigned char* mask, unsigned* tile_counts,
+                               unsigned long long n)
+{
+    const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    count_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_counts, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_count_tiles_masked_i32(const int* input, const unsigned char* mask, unsigned* tile_counts, unsigned long long n)
+{
+    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    count_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_counts, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_count_tiles_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* tile_counts,
+                               unsigned long long n)
+{
+    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    count_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_counts, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_count_tiles_if_f32(const float* input, int test, float threshold, unsigned* tile_counts, unsigned long long n)
+{
+    const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
+    count_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_counts, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_count_tiles_if_i32(const int* input, int test, int threshold, unsigned* tile_counts, unsigned long long n)
+{
+    const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
+    count_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_counts, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_count_tiles_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* tile_counts,
+                           unsigned long long n)
+{
+    const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
+    count_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_counts, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_scatter_tiles_masked_f32(const float* input, const unsigned char* mask, const unsigned* tile_ends,
+                                 float* output, unsigned long long capacity, unsigned* kept, unsigned long long n)
+{
+    const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_ends, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_scatter_tiles_masked_i32(const int* input, const unsigned char* mask, const unsigned* tile_ends, int* output,
+                                 unsigned long long capacity, unsigned* kept, unsigned long long n)
+{
+    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_ends, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_scatter_tiles_masked_u32(const unsigned* input, const unsigned char* mask, const unsigned* tile_ends,
+                                 unsigned* output, unsigned long long capacity, unsigned* kept, unsigned long long n)
+{
+    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_ends, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_scatter_tiles_if_f32(const float* input, int test, float threshold, const unsigned* tile_ends, float* output,
+                             unsigned long long capacity, unsigned* kept, unsigned long long n)
+{
+    const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_ends, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_scatter_tiles_if_i32(const int* input, int test, int threshold, const unsigned* tile_ends, int* output,
+                             unsigned long long capacity, unsigned* kept, unsigned long long n)
+{
+    const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_ends, output, capacity, kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_scatter_tiles_if_u32(const unsigned* input, int test, unsigned threshold, const unsigned* tile_ends,
+                             unsigned* output, unsigned long long capacity, unsigned* kept, unsigned long long n)
+{
+    const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_ends, output, capacity, kept, n);
+}
+
+// Step 3: one pass.
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_single_pass_masked_f32(const float* input, const unsigned char* mask, float* output,
+                               unsigned long long capacity, unsigned* kept, unsigned long long* status,
+                               unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, float>(select, output, capacity, kept, TileStatus{status, epoch},
+                                                       counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int* output, unsigned long long capacity,
+                               unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
+                               unsigned epoch)
+{
+    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, int>(select, output, capacity, kept, TileStatus{status, epoch}, counter,
+                                                     n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* output,
+                               unsigned long long capacity, unsigned* kept, unsigned long long* status,
+                               unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, output, capacity, kept, TileStatus{status, epoch},
+                                                          counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_single_pass_if_f32(const float* input, int test, float threshold, float* output, unsigned long long capacity,
+                           unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
+                           unsigned epoch)
+{
+    const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, float>(select, output, capacity, kept, TileStatus{status, epoch},
+                                                       counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_single_pass_if_i32(const int* input, int test, int threshold, int* output, unsigned long long capacity,
+                           unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
+                           unsigned epoch)
+{
+    const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, int>(select, output, capacity, kept, TileStatus{status, epoch}, counter,
+                                                     n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+compact_single_pass_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* output,
+                           unsigned long long capacity, unsigned* kept, unsigned long long* status, unsigned* counter,
+                           unsigned long long n, unsigned epoch)
+{
+    const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, output, capacity, kept, TileStatus{status, epoch},
+                                                          counter, n);
+}

@@ -92,36 +92,154 @@ __device__ __forceinline__ void reduce_atomic(typename Op::Value block_value, ty
 // ANCHOR_END: atomic
 
 
-// One pair of extern "C" kernels per (operation, input type): atomic_<op>_<type> and
-// last_block_<op>_<type>.
-#define SINGLE_PASS(OP_NAME, OP)                                                                       \
-    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
-        atomic_##OP_NAME(const OP::Input* __restrict__ input, OP::Value* result, unsigned long long n)  \
-    {                                                                                                  \
-        reduce_atomic<OP>(thread_reduce_vec4<OP>(input, n), result);                                   \
-    }                                                                                                  \
-    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
-        last_block_##OP_NAME(const OP::Input* __restrict__ input, OP::Value* __restrict__ partial,     \
-                             unsigned int* __restrict__ ticket, OP::Value* __restrict__ result,        \
-                             unsigned long long n)                                                     \
-    {                                                                                                  \
-        reduce_last_block<OP>(thread_reduce_vec4<OP>(input, n), partial, ticket, result);              \
-    }
-
+// The entry points: a pair per (operation, input type), atomic_<op>_<type> and
+// last_block_<op>_<type>. The wide sums add 32-bit integers in 64 bits (for the mean).
 typedef Sum<int, long long> WideSumI32;
 typedef Sum<unsigned int, unsigned long long> WideSumU32;
 
-SINGLE_PASS(sum_f32, Sum<float>)
-SINGLE_PASS(min_f32, Min<float>)
-SINGLE_PASS(max_f32, Max<float>)
-SINGLE_PASS(sum_i32, Sum<int>)
-SINGLE_PASS(min_i32, Min<int>)
-SINGLE_PASS(max_i32, Max<int>)
-SINGLE_PASS(sum_u32, Sum<unsigned int>)
-SINGLE_PASS(min_u32, Min<unsigned int>)
-SINGLE_PASS(max_u32, Max<unsigned int>)
-SINGLE_PASS(wide_sum_i32, WideSumI32)
-SINGLE_PASS(wide_sum_u32, WideSumU32)
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_sum_f32(const float* __restrict__ input, float* result, unsigned long long n)
+{
+    reduce_atomic<Sum<float> >(thread_reduce_vec4<Sum<float> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_sum_f32(const float* __restrict__ input, float* __restrict__ partial, unsigned int* __restrict__ ticket,
+                   float* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Sum<float> >(thread_reduce_vec4<Sum<float> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_min_f32(const float* __restrict__ input, float* result, unsigned long long n)
+{
+    reduce_atomic<Min<float> >(thread_reduce_vec4<Min<float> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_min_f32(const float* __restrict__ input, float* __restrict__ partial, unsigned int* __restrict__ ticket,
+                   float* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Min<float> >(thread_reduce_vec4<Min<float> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_max_f32(const float* __restrict__ input, float* result, unsigned long long n)
+{
+    reduce_atomic<Max<float> >(thread_reduce_vec4<Max<float> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_max_f32(const float* __restrict__ input, float* __restrict__ partial, unsigned int* __restrict__ ticket,
+                   float* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Max<float> >(thread_reduce_vec4<Max<float> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_sum_i32(const int* __restrict__ input, int* result, unsigned long long n)
+{
+    reduce_atomic<Sum<int> >(thread_reduce_vec4<Sum<int> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_sum_i32(const int* __restrict__ input, int* __restrict__ partial, unsigned int* __restrict__ ticket,
+                   int* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Sum<int> >(thread_reduce_vec4<Sum<int> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_min_i32(const int* __restrict__ input, int* result, unsigned long long n)
+{
+    reduce_atomic<Min<int> >(thread_reduce_vec4<Min<int> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_min_i32(const int* __restrict__ input, int* __restrict__ partial, unsigned int* __restrict__ ticket,
+                   int* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Min<int> >(thread_reduce_vec4<Min<int> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_max_i32(const int* __restrict__ input, int* result, unsigned long long n)
+{
+    reduce_atomic<Max<int> >(thread_reduce_vec4<Max<int> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_max_i32(const int* __restrict__ input, int* __restrict__ partial, unsigned int* __restrict__ ticket,
+                   int* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Max<int> >(thread_reduce_vec4<Max<int> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_sum_u32(const unsigned int* __restrict__ input, unsigned int* result, unsigned long long n)
+{
+    reduce_atomic<Sum<unsigned int> >(thread_reduce_vec4<Sum<unsigned int> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_sum_u32(const unsigned int* __restrict__ input, unsigned int* __restrict__ partial,
+                   unsigned int* __restrict__ ticket, unsigned int* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Sum<unsigned int> >(thread_reduce_vec4<Sum<unsigned int> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_min_u32(const unsigned int* __restrict__ input, unsigned int* result, unsigned long long n)
+{
+    reduce_atomic<Min<unsigned int> >(thread_reduce_vec4<Min<unsigned int> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_min_u32(const unsigned int* __restrict__ input, unsigned int* __restrict__ partial,
+                   unsigned int* __restrict__ ticket, unsigned int* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Min<unsigned int> >(thread_reduce_vec4<Min<unsigned int> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_max_u32(const unsigned int* __restrict__ input, unsigned int* result, unsigned long long n)
+{
+    reduce_atomic<Max<unsigned int> >(thread_reduce_vec4<Max<unsigned int> >(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_max_u32(const unsigned int* __restrict__ input, unsigned int* __restrict__ partial,
+                   unsigned int* __restrict__ ticket, unsigned int* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<Max<unsigned int> >(thread_reduce_vec4<Max<unsigned int> >(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_wide_sum_i32(const int* __restrict__ input, long long* result, unsigned long long n)
+{
+    reduce_atomic<WideSumI32>(thread_reduce_vec4<WideSumI32>(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_wide_sum_i32(const int* __restrict__ input, long long* __restrict__ partial,
+                        unsigned int* __restrict__ ticket, long long* __restrict__ result, unsigned long long n)
+{
+    reduce_last_block<WideSumI32>(thread_reduce_vec4<WideSumI32>(input, n), partial, ticket, result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+atomic_wide_sum_u32(const unsigned int* __restrict__ input, unsigned long long* result, unsigned long long n)
+{
+    reduce_atomic<WideSumU32>(thread_reduce_vec4<WideSumU32>(input, n), result);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+last_block_wide_sum_u32(const unsigned int* __restrict__ input, unsigned long long* __restrict__ partial,
+                        unsigned int* __restrict__ ticket, unsigned long long* __restrict__ result,
+                        unsigned long long n)
+{
+    reduce_last_block<WideSumU32>(thread_reduce_vec4<WideSumU32>(input, n), partial, ticket, result);
+}
 
 // ANCHOR: dot
 // Dot product of two f32 vectors, both ways.

@@ -32,18 +32,48 @@ __device__ __forceinline__ void combine_into(typename Op::Value* __restrict__ in
 }
 // ANCHOR_END: combine
 
-#define RING_COMBINE(op_name, Op, T, suffix)                                                                  \
-    extern "C" __global__ void ring_combine_##op_name##_##suffix(T* into, const T* from, unsigned long long n) \
-    {                                                                                                         \
-        combine_into<Op>(into, from, n);                                                                      \
-    }
+// The entry points, ring_combine_<op>_<type>: one per operation and element type.
+extern "C" __global__ void ring_combine_sum_f32(float* into, const float* from, unsigned long long n)
+{
+    combine_into<Sum<float> >(into, from, n);
+}
 
-RING_COMBINE(sum, Sum<float>, float, f32)
-RING_COMBINE(min, Min<float>, float, f32)
-RING_COMBINE(max, Max<float>, float, f32)
-RING_COMBINE(sum, Sum<int>, int, i32)
-RING_COMBINE(min, Min<int>, int, i32)
-RING_COMBINE(max, Max<int>, int, i32)
-RING_COMBINE(sum, Sum<unsigned int>, unsigned int, u32)
-RING_COMBINE(min, Min<unsigned int>, unsigned int, u32)
-RING_COMBINE(max, Max<unsigned int>, unsigned int, u32)
+extern "C" __global__ void ring_combine_min_f32(float* into, const float* from, unsigned long long n)
+{
+    combine_into<Min<float> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_max_f32(float* into, const float* from, unsigned long long n)
+{
+    combine_into<Max<float> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_sum_i32(int* into, const int* from, unsigned long long n)
+{
+    combine_into<Sum<int> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_min_i32(int* into, const int* from, unsigned long long n)
+{
+    combine_into<Min<int> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_max_i32(int* into, const int* from, unsigned long long n)
+{
+    combine_into<Max<int> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_sum_u32(unsigned int* into, const unsigned int* from, unsigned long long n)
+{
+    combine_into<Sum<unsigned int> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_min_u32(unsigned int* into, const unsigned int* from, unsigned long long n)
+{
+    combine_into<Min<unsigned int> >(into, from, n);
+}
+
+extern "C" __global__ void ring_combine_max_u32(unsigned int* into, const unsigned int* from, unsigned long long n)
+{
+    combine_into<Max<unsigned int> >(into, from, n);
+}

@@ -24,48 +24,105 @@ __device__ __forceinline__ void reduce_pass(const typename Op::Input* __restrict
 }
 // ANCHOR_END: pass
 
-// One extern "C" kernel per (operation, input type), named multi_level_<op>_<type>.
-#define MULTI_LEVEL_PASS(NAME, OP)                                                                      \
-    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
-        NAME(const OP::Input* __restrict__ input, OP::Value* __restrict__ output, unsigned long long n) \
-    {                                                                                                  \
-        reduce_pass<OP>(input, output, n);                                                             \
-    }
-
-MULTI_LEVEL_PASS(multi_level_sum_f32, Sum<float>)
-MULTI_LEVEL_PASS(multi_level_min_f32, Min<float>)
-MULTI_LEVEL_PASS(multi_level_max_f32, Max<float>)
-MULTI_LEVEL_PASS(multi_level_sum_i32, Sum<int>)
-MULTI_LEVEL_PASS(multi_level_min_i32, Min<int>)
-MULTI_LEVEL_PASS(multi_level_max_i32, Max<int>)
-MULTI_LEVEL_PASS(multi_level_sum_u32, Sum<unsigned int>)
-MULTI_LEVEL_PASS(multi_level_min_u32, Min<unsigned int>)
-MULTI_LEVEL_PASS(multi_level_max_u32, Max<unsigned int>)
-// 32-bit integers summed in 64 bits (for the mean).
+// The entry points: one per (operation, input type), multi_level_<op>_<type>. The wide sums add
+// 32-bit integers in 64 bits (for the mean).
 typedef Sum<int, long long> WideSumI32;
 typedef Sum<unsigned int, unsigned long long> WideSumU32;
-MULTI_LEVEL_PASS(multi_level_wide_sum_i32, WideSumI32)
-MULTI_LEVEL_PASS(multi_level_wide_sum_u32, WideSumU32)
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_sum_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Sum<float> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_min_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Min<float> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_max_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Max<float> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_sum_i32(const int* __restrict__ input, int* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Sum<int> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_min_i32(const int* __restrict__ input, int* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Min<int> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_max_i32(const int* __restrict__ input, int* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Max<int> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_sum_u32(const unsigned int* __restrict__ input, unsigned int* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Sum<unsigned int> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_min_u32(const unsigned int* __restrict__ input, unsigned int* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Min<unsigned int> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_max_u32(const unsigned int* __restrict__ input, unsigned int* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<Max<unsigned int> >(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_wide_sum_i32(const int* __restrict__ input, long long* __restrict__ output, unsigned long long n)
+{
+    reduce_pass<WideSumI32>(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_wide_sum_u32(const unsigned int* __restrict__ input, unsigned long long* __restrict__ output,
+                         unsigned long long n)
+{
+    reduce_pass<WideSumU32>(input, output, n);
+}
 
 // Later passes over 64-bit partial sums: scalar loads (there are only a few thousand of them).
-#define WIDE_PASS(NAME, T)                                                                             \
-    extern "C" __global__ void __launch_bounds__(256, 8)                                               \
-        NAME(const T* __restrict__ input, T* __restrict__ output, unsigned long long n)                \
-    {                                                                                                  \
-        T value = 0;                                                                                   \
-        const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;                 \
-        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;  \
-             i += threads) {                                                                           \
-            value = wrapping_add(value, input[i]);                                                     \
-        }                                                                                              \
-        value = block_reduce<Sum<T> >(value);                                                          \
-        if (threadIdx.x == 0) {                                                                        \
-            output[blockIdx.x] = value;                                                                \
-        }                                                                                              \
+template <class T>
+__device__ __forceinline__ void wide_pass(const T* __restrict__ input, T* __restrict__ output, unsigned long long n)
+{
+    T value = 0;
+    const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += threads) {
+        value = wrapping_add(value, input[i]);
     }
+    value = block_reduce<Sum<T> >(value);
+    if (threadIdx.x == 0) {
+        output[blockIdx.x] = value;
+    }
+}
 
-WIDE_PASS(multi_level_sum_i64, long long)
-WIDE_PASS(multi_level_sum_u64, unsigned long long)
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_sum_i64(const long long* __restrict__ input, long long* __restrict__ output, unsigned long long n)
+{
+    wide_pass<long long>(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 8)
+multi_level_sum_u64(const unsigned long long* __restrict__ input, unsigned long long* __restrict__ output,
+                    unsigned long long n)
+{
+    wide_pass<unsigned long long>(input, output, n);
+}
 
 // ANCHOR: dot
 // The dot product's first pass: products summed per block. Later passes are multi_level_sum_f32.

@@ -239,17 +239,17 @@ __device__ __forceinline__ void scan_tiles_with_prefix(const T* input, T* output
 // row is one coalesced 512-byte access per warp.
 // ---------------------------------------------------------------------------------------------
 
+// The tile the launcher compiles the single pass with (SINGLE_PASS_TILE in crates/scan/src/plan.rs,
+// passed as -D defines): these defaults are the same shape, so compiling this file alone compiles
+// the kernels that run.
 #ifndef SCAN_THREADS
-#define SCAN_THREADS 256
+#define SCAN_THREADS 128
 #endif
 #ifndef SCAN_ITEMS
-#define SCAN_ITEMS 16
+#define SCAN_ITEMS 24
 #endif
 #ifndef LOOK_BACK_PER_LANE
 #define LOOK_BACK_PER_LANE 4
-#endif
-#ifndef LOOK_BACK_SLEEP_NS
-#define LOOK_BACK_SLEEP_NS 0
 #endif
 
 // Plain values: the input and output of a scan of T.
@@ -424,7 +424,9 @@ struct WideLookBack {
 //
 // Launch: ceil(n / (THREADS * ITEMS)) blocks of THREADS threads; `counter` 0 before the first
 // launch; `status` one word per tile; `epoch` different from the previous launch's (1 .. 2^29 - 1).
-template <class IO, int THREADS, int ITEMS, bool INCLUSIVE, class Form, int SLEEP_NS = LOOK_BACK_SLEEP_NS>
+// SLEEP_NS: a __nanosleep between look-back polls, tried by scripts/scan-tuning.cu (no measurable
+// change); 0, no sleep, in every kernel here.
+template <class IO, int THREADS, int ITEMS, bool INCLUSIVE, class Form, int SLEEP_NS = 0>
 __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, unsigned* counter, unsigned long long n)
 {
     typedef typename IO::Op Op;
@@ -566,76 +568,323 @@ struct SegmentedTiles {
 // Entry points
 // ---------------------------------------------------------------------------------------------
 
-#define ONE_BLOCK_KERNELS(T, S)                                                                          \
-    extern "C" __global__ void __launch_bounds__(1024)                                                    \
-        scan_hillis_steele_##S(const T* __restrict__ input, T* __restrict__ output, unsigned n)           \
-    {                                                                                                     \
-        hillis_steele<T>(input, output, n);                                                               \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(1024)                                                    \
-        scan_blelloch_##S(const T* __restrict__ input, T* __restrict__ output, unsigned n)                \
-    {                                                                                                     \
-        blelloch<T, false>(input, output, n);                                                             \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(1024)                                                    \
-        scan_blelloch_padded_##S(const T* __restrict__ input, T* __restrict__ output, unsigned n)         \
-    {                                                                                                     \
-        blelloch<T, true>(input, output, n);                                                              \
-    }
+// Every kernel for float, int and unsigned: <name>_f32, <name>_i32, <name>_u32.
 
-#define MULTI_PASS_KERNELS(T, S)                                                                         \
-    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
-        scan_tiles_##S(const T* input, T* output, T* tile_sums, unsigned long long n)                     \
-    {                                                                                                     \
-        scan_tiles<T>(input, output, tile_sums, n);                                                       \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
-        add_tile_prefixes_##S(T* data, const T* scanned_sums, unsigned long long n)                       \
-    {                                                                                                     \
-        add_tile_prefixes<T>(data, scanned_sums, n);                                                      \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
-        reduce_tiles_##S(const T* input, T* tile_sums, unsigned long long n)                              \
-    {                                                                                                     \
-        reduce_tiles<T>(input, tile_sums, n);                                                             \
-    }                                                                                                     \
-    extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)                                      \
-        scan_tiles_with_prefix_##S(const T* input, T* output, const T* scanned_sums, unsigned long long n) \
-    {                                                                                                     \
-        scan_tiles_with_prefix<T>(input, output, scanned_sums, n);                                        \
-    }
+// Step 1 and step 2: one block.
+extern "C" __global__ void __launch_bounds__(1024)
+scan_hillis_steele_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
+{
+    hillis_steele<float>(input, output, n);
+}
 
-// The input and output may be the same buffer (an in-place scan): no __restrict__ on them.
-#define SINGLE_PASS_KERNEL(NAME, FORM, T, S, KIND, INCLUSIVE)                                             \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) NAME##_##KIND##_##S(                       \
-        const T* input, T* output, unsigned long long* status, unsigned* counter, unsigned long long n,   \
-        unsigned epoch)                                                                                   \
-    {                                                                                                     \
-        const PlainTiles<T> io = {input, output, both_aligned(input, output)};                            \
-        single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, FORM>(io, TileStatus{status, epoch}, \
-                                                                               counter, n);               \
-    }
+extern "C" __global__ void __launch_bounds__(1024)
+scan_hillis_steele_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
+{
+    hillis_steele<int>(input, output, n);
+}
 
-#define SINGLE_PASS_KERNELS(T, S, KIND, INCLUSIVE)                                                        \
-    SINGLE_PASS_KERNEL(scan_single_pass, Classic, T, S, KIND, INCLUSIVE)                                  \
-    SINGLE_PASS_KERNEL(scan_wide_look_back, WideLookBack, T, S, KIND, INCLUSIVE)                          \
-    SINGLE_PASS_KERNEL(scan_early_loads, EarlyLoads, T, S, KIND, INCLUSIVE)                               \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS)                                            \
-        segmented_scan_##KIND##_##S(const T* input, const unsigned char* heads, T* output,                \
-                                    unsigned long long* status, unsigned* counter, unsigned long long n,  \
-                                    unsigned epoch)                                                       \
-    {                                                                                                     \
-        const SegmentedTiles<T> io = {input, heads, output};                                              \
-        single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, EarlyLoads>(                  \
-            io, TileStatus{status, epoch}, counter, n);                                                   \
-    }
+extern "C" __global__ void __launch_bounds__(1024)
+scan_hillis_steele_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
+{
+    hillis_steele<unsigned>(input, output, n);
+}
 
-#define SCAN_KERNELS(T, S)                        \
-    ONE_BLOCK_KERNELS(T, S)                       \
-    MULTI_PASS_KERNELS(T, S)                      \
-    SINGLE_PASS_KERNELS(T, S, inclusive, true)    \
-    SINGLE_PASS_KERNELS(T, S, exclusive, false)
+extern "C" __global__ void __launch_bounds__(1024)
+scan_blelloch_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
+{
+    blelloch<float, false>(input, output, n);
+}
 
-SCAN_KERNELS(float, f32)
-SCAN_KERNELS(int, i32)
-SCAN_KERNELS(unsigned, u32)
+extern "C" __global__ void __launch_bounds__(1024)
+scan_blelloch_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
+{
+    blelloch<int, false>(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+scan_blelloch_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
+{
+    blelloch<unsigned, false>(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+scan_blelloch_padded_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
+{
+    blelloch<float, true>(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+scan_blelloch_padded_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
+{
+    blelloch<int, true>(input, output, n);
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+scan_blelloch_padded_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
+{
+    blelloch<unsigned, true>(input, output, n);
+}
+
+// Step 3: scan-then-propagate (scan_tiles, add_tile_prefixes) and reduce-then-scan (reduce_tiles,
+// scan_tiles_with_prefix); both scan the tile sums with scan_tiles.
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+scan_tiles_f32(const float* input, float* output, float* tile_sums, unsigned long long n)
+{
+    scan_tiles<float>(input, output, tile_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+scan_tiles_i32(const int* input, int* output, int* tile_sums, unsigned long long n)
+{
+    scan_tiles<int>(input, output, tile_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+scan_tiles_u32(const unsigned* input, unsigned* output, unsigned* tile_sums, unsigned long long n)
+{
+    scan_tiles<unsigned>(input, output, tile_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+add_tile_prefixes_f32(float* data, const float* scanned_sums, unsigned long long n)
+{
+    add_tile_prefixes<float>(data, scanned_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+add_tile_prefixes_i32(int* data, const int* scanned_sums, unsigned long long n)
+{
+    add_tile_prefixes<int>(data, scanned_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+add_tile_prefixes_u32(unsigned* data, const unsigned* scanned_sums, unsigned long long n)
+{
+    add_tile_prefixes<unsigned>(data, scanned_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+reduce_tiles_f32(const float* input, float* tile_sums, unsigned long long n)
+{
+    reduce_tiles<float>(input, tile_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+reduce_tiles_i32(const int* input, int* tile_sums, unsigned long long n)
+{
+    reduce_tiles<int>(input, tile_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+reduce_tiles_u32(const unsigned* input, unsigned* tile_sums, unsigned long long n)
+{
+    reduce_tiles<unsigned>(input, tile_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+scan_tiles_with_prefix_f32(const float* input, float* output, const float* scanned_sums, unsigned long long n)
+{
+    scan_tiles_with_prefix<float>(input, output, scanned_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+scan_tiles_with_prefix_i32(const int* input, int* output, const int* scanned_sums, unsigned long long n)
+{
+    scan_tiles_with_prefix<int>(input, output, scanned_sums, n);
+}
+
+extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
+scan_tiles_with_prefix_u32(const unsigned* input, unsigned* output, const unsigned* scanned_sums, unsigned long long n)
+{
+    scan_tiles_with_prefix<unsigned>(input, output, scanned_sums, n);
+}
+
+// Step 4: one pass, inclusive and exclusive: scan_single_pass (Classic), scan_early_loads
+// (EarlyLoads), scan_wide_look_back (WideLookBack, tried) and segmented_scan (the early loads over
+// (value, head) pairs). The input and output may be the same buffer (an in-place scan): no
+// __restrict__ on them.
+template <class T, class Form, bool INCLUSIVE>
+__device__ __forceinline__ void scan_plain(const T* input, T* output, unsigned long long* status, unsigned* counter,
+                                           unsigned long long n, unsigned epoch)
+{
+    const PlainTiles<T> io = {input, output, both_aligned(input, output)};
+    single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Form>(io, TileStatus{status, epoch}, counter, n);
+}
+
+template <class T, bool INCLUSIVE>
+__device__ __forceinline__ void scan_segmented(const T* input, const unsigned char* heads, T* output,
+                                               unsigned long long* status, unsigned* counter, unsigned long long n,
+                                               unsigned epoch)
+{
+    const SegmentedTiles<T> io = {input, heads, output};
+    single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, EarlyLoads>(io, TileStatus{status, epoch},
+                                                                                    counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_single_pass_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<float, Classic, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_single_pass_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<int, Classic, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_single_pass_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<unsigned, Classic, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_single_pass_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<float, Classic, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_single_pass_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<int, Classic, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_single_pass_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<unsigned, Classic, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_early_loads_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<float, EarlyLoads, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_early_loads_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<int, EarlyLoads, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_early_loads_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<unsigned, EarlyLoads, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_early_loads_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<float, EarlyLoads, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_early_loads_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<int, EarlyLoads, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_early_loads_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
+                               unsigned long long n, unsigned epoch)
+{
+    scan_plain<unsigned, EarlyLoads, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_wide_look_back_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                                  unsigned long long n, unsigned epoch)
+{
+    scan_plain<float, WideLookBack, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_wide_look_back_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                                  unsigned long long n, unsigned epoch)
+{
+    scan_plain<int, WideLookBack, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_wide_look_back_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status,
+                                  unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_plain<unsigned, WideLookBack, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_wide_look_back_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                                  unsigned long long n, unsigned epoch)
+{
+    scan_plain<float, WideLookBack, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_wide_look_back_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                                  unsigned long long n, unsigned epoch)
+{
+    scan_plain<int, WideLookBack, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_wide_look_back_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status,
+                                  unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_plain<unsigned, WideLookBack, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+segmented_scan_inclusive_f32(const float* input, const unsigned char* heads, float* output, unsigned long long* status,
+                             unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_segmented<float, true>(input, heads, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+segmented_scan_inclusive_i32(const int* input, const unsigned char* heads, int* output, unsigned long long* status,
+                             unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_segmented<int, true>(input, heads, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+segmented_scan_inclusive_u32(const unsigned* input, const unsigned char* heads, unsigned* output,
+                             unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_segmented<unsigned, true>(input, heads, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+segmented_scan_exclusive_f32(const float* input, const unsigned char* heads, float* output, unsigned long long* status,
+                             unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_segmented<float, false>(input, heads, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+segmented_scan_exclusive_i32(const int* input, const unsigned char* heads, int* output, unsigned long long* status,
+                             unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_segmented<int, false>(input, heads, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+segmented_scan_exclusive_u32(const unsigned* input, const unsigned char* heads, unsigned* output,
+                             unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    scan_segmented<unsigned, false>(input, heads, output, status, counter, n, epoch);
+}

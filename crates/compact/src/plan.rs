@@ -191,4 +191,17 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_kernel_file_defaults_to_the_tile_that_runs() {
+        // The NVRTC compile test compiles cuda/compact.cu without defines: it compiles what runs only
+        // if the file's defaults are COMPACT_TILE.
+        let source = include_str!("../../../cuda/compact.cu");
+        for (name, value) in COMPACT_TILE.defines() {
+            let default = source
+                .lines()
+                .find_map(|line| line.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' '));
+            assert_eq!(default.map(str::trim), Some(value.as_str()), "#define {name} in cuda/compact.cu");
+        }
+    }
 }

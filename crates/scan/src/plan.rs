@@ -315,4 +315,19 @@ mod tests {
         assert!(matches!(multi_pass_plan(MultiPass::ReduceThenScan, "f32", too_many), Err(GpuError::TooLarge { .. })));
         assert!(matches!(one_block_plan(OneBlock::HillisSteele, "f32", 1025), Err(GpuError::TooLarge { .. })));
     }
+
+    /// The value `cuda/scan.cu` gives `name` when no `-D` sets it (`#define NAME value`).
+    fn kernel_default(name: &str) -> Option<&'static str> {
+        let source = include_str!("../../../cuda/scan.cu");
+        source.lines().find_map(|line| line.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' '))
+    }
+
+    #[test]
+    fn the_kernel_file_defaults_to_the_tile_that_runs() {
+        // The NVRTC compile test compiles cuda/scan.cu without defines: it compiles what runs only if
+        // the file's defaults are SINGLE_PASS_TILE.
+        for (name, value) in SINGLE_PASS_TILE.defines() {
+            assert_eq!(kernel_default(name).map(str::trim), Some(value.as_str()), "#define {name} in cuda/scan.cu");
+        }
+    }
 }
