@@ -109,8 +109,13 @@ pub struct Chapter {
 #[serde(deny_unknown_fields)]
 pub struct Step {
     pub name: String,
-    /// The kernel in `cuda/<crate_name>.cu`; for a peer, its C function in `scripts/peers/`.
+    /// The kernel in `cuda/<crate_name>.cu` (or the file of `kernel_from`); for a peer, its C
+    /// function in `scripts/peers/`.
     pub kernel: String,
+    /// The chapter (crate) of the family whose kernel file defines `kernel`, where it is not the
+    /// step's own: a step that measures another chapter's kernel beside its own (reduce-numerics
+    /// measures reduce-atomic's f32 sum beside its half-precision sums).
+    pub kernel_from: Option<String>,
     /// What the step does, in a few words.
     pub about: String,
     pub moves: Moves,
@@ -187,6 +192,17 @@ impl<'a> StepRef<'a> {
         !self.step.extra && self.peer.is_none()
     }
 
+    /// The file under `cuda/` that defines the step's kernel: its chapter's, or that of the chapter
+    /// named by `kernel_from`. `None` for a peer, whose kernel is a C function in `scripts/peers/`.
+    pub fn kernel_file(&self) -> Option<String> {
+        if self.peer.is_some() {
+            return None;
+        }
+        let crate_name = self.step.kernel_from.as_deref().unwrap_or(self.crate_name);
+        // `validate` checked that `kernel_from` names a chapter of the family.
+        self.family.chapter(crate_name).map(Chapter::kernel_file)
+    }
+
     /// The bytes of the step's input at `case`, on which its roofs are measured.
     pub fn input_bytes(&self, case: &Case) -> u64 {
         match &self.step.input_bytes {
@@ -243,6 +259,21 @@ impl Course {
                 names.push(step.name());
                 if let Some(formula) = &step.step.input_bytes {
                     formula.eval(|name| ["n", "rows", "cols"].contains(&name).then_some(1))?;
+                }
+                if let Some(from) = &step.step.kernel_from {
+                    if step.peer.is_some() {
+                        return Err(format!(
+                            "peer `{}`: `kernel_from` is for steps (a peer's kernel is in scripts/peers/)",
+                            step.name()
+                        ));
+                    }
+                    if family.chapter(from).is_none() {
+                        return Err(format!(
+                            "step `{}`: `kernel_from` names `{from}`, not a chapter of family `{}`",
+                            step.name(),
+                            family.id
+                        ));
+                    }
                 }
             }
             for peer in &family.peers {
