@@ -1,8 +1,11 @@
 // The second exploration behind the transpose chapter's step 6: tile shapes, threads per block and
 // cache hints at 16384 x 16384 and 8192 x 8192, three rounds each, with cuBLAS geam (one run on an
-// H200). Not part of the crate or its tests; kept so the chapter's table can be reproduced:
+// H200, whose output is book/src/data/nvidia-h200/transpose-tuning-2.txt). Not part of the crate or
+// its tests; kept so the chapter's table can be reproduced. Its own timing (the median of 21 batches
+// of about 2 ms), as it was run, not tuning.cuh's:
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o explore2 explore2.cu -lcublas && ./explore2 && ./explore2 x 8192 8192
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o transpose-tuning-2 scripts/transpose-tuning-2.cu -lcublas
+//   ./transpose-tuning-2 && ./transpose-tuning-2 x 8192 8192
 //
 #include <cstdio>
 #include <cstdlib>

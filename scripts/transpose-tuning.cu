@@ -1,9 +1,11 @@
 // The first exploration behind the transpose chapter's step 6 ("What else was tried"): every
 // candidate at four shapes (tiles of 32 and 64, padded or swizzled, 16-byte vectors, blocks in
-// grouped order), with the device copy and cuBLAS geam, one run on an H100. Not part of the crate or
-// its tests; kept so the chapter's table can be reproduced:
+// grouped order), with the device copy and cuBLAS geam, one run on an H100, whose output is
+// book/src/data/nvidia-h100-80gb-hbm3/transpose-tuning.txt. Not part of the crate or its tests; kept
+// so the chapter's table can be reproduced. Its own timing (the median of 15 batches of about 2 ms),
+// as it was run, not tuning.cuh's:
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o explore explore.cu -lcublas && ./explore
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o transpose-tuning scripts/transpose-tuning.cu -lcublas && ./transpose-tuning
 //
 #include <cstdio>
 #include <cstdlib>
