@@ -43,12 +43,6 @@ fn bars_show_their_share_of_their_own_roof() {
 }
 
 #[test]
-fn rendering_is_deterministic() {
-    let bars = ladder();
-    assert_eq!(bar_chart("t", &bars, LINES).unwrap(), bar_chart("t", &bars.clone(), LINES).unwrap());
-}
-
-#[test]
 fn the_background_is_an_opaque_white_rectangle() {
     let svg = bar_chart("t", &ladder(), LINES).unwrap();
     assert!(svg.contains(r##"<rect x="0" y="0" width="800" height="420" opacity="1" fill="#FFFFFF""##), "{svg}");
@@ -80,17 +74,97 @@ fn text_is_escaped() {
     assert!(!svg.contains("a<b"));
 }
 
-/// Writes sample charts for a person to look at: `REPORT_SAMPLES=/tmp cargo test -p report`.
+/// An attribute of an SVG element's opening tag, e.g. `y` of `<text x="4" y="17" ...>`.
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!("{name}=\"");
+    let start = if tag.starts_with(&key) { 0 } else { tag.find(&format!(" {key}"))? + 1 } + key.len();
+    tag[start..].split('"').next()
+}
+
+fn number(tag: &str, name: &str) -> f64 {
+    attribute(tag, name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no number {name} in {tag}"))
+}
+
+/// The chart's texts, as (opening tag, text).
+fn texts(svg: &str) -> Vec<(&str, &str)> {
+    svg.split("<text ")
+        .skip(1)
+        .map(|rest| rest.split_once('>').unwrap())
+        .map(|(tag, rest)| (tag, rest.split("</text>").next().unwrap().trim()))
+        .collect()
+}
+
+/// The pixel heights of the horizontal lines drawn in `color` (a dashed line is many segments).
+fn line_heights(svg: &str, color: &str) -> Vec<f64> {
+    svg.split("<polyline ")
+        .skip(1)
+        .map(|rest| rest.split("/>").next().unwrap())
+        .filter(|tag| attribute(tag, "stroke") == Some(color) && attribute(tag, "stroke-width") == Some("2"))
+        .flat_map(|tag| attribute(tag, "points").unwrap().split_whitespace().map(|p| p.split_once(',').unwrap().1))
+        .map(|y| y.parse().unwrap())
+        .collect()
+}
+
+/// A crowded chart, checked for what a person would look for: the labels of three close lines
+/// pushed apart, the label of a bar just under them lifted above them, and every step's name
+/// whole under its bar however many steps there are. `REPORT_SAMPLES=/tmp cargo test -p report`
+/// also writes it (and the ladder) to look at.
 #[test]
-fn write_samples_when_asked() {
-    let Ok(dir) = std::env::var("REPORT_SAMPLES") else { return };
-    let dir = std::path::PathBuf::from(dir);
-    std::fs::write(dir.join("sample-ladder.svg"), bar_chart("Sample ladder", &ladder(), LINES).unwrap()).unwrap();
+fn a_crowded_chart_keeps_its_labels_apart() {
     // Close lines, a bar just under them and more steps than fit comfortably.
     let crowded: Vec<Bar> = (0..14)
         .map(|i| bar(&format!("step-number-{i}"), if i == 13 { 4690.0 } else { 300.0 * i as f64 }, "read", 4750.0))
         .collect();
     let lines = Lines { read_gbs: 4750.0, copy_gbs: 4700.0, peak_gbs: Some(4800.0) };
-    std::fs::write(dir.join("sample-crowded.svg"), bar_chart("Crowded: close lines", &crowded, lines).unwrap())
-        .unwrap();
+    let svg = bar_chart("Crowded: close lines", &crowded, lines).unwrap();
+    if let Ok(dir) = std::env::var("REPORT_SAMPLES") {
+        let dir = std::path::PathBuf::from(dir);
+        std::fs::write(dir.join("sample-ladder.svg"), bar_chart("Sample ladder", &ladder(), LINES).unwrap()).unwrap();
+        std::fs::write(dir.join("sample-crowded.svg"), &svg).unwrap();
+    }
+    let texts = texts(&svg);
+
+    // The lines' labels (name over value, left-aligned right of the plot), top to bottom: no text
+    // closer than its font size to the one above it.
+    let mut labels: Vec<(f64, f64, &str)> = texts
+        .iter()
+        .filter(|(tag, _)| attribute(tag, "text-anchor") == Some("start"))
+        .map(|(tag, text)| (number(tag, "y"), number(tag, "font-size"), *text))
+        .collect();
+    labels.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let names: Vec<&str> = labels.iter().map(|l| l.2).collect();
+    assert_eq!(names, ["theoretical peak", "4800 GB/s", "read roof", "4750 GB/s", "copy roof", "4700 GB/s"]);
+    for pair in labels.windows(2) {
+        assert!(pair[1].0 - pair[0].0 >= pair[1].1, "`{}` overlaps `{}`:\n{svg}", pair[1].2, pair[0].2);
+    }
+
+    // The last bar's label sits above all three lines (y grows downwards; a label's y is its
+    // bottom). The lines are found by the colours of their labels.
+    let colors: Vec<&str> = texts
+        .iter()
+        .filter(|(_, text)| ["theoretical peak", "read roof", "copy roof"].contains(text))
+        .map(|(tag, _)| attribute(tag, "fill").unwrap())
+        .collect();
+    let highest_line = colors.iter().flat_map(|color| line_heights(&svg, color)).fold(f64::INFINITY, f64::min);
+    assert!(highest_line.is_finite(), "no lines drawn:\n{svg}");
+    for label in ["4690 GB/s", "99%"] {
+        let (tag, _) = texts.iter().find(|(_, text)| *text == label).unwrap_or_else(|| panic!("no {label}:\n{svg}"));
+        assert!(number(tag, "y") < highest_line, "`{label}` is not above the lines at {highest_line}:\n{svg}");
+    }
+
+    // Every step's name, wrapped under its bar: the pieces in its column read as the whole name.
+    for (i, bar) in crowded.iter().enumerate() {
+        let value = texts.iter().find(|(_, text)| *text == format!("{} GB/s", bar.gbs));
+        let (value, _) = value.unwrap_or_else(|| panic!("no value over bar {i}:\n{svg}"));
+        let (x, y) = (number(value, "x"), number(value, "y"));
+        // Below the value, in its column: the share of the roof, then the name's pieces.
+        let mut pieces: Vec<(f64, &str)> = texts
+            .iter()
+            .filter(|(tag, text)| (number(tag, "x") - x).abs() <= 1.0 && number(tag, "y") > y && !text.contains('%'))
+            .map(|(tag, text)| (number(tag, "y"), *text))
+            .collect();
+        pieces.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let name: String = pieces.iter().map(|p| p.1).collect();
+        assert_eq!(name, bar.label, "under bar {i}:\n{svg}");
+    }
 }
