@@ -1,7 +1,8 @@
 //! Everything the book and the README show that comes from the registry or the measured data,
 //! rendered in one place: per GPU and crate a table and a chart, per family a summary, per chapter
-//! a fragment showing every GPU's measurements (one tab each), the book's table of contents and the
-//! README's status table. `cargo run --release -- --charts` writes them; a test checks that the
+//! a fragment showing every GPU's measurements (one tab each), the front page's headline (every
+//! family's final step beside its peers, [`crate::headline`]), the book's table of contents and
+//! the README's status table. `cargo run --release -- --charts` writes them; a test checks that the
 //! committed files are what the committed registry and data render.
 
 use std::fmt::Write as _;
@@ -11,8 +12,9 @@ use course::{Course, Family};
 use gpu_harness::{Case, GpuError};
 
 use crate::charts::{ChartError, chapter_chart, summary_chart};
+use crate::headline::{self, GpuResults};
 use crate::results::{Results, load_results, results_by_gpu};
-use crate::tables::{chapter_table, find_record, peers_table, summary_table};
+use crate::tables::{chapter_table, find_record, peers_table, share_of_roof, summary_table};
 
 /// Why the book could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +65,7 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
     }
     outputs.extend(accuracy_files(&data)?);
     outputs.extend(multi_gpu_files(&data)?);
+    outputs.extend(headline_files(course, &gpus, &data)?);
     outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
     outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
     Ok(outputs)
@@ -214,6 +217,32 @@ fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     Ok(files)
 }
 
+/// The front page's headline (`measured/headline.md`, included by `introduction.md`) and its chart
+/// (`measured/headline.svg`): each family's final step beside its peers on every GPU, and the
+/// all-reduce across GPUs beside NCCL and PyTorch on every machine.
+fn headline_files(course: &Course, gpus: &[Gpu], data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let gpus: Vec<GpuResults> = gpus.iter().map(|gpu| GpuResults { name: &gpu.name, results: &gpu.results }).collect();
+    let measured = headline::measured(course, &gpus);
+    let machines = crate::multi_gpu::load_machines(data)?;
+    let all_reduces = headline::all_reduces(&machines);
+    let table = headline::headline_table(&measured, &all_reduces);
+    let folder = data.join(FRAGMENTS);
+    let mut files = Vec::new();
+    let chart = headline::headline_chart(&measured)?;
+    if let Some(svg) = chart.as_ref() {
+        files.push((folder.join(HEADLINE_CHART), svg.clone()));
+    }
+    let chart_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART}");
+    let fragment = headline::headline_fragment(chart.as_ref().map(|_| chart_path.as_str()), table.as_ref());
+    files.push((folder.join(HEADLINE), fragment));
+    Ok(files)
+}
+
+/// The front page's fragment, in the fragments' folder.
+pub const HEADLINE: &str = "headline.md";
+/// The front page's chart, beside its fragment.
+pub const HEADLINE_CHART: &str = "headline.svg";
+
 /// Tabs, one per GPU, with CSS alone (`book/theme/gpu-tabs.css`): radio buttons and labels, then
 /// one panel per GPU; the first is shown until another label is clicked.
 fn tabbed(name: &str, tabs: &[(&Gpu, String)]) -> String {
@@ -275,8 +304,9 @@ fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, B
             };
             let _ = write!(generated, "| `{}` | {} | {what} |", step.crate_name, step.name());
             for gpu in gpus {
+                let l2 = gpu.results.first().map_or(0, |r| r.device.l2_cache_bytes);
                 let cell = find_record(&gpu.results, &step, case)
-                    .map_or("-".into(), |r| format!("{:.1}%", r.percent_of_roof()));
+                    .map_or("-".into(), |r| share_of_roof(r, l2, r.percent_of_roof()));
                 let _ = write!(generated, " {cell} |");
             }
             generated += "\n";

@@ -1,31 +1,42 @@
 //! Bar charts of measured bandwidth for the book, rendered as SVG strings by plotters.
 //!
 //! Each bar is a step's effective bandwidth, labelled with its GB/s and its share of its own roof
-//! (the read roof for a step that only reads, the copy roof for one that reads and writes). Solid
-//! lines mark the read roof and the copy roof measured in the same run, a dashed one the theoretical
-//! DRAM peak, each labelled to the right of the plot.
+//! (the read roof for a step that only reads, the copy roof for one that reads and writes; no share
+//! where the roofs do not bind, [`crate::tables::roof_binds`]). The course's steps are blue, the
+//! peers (NVIDIA's libraries, the seeds' kernels) grey with their names in italics, as a legend under
+//! the title says. Solid lines mark the read roof and the copy roof measured in the same run, a
+//! dashed one the theoretical DRAM peak, each labelled to the right of the plot.
+//!
+//! Every text stays inside the picture and clear of the others: the widths of texts are estimated
+//! for a wide face ([`text_width`]), the column of the lines' labels is as wide as they need, and
+//! where the steps are too many for their names to fit under their bars in two lines, the names are
+//! written upwards and the canvas grows to hold them (`scripts/check-book-render` measures every
+//! chart's texts in a browser).
 //!
 //! The output is meant to be committed and compared byte for byte with a fresh render, so it
-//! depends only on the input: a fixed canvas, no dates, no locale, no fonts read at render time
-//! (plotters is built without its font features; the SVG names the `sans-serif` family and the
-//! reader's browser picks the face). The canvas is painted white, with dark text, so the chart
-//! reads the same in the book's light and dark themes.
+//! depends only on the input: a canvas sized from the input alone, no dates, no locale, no fonts
+//! read at render time (plotters is built without its font features; the SVG names the
+//! `sans-serif` family and the reader's browser picks the face). The canvas is painted white, with
+//! dark text, so the chart reads the same in the book's light and dark themes.
 
 use course::{Chapter, Family};
 
 use crate::results::{Record, Results};
-use crate::tables::find_record;
+use crate::tables::{find_record, roof_binds};
 use gpu_harness::{Case, Shape};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Canvas size in pixels.
+/// Canvas size in pixels: the width of every chart, and the height of one whose step names fit
+/// under their bars (one whose names are written upwards is taller).
 pub const SIZE: (u32, u32) = (800, 420);
 
-/// Width of the column right of the plot that holds the roof lines' labels.
-const LINE_LABEL_WIDTH: u32 = 132;
+/// Margin around the plot, in pixels.
+const MARGIN: u32 = 12;
+/// Width of the area left of the plot that holds the y axis' labels.
+const Y_LABEL_WIDTH: u32 = 56;
 /// Height of the area under the plot that holds the (wrapped) step names.
 const STEP_LABEL_HEIGHT: u32 = 48;
 /// Font sizes to choose from, largest first: each survives plotters' scaling exactly (13 does not).
@@ -36,10 +47,18 @@ const BAR_FONT_MAX: u32 = 12;
 const BAR_FONT_LONG_MIN: u32 = 10;
 const BAR_FONT_MIN: u32 = 8;
 const STEP_FONT_MIN: u32 = 9;
+/// The title's font sizes, largest first, and the legend's.
+const TITLE_SIZES: [u32; 3] = [18, 16, 14];
+const LEGEND_PX: u32 = 12;
+/// Font size of the lines' labels right of the plot.
+const LINE_LABEL_PX: u32 = 12;
 
 const BACKGROUND: RGBColor = WHITE;
 const TEXT: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
+/// The course's steps.
 const BAR: RGBColor = RGBColor(0x3b, 0x6e, 0xa8);
+/// Peers: NVIDIA's libraries, the seeds' kernels.
+const PEER_BAR: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
 const COPY_LINE: RGBColor = RGBColor(0xb3, 0x47, 0x00);
 const READ_LINE: RGBColor = RGBColor(0x1b, 0x7a, 0x3a);
 const PEAK_LINE: RGBColor = RGBColor(0x5b, 0x3a, 0x8c);
@@ -68,11 +87,26 @@ pub struct Bar {
     /// `read` or `copy`.
     pub roof: String,
     pub roof_gbs: f64,
+    /// For a peer, where it comes from (`CUB DeviceReduce::Sum`, `seed 004`): it is drawn grey, its
+    /// name in italics, and the legend names its source. `None` for the course's steps.
+    pub peer: Option<String>,
+    /// Whether its share of its roof is shown: `false` where the bytes it moves fit in the GPU's L2
+    /// ([`crate::tables::roof_binds`]); its label then says `in L2`.
+    pub roof_binds: bool,
 }
 
 impl Bar {
-    fn from_record(label: &str, record: &Record) -> Bar {
-        Bar { label: label.to_string(), gbs: record.gbs, roof: record.roof.clone(), roof_gbs: record.roof_gbs() }
+    /// A bar of the course's own steps whose roof binds.
+    pub fn new(label: &str, gbs: f64, roof: &str, roof_gbs: f64) -> Bar {
+        Bar { label: label.to_string(), gbs, roof: roof.to_string(), roof_gbs, peer: None, roof_binds: true }
+    }
+
+    fn from_record(step: &course::StepRef, record: &Record, l2_cache_bytes: u64) -> Bar {
+        Bar {
+            peer: step.peer.map(|p| p.source.clone()),
+            roof_binds: roof_binds(record, l2_cache_bytes),
+            ..Bar::new(step.name(), record.gbs, &record.roof, record.roof_gbs())
+        }
     }
 }
 
@@ -93,30 +127,32 @@ pub fn chapter_chart(
     case: &Case,
 ) -> Result<Option<String>, ChartError> {
     let steps = crate::tables::chapter_steps(family, chapter);
-    let records: Vec<(String, &Record)> = steps
+    let records: Vec<(&course::StepRef, &Record)> = steps
         .iter()
         .flat_map(|s| s.cases().iter().filter(|c| same_input(c, case)).map(move |c| (s, c)))
-        .filter_map(|(s, c)| Some((s.name().to_string(), find_record(results, s, &c.label)?)))
+        .filter_map(|(s, c)| Some((s, find_record(results, s, &c.label)?)))
         .collect();
     let Some((_, first)) = records.first() else { return Ok(None) };
     let gpu = &results[0].device.name;
+    let l2 = results[0].device.l2_cache_bytes;
     let title = format!("{}, {}, on {gpu}", chapter.crate_name, case.label);
-    let bars: Vec<Bar> = records.iter().map(|(label, r)| Bar::from_record(label, r)).collect();
+    let bars: Vec<Bar> = records.iter().map(|(s, r)| Bar::from_record(s, r, l2)).collect();
     render(&BarChart { title: &title, bars: &bars, lines: lines(first, results) }).map(Some)
 }
 
 /// The summary chart of a family on one GPU: its peers and ladder steps at the summary case.
 pub fn summary_chart(family: &Family, results: &[Results]) -> Result<Option<String>, ChartError> {
     let case = &family.summary_case.label;
-    let records: Vec<(String, &Record)> = family
+    let records: Vec<(course::StepRef, &Record)> = family
         .steps()
         .filter(|s| s.on_ladder() || s.peer.is_some())
-        .filter_map(|s| Some((s.name().to_string(), find_record(results, &s, case)?)))
+        .filter_map(|s| Some((s, find_record(results, &s, case)?)))
         .collect();
     let Some((_, first)) = records.first() else { return Ok(None) };
     let gpu = &results[0].device.name;
+    let l2 = results[0].device.l2_cache_bytes;
     let title = format!("{}, every step at {case}, on {gpu}", family.title);
-    let bars: Vec<Bar> = records.iter().map(|(label, r)| Bar::from_record(label, r)).collect();
+    let bars: Vec<Bar> = records.iter().map(|(s, r)| Bar::from_record(s, r, l2)).collect();
     render(&BarChart { title: &title, bars: &bars, lines: lines(first, results) }).map(Some)
 }
 
@@ -189,6 +225,24 @@ impl BarChart<'_> {
         let highest_line = self.lines().iter().map(|l| l.1).fold(0.0, f64::max);
         (tallest_bar * 1.25).max(highest_line * 1.2)
     }
+
+    /// The legend's entries: the course's steps, and the peers with their sources when there are
+    /// any (in the order first met).
+    fn legend(&self) -> Vec<(RGBColor, String)> {
+        let mut entries = vec![(BAR, "the course's steps".to_string())];
+        let mut sources: Vec<&str> = Vec::new();
+        for source in self.bars.iter().filter_map(|b| b.peer.as_deref()) {
+            if !sources.contains(&source) {
+                sources.push(source);
+            }
+        }
+        if !sources.is_empty() {
+            let named = format!("peers (names in italics): {}", sources.join(", "));
+            let fits = legend_width(&[&entries[0].1, &named]) <= f64::from(SIZE.0 - 2 * MARGIN);
+            entries.push((PEER_BAR, if fits { named } else { "peers (names in italics)".to_string() }));
+        }
+        entries
+    }
 }
 
 /// A plotters text style whose SVG `font-size` is exactly `px` (plotters divides by 1.24; the
@@ -197,10 +251,15 @@ fn font(px: u32, color: RGBColor) -> TextStyle<'static> {
     TextStyle { color: color.to_backend_color(), ..TextStyle::from((FontFamily::SansSerif, f64::from(px) * 1.24)) }
 }
 
-/// Estimated width of `text` at `px` pixels, used to fit labels into a bar's slot. The SVG holds
-/// text, so the true width is known only to the browser; these per-glyph widths (in ems) are those
-/// of DejaVu Sans rounded up, a wide face, so narrower ones fit too.
-fn text_width(text: &str, px: u32) -> f64 {
+/// [`font`] in italics: how peers are named.
+fn italic(px: u32, color: RGBColor) -> TextStyle<'static> {
+    TextStyle { font: FontDesc::new(FontFamily::SansSerif, f64::from(px) * 1.24, FontStyle::Italic), ..font(px, color) }
+}
+
+/// Estimated width of `text` at `px` pixels, used to fit labels into a bar's slot and the picture.
+/// The SVG holds text, so the true width is known only to the browser; these per-glyph widths (in
+/// ems) are those of DejaVu Sans rounded up, a wide face, so narrower ones fit too.
+pub(crate) fn text_width(text: &str, px: u32) -> f64 {
     let em = |c: char| match c {
         'i' | 'j' | 'l' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' => 0.3,
         ' ' | '/' | 'f' | '-' => 0.36,
@@ -212,6 +271,217 @@ fn text_width(text: &str, px: u32) -> f64 {
         _ => 0.64,
     };
     text.chars().map(em).sum::<f64>() * f64::from(px)
+}
+
+/// Side of a legend's colour swatch, the gap after it and the gap between entries, in pixels.
+const SWATCH: i32 = 12;
+const SWATCH_GAP: i32 = 5;
+const ENTRY_GAP: i32 = 20;
+
+/// The width of a one-row legend of these texts.
+fn legend_width(texts: &[&str]) -> f64 {
+    let entries: f64 = texts.iter().map(|t| f64::from(SWATCH + SWATCH_GAP) + text_width(t, LEGEND_PX)).sum();
+    entries + f64::from(ENTRY_GAP) * texts.len().saturating_sub(1) as f64
+}
+
+/// The title, centred at the top of the canvas at the largest size that fits its width; returns
+/// the height it took.
+fn draw_title(root: &DrawingArea<SVGBackend, Shift>, title: &str) -> Result<i32, ChartError> {
+    let width = f64::from(root.dim_in_pixel().0 - 2 * MARGIN);
+    let px = TITLE_SIZES.into_iter().find(|&px| text_width(title, px) <= width).unwrap_or(TITLE_SIZES[2]);
+    let centre = (root.dim_in_pixel().0 / 2) as i32;
+    let style = font(px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
+    root.draw(&Text::new(title, (centre, MARGIN as i32), style)).map_err(drawing)?;
+    Ok(MARGIN as i32 + (f64::from(px) * 1.25).round() as i32)
+}
+
+/// A legend in one row centred at height `top`: a colour swatch and a text per entry.
+fn draw_legend(
+    root: &DrawingArea<SVGBackend, Shift>,
+    entries: &[(RGBColor, String)],
+    top: i32,
+) -> Result<(), ChartError> {
+    let texts: Vec<&str> = entries.iter().map(|(_, t)| t.as_str()).collect();
+    let mut x = ((f64::from(root.dim_in_pixel().0) - legend_width(&texts)) / 2.0).round() as i32;
+    let style = font(LEGEND_PX, TEXT).pos(Pos::new(HPos::Left, VPos::Center));
+    for (color, text) in entries {
+        root.draw(&Rectangle::new([(x, top), (x + SWATCH, top + SWATCH)], color.filled())).map_err(drawing)?;
+        x += SWATCH + SWATCH_GAP;
+        root.draw(&Text::new(text.as_str(), (x, top + SWATCH / 2), style.clone())).map_err(drawing)?;
+        x += text_width(text, LEGEND_PX).ceil() as i32 + ENTRY_GAP;
+    }
+    Ok(())
+}
+
+/// One bar of a [`share_chart`]: a step's or a peer's share of its own roof, labelled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShareBar {
+    /// What the bar is, written after its share (`last-block`, `CUB DeviceReduce::Sum`).
+    pub label: String,
+    /// Its share of its roof in percent; `None` where the roof does not bind (the bar says `in L2`).
+    pub percent: Option<f64>,
+    pub peer: bool,
+}
+
+/// The bars of one GPU in a [`Group`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupBars {
+    /// The GPU's short name, left of its bars (`H100`).
+    pub gpu: String,
+    pub bars: Vec<ShareBar>,
+}
+
+/// A family in a [`share_chart`]: its name and case over its bars, then each GPU's bars.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub name: String,
+    pub case: String,
+    pub gpus: Vec<GroupBars>,
+}
+
+/// Vertical room, in pixels, of a bar, of the gap after a GPU's bars, and of a group's heading.
+const SHARE_BAR_PX: i32 = 15;
+const SHARE_GAP_PX: i32 = 8;
+const SHARE_HEADING_PX: i32 = 22;
+const SHARE_LABEL_PX: u32 = 11;
+/// The dashed line of the roof, at 100%.
+const ROOF_LINE: RGBColor = RGBColor(0x33, 0x33, 0x33);
+
+/// A horizontal bar chart of shares of roofs: per group (a family), per GPU, a bar for the course's
+/// step and one per peer, each labelled with its share and its name, a dashed line at 100%, and a
+/// legend of the two colours (`legend`: ours, the peers'). The canvas is as tall as its bars need.
+pub fn share_chart(title: &str, groups: &[Group], legend: &[String; 2]) -> Result<String, ChartError> {
+    let bars = || groups.iter().flat_map(|g| g.gpus.iter().flat_map(|gpu| gpu.bars.iter()));
+    if bars().next().is_none() {
+        return Err(ChartError::NoBars);
+    }
+    if let Some(bad) = bars().find(|b| b.percent.is_some_and(|p| !p.is_finite() || p < 0.0)) {
+        return Err(ChartError::BadValue { what: bad.label.clone(), gbs: bad.percent.unwrap_or(f64::NAN) });
+    }
+    let share = |bar: &ShareBar| match bar.percent {
+        Some(p) => format!("{p:.1}%"),
+        None => crate::tables::IN_L2.to_string(),
+    };
+    let label = |bar: &ShareBar| format!("{}  {}", share(bar), bar.label);
+
+    // Across: the GPUs' names, the plot, the labels after the longest bar.
+    let name_width = groups
+        .iter()
+        .flat_map(|g| g.gpus.iter().map(|gpu| text_width(&gpu.gpu, SHARE_LABEL_PX)))
+        .fold(0.0, f64::max)
+        .ceil() as i32;
+    let left = MARGIN as i32 + name_width + 8;
+    let right = (SIZE.0 - MARGIN) as i32;
+    let x_max = bars().filter_map(|b| b.percent).fold(100.0, f64::max);
+    // The plot's width: the longest label after its bar ends inside the canvas.
+    let plot_width = bars()
+        .map(|b| {
+            let room = f64::from(right - left) - text_width(&label(b), SHARE_LABEL_PX) - 6.0;
+            room * x_max / b.percent.unwrap_or(0.0).max(x_max * 0.05)
+        })
+        .fold(f64::from(right - left), f64::min)
+        .floor();
+    let px = |percent: f64| left + (percent / x_max * plot_width).round() as i32;
+
+    // Down: the title, the legend, the roof's label, then the groups, then the axis' labels.
+    let (title_px, legend_top) = {
+        let title_px =
+            TITLE_SIZES.into_iter().find(|&px| text_width(title, px) <= f64::from(SIZE.0 - 2 * MARGIN)).unwrap_or(14);
+        (title_px, MARGIN as i32 + (f64::from(title_px) * 1.25).round() as i32 + 8)
+    };
+    let top = legend_top + SWATCH + 26;
+    let mut height = top;
+    for group in groups {
+        height += SHARE_HEADING_PX;
+        for gpu in &group.gpus {
+            height += SHARE_BAR_PX * gpu.bars.len() as i32 + SHARE_GAP_PX;
+        }
+    }
+    let bottom = height;
+    let canvas_height = (bottom + 12 + 20 + MARGIN as i32) as u32;
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, canvas_height)).into_drawing_area();
+        root.fill(&BACKGROUND).map_err(drawing)?;
+        let centre = (SIZE.0 / 2) as i32;
+        root.draw(&Text::new(
+            title,
+            (centre, MARGIN as i32),
+            font(title_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
+        ))
+        .map_err(drawing)?;
+        draw_legend(&root, &[(BAR, legend[0].clone()), (PEER_BAR, legend[1].clone())], legend_top)?;
+
+        // The grid and the axis: a line every 20%, labelled under the plot.
+        let ticks: Vec<f64> = (0..).map(|i| f64::from(i) * 20.0).take_while(|&t| t <= x_max).collect();
+        for &tick in &ticks {
+            let x = px(tick);
+            root.draw(&PathElement::new(vec![(x, top - 6), (x, bottom)], GRID.stroke_width(1))).map_err(drawing)?;
+            let style = font(12, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(format!("{tick:.0}%"), (x, bottom + 6), style)).map_err(drawing)?;
+        }
+        root.draw(&PathElement::new(vec![(left, bottom), (px(x_max), bottom)], AXIS.stroke_width(1)))
+            .map_err(drawing)?;
+        root.draw(&PathElement::new(vec![(left, top - 6), (left, bottom)], AXIS.stroke_width(1))).map_err(drawing)?;
+        let axis_name =
+            "share of its own roof (the read roof for a step that only reads, the copy roof for one that writes)";
+        let axis_px = if text_width(axis_name, 12) <= f64::from(right - left) { 12 } else { 10 };
+        let axis_style = font(axis_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
+        root.draw(&Text::new(axis_name, ((left + right) / 2, bottom + 24), axis_style)).map_err(drawing)?;
+
+        // The roof, labelled above the plot; the bars' labels are written over it on backdrops.
+        let roof = px(100.0);
+        root.draw(&DashedPathElement::new(vec![(roof, top - 6), (roof, bottom)], 6, 4, ROOF_LINE.stroke_width(2)))
+            .map_err(drawing)?;
+        let style = font(12, ROOF_LINE).pos(Pos::new(HPos::Center, VPos::Bottom));
+        root.draw(&Text::new("its roof: 100%", (roof, top - 8), style)).map_err(drawing)?;
+
+        // Each group: its heading, then each GPU's bars, the GPU's name left of them.
+        let mut y = top;
+        for group in groups {
+            let heading = format!("{}, {}", group.name, group.case);
+            let style = TextStyle {
+                font: FontDesc::new(FontFamily::SansSerif, 12.0 * 1.24, FontStyle::Bold),
+                ..font(12, TEXT)
+            }
+            .pos(Pos::new(HPos::Left, VPos::Center));
+            let width = (text_width(&heading, 12) * 1.1).ceil() as i32;
+            root.draw(&Rectangle::new(
+                [(left + 1, y + 3), (left + 6 + width, y + SHARE_HEADING_PX - 3)],
+                BACKGROUND.filled(),
+            ))
+            .map_err(drawing)?;
+            root.draw(&Text::new(heading, (left + 4, y + SHARE_HEADING_PX / 2), style)).map_err(drawing)?;
+            y += SHARE_HEADING_PX;
+            for gpu in &group.gpus {
+                let span = SHARE_BAR_PX * gpu.bars.len() as i32;
+                let style = font(SHARE_LABEL_PX, TEXT).pos(Pos::new(HPos::Right, VPos::Center));
+                root.draw(&Text::new(gpu.gpu.as_str(), (left - 6, y + span / 2), style)).map_err(drawing)?;
+                for bar in &gpu.bars {
+                    let color = if bar.peer { PEER_BAR } else { BAR };
+                    let end = px(bar.percent.unwrap_or(0.0));
+                    if end > left {
+                        root.draw(&Rectangle::new([(left + 1, y + 2), (end, y + SHARE_BAR_PX - 2)], color.filled()))
+                            .map_err(drawing)?;
+                    }
+                    let style = if bar.peer { italic(SHARE_LABEL_PX, TEXT) } else { font(SHARE_LABEL_PX, TEXT) }
+                        .pos(Pos::new(HPos::Left, VPos::Center));
+                    let width = text_width(&label(bar), SHARE_LABEL_PX).ceil() as i32;
+                    root.draw(&Rectangle::new(
+                        [(end + 3, y + 1), (end + 8 + width, y + SHARE_BAR_PX - 1)],
+                        BACKGROUND.filled(),
+                    ))
+                    .map_err(drawing)?;
+                    root.draw(&Text::new(label(bar), (end + 6, y + SHARE_BAR_PX / 2), style)).map_err(drawing)?;
+                    y += SHARE_BAR_PX;
+                }
+                y += SHARE_GAP_PX;
+            }
+        }
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
 }
 
 /// A plotters failure as a [`ChartError`].
@@ -259,26 +529,91 @@ where
 
 fn render(chart: &BarChart) -> Result<String, ChartError> {
     chart.validate()?;
+    let layout = Layout::of(chart);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        draw(&root, chart)?;
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, layout.height)).into_drawing_area();
+        draw(&root, chart, &layout)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)
 }
 
-fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart) -> Result<(), ChartError> {
+/// Where a chart's parts go, decided from the estimated widths of its texts.
+struct Layout {
+    /// The canvas' height.
+    height: u32,
+    /// Width of the column right of the plot that holds the lines' labels.
+    line_label_width: u32,
+    /// Height of the area under the plot that holds the step names.
+    name_height: u32,
+    /// How the step names are written.
+    names: Names,
+}
+
+/// How the step names are written under the bars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Names {
+    /// Across, wrapped after hyphens into at most two lines, at this size.
+    Across(u32),
+    /// Upwards, ending at the axis, at this size: where they would not fit across.
+    Upwards(u32),
+}
+
+impl Layout {
+    fn of(chart: &BarChart) -> Layout {
+        let value = |gbs: f64| format!("{gbs:.0} GB/s");
+        let line_label_width = chart
+            .lines()
+            .iter()
+            .map(|&(name, gbs, _, _)| text_width(name, LINE_LABEL_PX).max(text_width(&value(gbs), LINE_LABEL_PX)))
+            .fold(0.0, f64::max)
+            .ceil() as u32
+            + 8
+            + MARGIN;
+        let plot_width = SIZE.0 - MARGIN - Y_LABEL_WIDTH - line_label_width;
+        let slot_px = f64::from(plot_width) / chart.bars.len() as f64;
+        let max_width = slot_px - 4.0;
+        let across = |px: u32| {
+            let wrapped: Vec<Vec<String>> =
+                chart.bars.iter().map(|bar| wrap(&bar.label, |line| text_width(line, px), max_width)).collect();
+            let widths: Vec<f64> =
+                wrapped.iter().map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max)).collect();
+            wrapped.iter().all(|lines| lines.len() <= 2) && fits_slots(&widths, slot_px)
+        };
+        let names = match FONT_SIZES.into_iter().filter(|&px| px >= STEP_FONT_MIN).find(|&px| across(px)) {
+            Some(px) => Names::Across(px),
+            // Upwards, a name is as wide as a line of text: the largest size whose lines, with a
+            // gap, fit the slots.
+            None => Names::Upwards(
+                FONT_SIZES.into_iter().find(|&px| f64::from(px) * 1.25 + 4.0 <= slot_px).unwrap_or(BAR_FONT_MIN),
+            ),
+        };
+        let name_height = match names {
+            Names::Across(_) => STEP_LABEL_HEIGHT,
+            Names::Upwards(px) => {
+                let longest = chart.bars.iter().map(|b| text_width(&b.label, px)).fold(0.0, f64::max);
+                STEP_LABEL_HEIGHT.max(longest.ceil() as u32 + 12)
+            }
+        };
+        Layout { height: SIZE.1 - STEP_LABEL_HEIGHT + name_height, line_label_width, name_height, names }
+    }
+}
+
+fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart, layout: &Layout) -> Result<(), ChartError> {
     root.fill(&BACKGROUND).map_err(drawing)?;
+    let title_bottom = draw_title(root, chart.title)?;
+    let legend_top = title_bottom + 8;
+    draw_legend(root, &chart.legend(), legend_top)?;
+    let (_, plot_area) = root.split_vertically(legend_top + SWATCH + 4);
+
     let count = chart.bars.len();
     let y_max = chart.y_max();
-
-    let mut plot = ChartBuilder::on(root)
-        .caption(chart.title, font(18, TEXT))
-        .margin(12)
-        .margin_right(LINE_LABEL_WIDTH)
-        .x_label_area_size(STEP_LABEL_HEIGHT)
-        .y_label_area_size(56)
+    let mut plot = ChartBuilder::on(&plot_area)
+        .margin(MARGIN)
+        .margin_right(layout.line_label_width)
+        .x_label_area_size(layout.name_height)
+        .y_label_area_size(Y_LABEL_WIDTH)
         .build_cartesian_2d(0.0..count as f64, 0.0..y_max)
         .map_err(drawing)?;
     plot.configure_mesh()
@@ -298,7 +633,8 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart) -> Result<(), C
     // Bars, then the lines over them, so a line stays visible where a bar reaches it.
     plot.draw_series(chart.bars.iter().enumerate().map(|(i, bar)| {
         let x = i as f64;
-        Rectangle::new([(x + 0.18, 0.0), (x + 0.82, bar.gbs)], BAR.filled())
+        let color = if bar.peer.is_some() { PEER_BAR } else { BAR };
+        Rectangle::new([(x + 0.18, 0.0), (x + 0.82, bar.gbs)], color.filled())
     }))
     .map_err(drawing)?;
     let right = count as f64;
@@ -313,45 +649,55 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart) -> Result<(), C
     }
 
     // Pixel geometry, for the labels drawn on the root area.
-    let (left_px, _) = plot.backend_coord(&(0.0, 0.0));
+    let (left_px, top_px) = plot.backend_coord(&(0.0, y_max));
     let (right_px, bottom_px) = plot.backend_coord(&(right, 0.0));
     let slot_px = f64::from(right_px - left_px) / count as f64;
 
     let line_ys: Vec<i32> = chart.lines().iter().map(|line| plot.backend_coord(&(0.0, line.1)).1).collect();
-    draw_bar_labels(root, chart, slot_px, &line_ys, |x, y| plot.backend_coord(&(x, y)))?;
-    draw_step_names(root, chart.bars, slot_px, left_px, bottom_px)?;
-    draw_line_labels(root, chart, right_px, |y| plot.backend_coord(&(0.0, y)).1)?;
+    draw_bar_labels(root, chart, slot_px, &line_ys, top_px, |x, y| plot.backend_coord(&(x, y)))?;
+    draw_step_names(root, chart.bars, layout.names, slot_px, left_px, bottom_px)?;
+    draw_line_labels(root, chart, right_px, (top_px, bottom_px), |y| plot.backend_coord(&(0.0, y)).1)?;
     Ok(())
 }
 
-/// The two lines over a bar: its GB/s and its share of its own roof. A label that would cross a
-/// line is lifted above it; an opaque backdrop keeps grid lines from crossing the text.
+/// The labels over a bar: its GB/s and its share of its own roof. A label that would cross a line
+/// is lifted above it; an opaque backdrop keeps grid lines from crossing the text.
 fn draw_bar_labels(
     root: &DrawingArea<SVGBackend, Shift>,
     chart: &BarChart,
     slot_px: f64,
     line_ys: &[i32],
+    top_px: i32,
     to_px: impl Fn(f64, f64) -> (i32, i32),
 ) -> Result<(), ChartError> {
-    // "4388 GB/s" over "97% of read" where that fits; in narrow slots only "97%".
-    let label = |bar: &Bar, long: bool| {
-        let percent = 100.0 * bar.gbs / bar.roof_gbs;
-        let percent = if percent < 10.0 { format!("{percent:.1}%") } else { format!("{percent:.0}%") };
-        [format!("{:.0} GB/s", bar.gbs), if long { format!("{percent} of {}", bar.roof) } else { percent }]
+    // "4388 GB/s" over "97% of read" where that fits; in narrower slots "4388 GB/s" over "97%";
+    // in the narrowest "97%" alone (the axis gives the GB/s).
+    let label = |bar: &Bar, form: Form| -> Vec<String> {
+        let share = if bar.roof_binds {
+            let percent = 100.0 * bar.gbs / bar.roof_gbs;
+            let percent = if percent < 10.0 { format!("{percent:.1}%") } else { format!("{percent:.0}%") };
+            if form == Form::Long { format!("{percent} of {}", bar.roof) } else { percent }
+        } else {
+            crate::tables::IN_L2.to_string()
+        };
+        match form {
+            Form::ShareOnly => vec![share],
+            _ => vec![format!("{:.0} GB/s", bar.gbs), share],
+        }
     };
     // One form and font size for every bar: the largest that fits the slots.
-    let width = |labels: &[[String; 2]], px: u32| -> Vec<f64> {
+    let width = |labels: &[Vec<String>], px: u32| -> Vec<f64> {
         labels.iter().map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max)).collect()
     };
-    let labels_in = |long: bool| -> Vec<[String; 2]> { chart.bars.iter().map(|bar| label(bar, long)).collect() };
-    let (long, short) = (labels_in(true), labels_in(false));
-    let long_choices = FONT_SIZES.into_iter().filter(|&px| (BAR_FONT_LONG_MIN..=BAR_FONT_MAX).contains(&px));
-    let short_choices = FONT_SIZES.into_iter().filter(|&px| (BAR_FONT_MIN..=BAR_FONT_MAX).contains(&px));
-    let (labels, px) = long_choices
-        .map(|px| (&long, px))
-        .chain(short_choices.map(|px| (&short, px)))
-        .find(|(labels, px)| fits_slots(&width(labels, *px), slot_px))
-        .unwrap_or((&short, BAR_FONT_MIN));
+    let labels_in = |form: Form| -> Vec<Vec<String>> { chart.bars.iter().map(|bar| label(bar, form)).collect() };
+    let choices = |min: u32| FONT_SIZES.into_iter().filter(move |&px| (min..=BAR_FONT_MAX).contains(&px));
+    let (form, px) = choices(BAR_FONT_LONG_MIN)
+        .map(|px| (Form::Long, px))
+        .chain(choices(BAR_FONT_MIN).map(|px| (Form::Short, px)))
+        .chain(choices(BAR_FONT_MIN).map(|px| (Form::ShareOnly, px)))
+        .find(|&(form, px)| fits_slots(&width(&labels_in(form), px), slot_px))
+        .unwrap_or((Form::ShareOnly, BAR_FONT_MIN));
+    let labels = labels_in(form);
     let line_px = (f64::from(px) * 1.25).round() as i32;
     let style = font(px, TEXT).pos(Pos::new(HPos::Center, VPos::Bottom));
 
@@ -359,53 +705,71 @@ fn draw_bar_labels(
     // those above it.
     let mut line_ys = line_ys.to_vec();
     line_ys.sort_unstable_by(|a, b| b.cmp(a));
-    for (i, (bar, lines)) in chart.bars.iter().zip(labels).enumerate() {
+    for (i, (bar, lines)) in chart.bars.iter().zip(&labels).enumerate() {
+        let rows = lines.len() as i32;
         let (cx, top) = to_px(i as f64 + 0.5, bar.gbs);
         let mut bottom = top - 3;
         for &line_y in &line_ys {
-            if line_y > bottom - 2 * line_px - 4 && line_y < bottom + 4 {
+            if line_y > bottom - rows * line_px - 4 && line_y < bottom + 4 {
                 bottom = line_y - 4;
             }
         }
+        // Never above the plot: the y axis leaves room over the highest line for a label.
+        let bottom = bottom.max(top_px + rows * line_px + 1);
         let half_width = (width(std::slice::from_ref(lines), px)[0] / 2.0).ceil() as i32 + 2;
         root.draw(&Rectangle::new(
-            [(cx - half_width, bottom - 2 * line_px - 1), (cx + half_width, bottom + 1)],
+            [(cx - half_width, bottom - rows * line_px - 1), (cx + half_width, bottom + 1)],
             BACKGROUND.filled(),
         ))
         .map_err(drawing)?;
         for (row, line) in lines.iter().enumerate() {
-            let y = bottom - (1 - row as i32) * line_px;
+            let y = bottom - (rows - 1 - row as i32) * line_px;
             root.draw(&Text::new(line.as_str(), (cx, y), style.clone())).map_err(drawing)?;
         }
     }
     Ok(())
 }
 
-/// Step names under the bars, wrapped after hyphens when a name is wider than its slot, at the
-/// largest size that needs at most two lines.
+/// What a bar's label says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    /// Its GB/s over its share of its roof, naming the roof.
+    Long,
+    /// Its GB/s over its share.
+    Short,
+    /// Its share alone.
+    ShareOnly,
+}
+
+/// Step names under the bars, peers' in italics: across, wrapped after hyphens, or upwards
+/// ([`Names`]).
 fn draw_step_names(
     root: &DrawingArea<SVGBackend, Shift>,
     bars: &[Bar],
+    names: Names,
     slot_px: f64,
     left_px: i32,
     bottom_px: i32,
 ) -> Result<(), ChartError> {
-    let max_width = slot_px - 4.0;
-    let fits = |px: u32| {
-        let wrapped: Vec<Vec<String>> =
-            bars.iter().map(|bar| wrap(&bar.label, |line| text_width(line, px) <= max_width)).collect();
-        let widths: Vec<f64> =
-            wrapped.iter().map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max)).collect();
-        wrapped.iter().all(|lines| lines.len() <= 2) && fits_slots(&widths, slot_px)
-    };
-    let px = FONT_SIZES.into_iter().filter(|&px| px <= 12).find(|&px| fits(px)).unwrap_or(STEP_FONT_MIN);
-    let line_px = (f64::from(px) * 1.25).round() as i32;
-    let style = font(px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
+    let style = |bar: &Bar, px: u32| if bar.peer.is_some() { italic(px, TEXT) } else { font(px, TEXT) };
     for (i, bar) in bars.iter().enumerate() {
         let cx = left_px + ((i as f64 + 0.5) * slot_px).round() as i32;
-        for (row, line) in wrap(&bar.label, |line| text_width(line, px) <= max_width).iter().enumerate() {
-            let y = bottom_px + 6 + row as i32 * line_px;
-            root.draw(&Text::new(line.as_str(), (cx, y), style.clone())).map_err(drawing)?;
+        match names {
+            Names::Across(px) => {
+                let line_px = (f64::from(px) * 1.25).round() as i32;
+                let max_width = slot_px - 4.0;
+                let style = style(bar, px).pos(Pos::new(HPos::Center, VPos::Top));
+                for (row, line) in wrap(&bar.label, |line| text_width(line, px), max_width).iter().enumerate() {
+                    let y = bottom_px + 6 + row as i32 * line_px;
+                    root.draw(&Text::new(line.as_str(), (cx, y), style.clone())).map_err(drawing)?;
+                }
+            }
+            Names::Upwards(px) => {
+                // Rotated a quarter turn anticlockwise about its anchor: the end of the text at
+                // the anchor, under the axis, and the text running down from it, read upwards.
+                let style = style(bar, px).pos(Pos::new(HPos::Right, VPos::Center)).transform(FontTransform::Rotate270);
+                root.draw(&Text::new(bar.label.as_str(), (cx, bottom_px + 6), style)).map_err(drawing)?;
+            }
         }
     }
     Ok(())
@@ -420,37 +784,51 @@ fn fits_slots(widths: &[f64], slot_px: f64) -> bool {
     ends && widths.windows(2).all(|pair| (pair[0] + pair[1]) / 2.0 + GAP <= slot_px)
 }
 
-/// Splits `label` into lines that `fits`, breaking after a `-` or at a newline; a piece with no
-/// break point that does not fit stays whole.
-fn wrap(label: &str, fits: impl Fn(&str) -> bool) -> Vec<String> {
+/// Splits `label` into lines no wider than `max` by `width`, breaking after a `-` or at a newline:
+/// one line where it fits, else the two most even lines that fit, else as many as it takes (a
+/// piece with no break point that does not fit stays whole).
+fn wrap(label: &str, width: impl Fn(&str) -> f64, max: f64) -> Vec<String> {
+    let fits = |line: &str| width(line) <= max;
     let mut lines = Vec::new();
     for part in label.lines() {
-        let mut line = String::new();
-        for piece in part.split_inclusive('-') {
-            if !line.is_empty() && !fits(&format!("{line}{piece}")) {
-                lines.push(std::mem::take(&mut line));
+        let pieces: Vec<&str> = part.split_inclusive('-').collect();
+        let two = (1..pieces.len())
+            .map(|at| (pieces[..at].concat(), pieces[at..].concat()))
+            .filter(|(first, second)| fits(first) && fits(second))
+            .min_by(|a, b| width(&a.0).max(width(&a.1)).total_cmp(&width(&b.0).max(width(&b.1))));
+        match two {
+            _ if fits(part) => lines.push(part.to_string()),
+            Some((first, second)) => lines.extend([first, second]),
+            None => {
+                let mut line = String::new();
+                for piece in pieces {
+                    if !line.is_empty() && !fits(&format!("{line}{piece}")) {
+                        lines.push(std::mem::take(&mut line));
+                    }
+                    line.push_str(piece);
+                }
+                lines.push(line);
             }
-            line.push_str(piece);
         }
-        lines.push(line);
     }
     lines
 }
 
 /// The lines' names and values, right of the plot at each line's height, pushed apart where lines
-/// are too close for their labels.
+/// are too close for their labels, and kept between the top and the bottom of the plot.
 fn draw_line_labels(
     root: &DrawingArea<SVGBackend, Shift>,
     chart: &BarChart,
     right_px: i32,
+    (top_px, bottom_px): (i32, i32),
     y_px: impl Fn(f64) -> i32,
 ) -> Result<(), ChartError> {
-    let px = 12;
     let line_px = 15;
     let mut labels: Vec<(i32, &str, f64, RGBColor)> =
         chart.lines().into_iter().map(|(name, gbs, color, _)| (y_px(gbs), name, gbs, color)).collect();
-    // Each label is two lines centred on its line's height; keep centres two lines apart, moving
-    // labels down from the top, then the whole stack up if it left the plot's bottom.
+    // Each label is two lines, the name above the line's height and the value below it; keep
+    // them two lines apart, moving labels down from the top, then the whole stack up if it left
+    // the plot's bottom, and down if it then left its top.
     labels.sort_by_key(|label| label.0);
     let gap = 2 * line_px + 2;
     let mut shifted: Vec<i32> = Vec::new();
@@ -459,9 +837,11 @@ fn draw_line_labels(
         shifted.push(label.0.max(lowest_allowed));
     }
     let overshoot = shifted.iter().zip(&labels).map(|(s, l)| s - l.0).max().unwrap_or(0) / 2;
+    let below_bottom = shifted.last().map_or(0, |last| (last - overshoot + line_px - bottom_px).max(0));
+    let above_top = shifted.first().map_or(0, |first| (top_px + line_px - (first - overshoot - below_bottom)).max(0));
     for ((_, name, gbs, color), y) in labels.into_iter().zip(shifted) {
-        let y = y - overshoot;
-        let style = font(px, color).pos(Pos::new(HPos::Left, VPos::Bottom));
+        let y = y - overshoot - below_bottom + above_top;
+        let style = font(LINE_LABEL_PX, color).pos(Pos::new(HPos::Left, VPos::Bottom));
         let x = right_px + 8;
         root.draw(&Text::new(name, (x, y), style.clone())).map_err(drawing)?;
         let value = format!("{gbs:.0} GB/s");
@@ -485,12 +865,105 @@ mod tests {
 
     #[test]
     fn wraps_after_hyphens() {
-        let chars = |max: usize| move |line: &str| line.chars().count() <= max;
-        assert_eq!(wrap("unroll-last-warp", chars(10)), ["unroll-", "last-warp"]);
-        assert_eq!(wrap("shuffle-vec4", chars(12)), ["shuffle-vec4"]);
-        assert_eq!(wrap("complete-unroll", chars(10)), ["complete-", "unroll"]);
-        assert_eq!(wrap("averyverylongname", chars(4)), ["averyverylongname"]);
-        assert_eq!(wrap("two\nlines", chars(20)), ["two", "lines"]);
+        let chars = |line: &str| line.chars().count() as f64;
+        assert_eq!(wrap("unroll-last-warp", chars, 10.0), ["unroll-", "last-warp"]);
+        assert_eq!(wrap("shuffle-vec4", chars, 12.0), ["shuffle-vec4"]);
+        assert_eq!(wrap("complete-unroll", chars, 10.0), ["complete-", "unroll"]);
+        assert_eq!(wrap("averyverylongname", chars, 4.0), ["averyverylongname"]);
+        assert_eq!(wrap("two\nlines", chars, 20.0), ["two", "lines"]);
+        // Two even lines rather than a full first line and a short second one.
+        assert_eq!(wrap("cub-inclusive-f32", chars, 14.0), ["cub-", "inclusive-f32"]);
+        assert_eq!(wrap("a-b-c-d-e-f", chars, 4.0), ["a-b-", "c-d-", "e-f"]);
+    }
+
+    /// A text and its box: `(text, left, top, right, bottom)`.
+    type TextBox = (String, f64, f64, f64, f64);
+
+    /// The texts of an SVG with their boxes as estimated by [`text_width`] (a wide face), and the
+    /// canvas' size.
+    fn estimated_boxes(svg: &str) -> ((f64, f64), Vec<TextBox>) {
+        let attribute = |tag: &str, name: &str| -> Option<String> {
+            let key = format!(" {name}=\"");
+            let start = format!(" {tag}").find(&key)? + key.len() - 1;
+            Some(tag[start..].split('"').next()?.to_string())
+        };
+        let number = |tag: &str, name: &str| attribute(tag, name).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let header = svg.split('>').next().unwrap_or_default();
+        let size = (number(header, "width"), number(header, "height"));
+        let boxes = svg
+            .split("<text ")
+            .skip(1)
+            .filter_map(|rest| {
+                let (tag, rest) = rest.split_once('>')?;
+                let text = rest.split("</text>").next()?.trim().replace("&apos;", "'").replace("&amp;", "&");
+                let (x, y, px) = (number(tag, "x"), number(tag, "y"), number(tag, "font-size"));
+                let width = text_width(&text, px as u32);
+                let (left, right) = match attribute(tag, "text-anchor").as_deref() {
+                    Some("middle") => (x - width / 2.0, x + width / 2.0),
+                    Some("end") => (x - width, x),
+                    _ => (x, x + width),
+                };
+                let (top, bottom) = match attribute(tag, "dy").as_deref() {
+                    Some("0.76em") => (y, y + px),
+                    Some("0.5ex") => (y - px / 2.0, y + px / 2.0),
+                    _ => (y - px, y),
+                };
+                // A quarter turn anticlockwise about (x, y): across becomes up, down becomes across.
+                let turned = attribute(tag, "transform").is_some_and(|t| t.starts_with("rotate(270"));
+                Some(if turned {
+                    (text, x + (top - y), y - (right - x), x + (bottom - y), y - (left - x))
+                } else {
+                    (text, left, top, right, bottom)
+                })
+            })
+            .collect();
+        (size, boxes)
+    }
+
+    /// Every text of every chart the book draws from the committed data, and of crowded made-up
+    /// ones, inside its canvas and clear of the others, by the widths estimated for a wide face
+    /// (the browser check, scripts/check-book-render, measures the faces it has).
+    #[test]
+    fn every_chart_keeps_its_texts_inside_and_apart() {
+        let bar = |i: usize, peer: bool| Bar {
+            peer: peer.then(|| "NVIDIA CUB DeviceSomething::Long".to_string()),
+            roof_binds: i % 5 != 0,
+            ..Bar::new(&format!("a-rather-long-step-name-{i}"), 200.0 * i as f64, "copy", 4000.0)
+        };
+        let lines = Lines { read_gbs: 4100.0, copy_gbs: 4000.0, peak_gbs: Some(4800.0) };
+        let mut charts: Vec<(String, String)> = [3, 8, 14, 24]
+            .iter()
+            .map(|&count| {
+                let bars: Vec<Bar> = (0..count).map(|i| bar(i, i % 3 == 0)).collect();
+                (format!("{count} made-up bars"), bar_chart("Made up", &bars, lines).unwrap())
+            })
+            .collect();
+        let book = crate::book::render_book(course::registry(), &crate::workspace_root()).unwrap();
+        charts.extend(
+            book.into_iter()
+                .filter(|(path, _)| path.extension().is_some_and(|e| e == "svg"))
+                .map(|(path, svg)| (path.display().to_string(), svg)),
+        );
+        assert!(charts.len() > 10, "the book's charts were not found");
+        let mut problems = Vec::new();
+        for (name, svg) in &charts {
+            let ((width, height), boxes) = estimated_boxes(svg);
+            for (text, left, top, right, bottom) in &boxes {
+                if *left < 0.0 || *top < 0.0 || *right > width || *bottom > height {
+                    problems.push(format!("{name}: `{text}` at [{left:.0}, {right:.0}] x [{top:.0}, {bottom:.0}]"));
+                }
+            }
+            for (i, a) in boxes.iter().enumerate() {
+                for b in &boxes[i + 1..] {
+                    let across = a.3.min(b.3) - a.1.max(b.1);
+                    let down = a.4.min(b.4) - a.2.max(b.2);
+                    if across > 0.5 && down > 0.5 {
+                        problems.push(format!("{name}: `{}` over `{}`", a.0, b.0));
+                    }
+                }
+            }
+        }
+        assert!(problems.is_empty(), "texts outside their charts or over each other:\n{}", problems.join("\n"));
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!   record next to the roofs of the same run);
 //! - [`results`]: the results format and its one writer;
 //! - [`tables`]: the tables, rendered once, written as Markdown (the book) or text (the tour);
-//! - [`charts`]: SVG bar charts with the read roof, the copy roof and the theoretical peak;
+//! - [`charts`]: SVG bar charts with the read roof, the copy roof and the theoretical peak, and
+//!   the front page's chart of shares of roofs;
+//! - [`headline`]: the front page's table and chart: each family's final step beside its peers;
 //! - [`book`]: every generated page of the book and the README, from the registry and the data;
 //! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones;
 //! - [`accuracy`]: the accuracy studies (relative error against n) and their charts.
@@ -12,6 +14,7 @@
 pub mod accuracy;
 pub mod book;
 pub mod charts;
+pub mod headline;
 pub mod multi_gpu;
 pub mod prose;
 pub mod results;

@@ -45,7 +45,8 @@ impl Table {
         out
     }
 
-    /// The table as aligned plain text (Markdown emphasis removed), after its caption.
+    /// The table as aligned plain text (Markdown emphasis removed, from the caption too), after its
+    /// caption.
     pub fn text(&self) -> String {
         let plain = |cell: &str| cell.replace("**", "").replace('*', "");
         let cells: Vec<Vec<String>> = std::iter::once(self.columns.iter().map(|(n, _)| n.to_string()).collect())
@@ -54,7 +55,7 @@ impl Table {
         let widths: Vec<usize> = (0..self.columns.len())
             .map(|i| cells.iter().map(|row| row.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0))
             .collect();
-        let mut out = format!("{}\n", self.caption);
+        let mut out = format!("{}\n", plain(&self.caption));
         for row in &cells {
             let line: Vec<String> = row
                 .iter()
@@ -107,6 +108,47 @@ fn percent(value: f64) -> String {
     format!("{value:.1}%")
 }
 
+/// What a table shows in place of a step's share of a roof that does not bind (see [`roof_binds`]).
+pub const IN_L2: &str = "in L2";
+
+/// Whether the roofs bind a step at the size it was measured at: whether the bytes it moves (its
+/// input read once, its output written once: [`Record::bytes`]) exceed the L2 cache of the GPU it
+/// ran on (`l2_cache_bytes`: 50 MiB on an H100, 60 MiB on an H200).
+///
+/// Where they fit, the roofs are no limit. A step called again and again finds its input in the
+/// L2, while the read roof's streaming loads (evicted first) keep reading DRAM and the copy roof is
+/// one driver call: the launch and the L2, not DRAM, set the times, and a step can pass 100% of a
+/// roof (the scan's one-block steps at 2^11 elements, the half-precision sums at 2^24). Tables then
+/// print [`IN_L2`] instead of its share of a roof (book/src/bandwidth.md explains). Beyond the L2 a
+/// step that streams as well as the roof kernel lands within a percent of it, on either side, and
+/// its share is shown as measured, above 100% too. A GPU that reports no L2 (the simulator) has no
+/// such sizes.
+pub fn roof_binds(record: &Record, l2_cache_bytes: u64) -> bool {
+    record.bytes > l2_cache_bytes
+}
+
+/// The L2 cache of the GPU `results` were measured on, in bytes (0 when none was).
+fn l2_of(results: &[Results]) -> u64 {
+    results.first().map_or(0, |r| r.device.l2_cache_bytes)
+}
+
+/// A step's share of a roof as tables print it: `98.7%`, or [`IN_L2`] where the roof does not bind.
+pub fn share_of_roof(record: &Record, l2_cache_bytes: u64, share: f64) -> String {
+    if roof_binds(record, l2_cache_bytes) { percent(share) } else { IN_L2.to_string() }
+}
+
+/// What a caption adds when a table printed [`IN_L2`].
+fn in_l2_note(rows: &[Vec<String>], l2_cache_bytes: u64) -> String {
+    if !rows.iter().flatten().any(|cell| cell == IN_L2) {
+        return String::new();
+    }
+    format!(
+        " *{IN_L2}*: the step moves no more bytes than the GPU's L2 cache holds ({} MiB), so the L2 and \
+         the launch, not DRAM, set its time, and no share of a DRAM roof is shown.",
+        l2_cache_bytes >> 20
+    )
+}
+
 /// The two roofs of a record's case: `(name, GB/s, % of copy)`.
 fn roofs_of(record: &Record) -> [(&'static str, f64, f64); 2] {
     let percent_of_copy = |gbs: f64| 100.0 * gbs / record.copy_gbs;
@@ -116,14 +158,15 @@ fn roofs_of(record: &Record) -> [(&'static str, f64, f64); 2] {
     ]
 }
 
-/// A step's cells: roof, time, GB/s, % of its roof, % of copy.
-fn measured_cells(record: &Record) -> [String; 5] {
+/// A step's cells: roof, time, GB/s, % of its roof, % of copy (the shares only where the roofs
+/// bind: [`roof_binds`]).
+fn measured_cells(record: &Record, l2_cache_bytes: u64) -> [String; 5] {
     [
         record.roof.clone(),
         ms(record.median_ms),
         format!("{:.0}", record.gbs),
-        percent(record.percent_of_roof()),
-        percent(record.percent_of_copy()),
+        share_of_roof(record, l2_cache_bytes, record.percent_of_roof()),
+        share_of_roof(record, l2_cache_bytes, record.percent_of_copy()),
     ]
 }
 
@@ -148,6 +191,7 @@ pub(crate) fn chapter_steps<'a>(family: &'a Family, chapter: &'a Chapter) -> Vec
 /// steps, and the steps. `None` when nothing of the chapter was measured there.
 pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) -> Option<Table> {
     let steps = chapter_steps(family, chapter);
+    let l2 = l2_of(results);
     let mut cases: Vec<&str> = Vec::new();
     for step in &steps {
         for case in step.cases() {
@@ -175,7 +219,7 @@ pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) ->
             ]);
         }
         for (label, record) in found {
-            rows.push([vec![case.to_string(), label], measured_cells(record).to_vec()].concat());
+            rows.push([vec![case.to_string(), label], measured_cells(record, l2).to_vec()].concat());
         }
     }
     let columns = vec![
@@ -187,7 +231,8 @@ pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) ->
         ("% of its roof", Align::Right),
         ("% of copy", Align::Right),
     ];
-    Some(Table { caption: measured_on(first?), columns, rows })
+    let caption = measured_on(first?) + &in_l2_note(&rows, l2);
+    Some(Table { caption, columns, rows })
 }
 
 /// The family's summary on one GPU, at its summary case: the roofs, the peers, then every ladder
@@ -203,6 +248,7 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
         family.steps().filter(|s| s.on_ladder()).filter_map(|s| Some((s, find_record(results, &s, case)?))).collect();
     let (_, first) = ladder.first()?;
     let origin = results.iter().find(|r| r.records.contains(first))?;
+    let l2 = l2_of(results);
     let mut rows: Vec<Vec<String>> = roofs_of(first)
         .into_iter()
         .map(|(name, gbs, of_copy)| {
@@ -213,7 +259,8 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
     for (step, record) in &peers {
         let crate_name = step.crate_name.to_string();
         rows.push(
-            [vec![peer_label(step), crate_name], measured_cells(record).to_vec(), vec!["".into(), "".into()]].concat(),
+            [vec![peer_label(step), crate_name], measured_cells(record, l2).to_vec(), vec!["".into(), "".into()]]
+                .concat(),
         );
     }
     let mut previous = first.median_ms;
@@ -221,7 +268,8 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
         let speedups =
             vec![format!("{:.2}x", previous / record.median_ms), format!("{:.2}x", first.median_ms / record.median_ms)];
         rows.push(
-            [vec![peer_label(step), step.crate_name.to_string()], measured_cells(record).to_vec(), speedups].concat(),
+            [vec![peer_label(step), step.crate_name.to_string()], measured_cells(record, l2).to_vec(), speedups]
+                .concat(),
         );
         previous = record.median_ms;
     }
@@ -237,9 +285,10 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
         ("cumulative speedup", Align::Right),
     ];
     let caption = format!(
-        "{} {} at {case}, every step in one run against the roofs of the same run.",
+        "{} {} at {case}, every step in one run against the roofs of the same run.{}",
         measured_on(origin),
-        family.title
+        family.title,
+        in_l2_note(&rows, l2)
     );
     Some(Table { caption, columns, rows })
 }
@@ -250,6 +299,7 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
 pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
     let mut rows = Vec::new();
     let mut origin = None;
+    let l2 = l2_of(results);
     for case in &family.cases {
         for peer_step in family.steps().filter(|s| s.peer.is_some()) {
             let Some(counterpart) = peer_step.peer.and_then(|p| p.counterpart.as_deref()) else { continue };
@@ -264,10 +314,10 @@ pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
                 case.label.clone(),
                 format!("**{}**", ours.name()),
                 format!("{:.0}", mine.gbs),
-                percent(mine.percent_of_roof()),
+                share_of_roof(mine, l2, mine.percent_of_roof()),
                 peer_label(&peer_step),
                 format!("{:.0}", theirs.gbs),
-                percent(theirs.percent_of_roof()),
+                share_of_roof(theirs, l2, theirs.percent_of_roof()),
                 format!("{:.3}", theirs.median_ms / mine.median_ms),
             ]);
         }
@@ -284,6 +334,7 @@ pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
         ("peer % of its roof", Align::Right),
         ("peer time / step time", Align::Right),
     ];
-    let caption = format!("{} Each step and its peer measured in the same run.", measured_on(origin));
+    let caption =
+        format!("{} Each step and its peer measured in the same run.{}", measured_on(origin), in_l2_note(&rows, l2));
     Some(Table { caption, columns, rows })
 }

@@ -90,3 +90,94 @@ fn every_include_names_an_existing_file_and_anchor() {
     assert!(includes > 0, "no includes found under {}", src.display());
     assert!(problems.is_empty(), "broken includes:\n{}", problems.join("\n"));
 }
+
+/// The front page's table (`book/src/data/measured/headline.md`, included by the introduction) is
+/// the data: for every family and every GPU measured, the family's final step (the last step of
+/// its ladder that runs at its summary case) beside each peer whose counterpart it is, with the
+/// GB/s of both and the peer's time over the step's, read here from the results files; then, for
+/// every multi-GPU session, the ring's all-reduce beside NCCL's and PyTorch's.
+#[test]
+fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured() {
+    let root = workspace_root();
+    let introduction = std::fs::read_to_string(root.join("book/src/introduction.md")).unwrap();
+    assert!(introduction.contains("{{#include data/measured/headline.md}}"), "the introduction shows no headline");
+    let page = std::fs::read_to_string(root.join("book/src/data/measured/headline.md")).unwrap();
+    assert!(page.contains("![") && page.contains("(data/measured/headline.svg)"), "no headline chart:\n{page}");
+
+    // The table's rows, an empty cell repeating the one above it.
+    let plain = |cell: &str| cell.trim().replace("<wbr>", "").replace('*', "");
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for line in page.lines().filter(|l| l.starts_with('|')).skip(2) {
+        let cells: Vec<String> = line.trim_matches('|').split('|').map(plain).collect();
+        let filled = match rows.last() {
+            Some(above) => {
+                cells.iter().zip(above).map(|(c, a)| if c.is_empty() { a.clone() } else { c.clone() }).collect()
+            }
+            None => cells,
+        };
+        rows.push(filled);
+    }
+
+    let data = root.join("book/src/data");
+    let gpus = report::results::results_by_gpu(&report::load_results(&data).unwrap());
+    let mut expected: Vec<[String; 7]> = Vec::new();
+    for family in &course::registry().families {
+        let summary = &family.summary_case;
+        let Some(last) = family.steps().filter(|s| s.on_ladder() && s.cases().contains(summary)).last() else {
+            continue;
+        };
+        let peers: Vec<_> =
+            family.steps().filter(|s| s.peer.and_then(|p| p.counterpart.as_deref()) == Some(last.name())).collect();
+        for (_, results) in &gpus {
+            let find = |crate_name: &str, step: &str| {
+                results
+                    .iter()
+                    .filter(|r| r.crate_name == crate_name)
+                    .flat_map(|r| &r.records)
+                    .find(|r| r.step == step && r.case == summary.label)
+            };
+            let Some(ours) = find(last.crate_name, last.name()) else { continue };
+            let name = &results[0].device.name;
+            let gpu = name.trim_start_matches("NVIDIA ").split(' ').next().unwrap().to_string();
+            for peer in &peers {
+                let Some(theirs) = find(peer.crate_name, peer.name()) else { continue };
+                expected.push([
+                    family.title.clone(),
+                    gpu.clone(),
+                    last.name().to_string(),
+                    format!("{:.0}", ours.gbs),
+                    peer.peer.unwrap().source.clone(),
+                    format!("{:.0}", theirs.gbs),
+                    format!("{:.2}x", theirs.median_ms / ours.median_ms),
+                ]);
+            }
+        }
+    }
+    for machine in report::multi_gpu::load_machines(&data).unwrap() {
+        let ring: Vec<_> = machine.rows.iter().filter(|r| r.kind == "allreduce" && r.method == "ring").collect();
+        let Some(gpus) = ring.iter().map(|r| r.gpus).max() else { continue };
+        let Some(bytes) = ring.iter().filter(|r| r.gpus == gpus).map(|r| r.bytes).max() else { continue };
+        let ours = machine.all_reduce("ring", gpus, bytes).unwrap();
+        for (method, name) in [("nccl", "NCCL"), ("torch", "PyTorch")] {
+            let Some(theirs) = machine.all_reduce(method, gpus, bytes) else { continue };
+            let device = machine.fact("device").trim_start_matches("NVIDIA ").split(' ').next().unwrap().to_string();
+            expected.push([
+                "Across GPUs".into(),
+                format!("{gpus} x {device}"),
+                "ring".into(),
+                format!("{:.0}", ours.busbw()),
+                name.into(),
+                format!("{:.0}", theirs.busbw()),
+                format!("{:.2}x", theirs.ms / ours.ms),
+            ]);
+        }
+    }
+    assert!(expected.len() >= 10, "the data has too few pairs: {expected:?}");
+    assert_eq!(rows.len(), expected.len(), "rows of the front page's table:\n{page}");
+    for (row, want) in rows.iter().zip(&expected) {
+        assert!(row[0].starts_with(&format!("[{}]", want[0])), "technique {:?}, expected {}", row[0], want[0]);
+        assert_eq!(row[1..4], want[1..4], "{want:?}");
+        assert!(row[4].starts_with(&want[4]), "peer {:?}, expected {}", row[4], want[4]);
+        assert_eq!(row[5..7], want[5..7], "{want:?}");
+    }
+}
