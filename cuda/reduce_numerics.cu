@@ -169,10 +169,17 @@ struct Moments {
     float m2;
 };
 
+// One value: its own mean, and m2 = x - x, which is 0, or NaN for an infinity or a NaN: the
+// variance of data holding an infinity is NaN (inf - inf), as numpy's and torch's are.
+__device__ __forceinline__ Moments moments1(float x)
+{
+    return Moments{1ull, x, x - x};
+}
+
 template <class In>
 struct MomentsOf {
     typedef In Input;
-    __device__ static Moments lift(In x) { return Moments{1ull, (float)x, 0.0f}; }
+    __device__ static Moments lift(In x) { return moments1((float)x); }
     typedef Moments Value;
     __device__ static Moments identity() { return Moments{0ull, 0.0f, 0.0f}; }
     __device__ static Moments combine(Moments a, Moments b)
@@ -183,27 +190,32 @@ struct MomentsOf {
         // ANCHOR: solution combine two accumulators with Chan's formula: the mean moves by d = mean_b - mean_a times nb / n, and m2 gains d^2 * na * nb / n
         const float share_b = (float)b.count / (float)count;
         const float d = b.mean - a.mean;
-        // An infinite mean stays infinite (NaN if both signs meet), as numpy's mean does; the
-        // variance of data with an infinity is NaN either way (d is infinite or NaN).
-        const float mean = (isinf(a.mean) || isinf(b.mean)) ? a.mean + b.mean : a.mean + d * share_b;
-        const float m2 = (a.m2 + b.m2) + d * d * ((float)a.count * share_b);
+        // Where d overflows (means of opposite signs near f32's limit), the weighted mean does
+        // not; an infinite mean stays infinite (NaN where both signs meet), as numpy's does.
+        const float mean = isfinite(d) ? a.mean + d * share_b : a.mean * (1.0f - share_b) + b.mean * share_b;
+        const float weight = (float)a.count * share_b;
+        float spread = d * d * weight;
+        if (isinf(spread) && isfinite(d)) {
+            // d^2 overflowed on its own: (d sqrt(na nb / n))^2 overflows only where m2 does.
+            const float t = d * sqrtf(weight);
+            spread = t * t;
+        }
+        const float m2 = (a.m2 + b.m2) + spread;
         return Moments{count, mean, m2};
         // ANCHOR_END: solution
         // ANCHOR: stub return Moments{count, a.mean, a.m2};
     }
 };
 
-// Four values at once: their mean, and their squared deviations from it.
+// Four values at once: their mean, and their squared deviations from it. Where the sum of finite
+// values overflows (four values near f32's limit), the mean is taken from the quarters instead;
+// the sum is used otherwise, since quartering would round subnormal values.
 __device__ __forceinline__ Moments moments4(float a, float b, float c, float d)
 {
-    const float mean = ((a + b) + (c + d)) * 0.25f;
+    const float sum = (a + b) + (c + d);
+    const float mean = isfinite(sum) ? sum * 0.25f : (a * 0.25f + b * 0.25f) + (c * 0.25f + d * 0.25f);
     const float da = a - mean, db = b - mean, dc = c - mean, dd = d - mean;
     return Moments{4ull, mean, (da * da + db * db) + (dc * dc + dd * dd)};
-}
-
-__device__ __forceinline__ Moments moments1(float x)
-{
-    return Moments{1ull, x, 0.0f};
 }
 
 __device__ __forceinline__ Moments shuffle_down(Moments value, int offset)

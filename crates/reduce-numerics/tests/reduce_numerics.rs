@@ -6,7 +6,7 @@
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{TestResult, TestRng, TestSuite, fits_test_time};
 use reduce_numerics::{
-    HalfFormat, Numerics, compensated_tolerance, exact_sum, moments_mismatch, plan, random_halves, within,
+    HalfFormat, Numerics, compensated_tolerance, exact_sum, halves_chain, moments_mismatch, plan, random_halves, within,
 };
 use reduction::reference::sum_mismatch;
 
@@ -28,7 +28,7 @@ fn check_halves(
         let values: Vec<f32> = host[offset..].iter().map(|&h| format.to_f32(h)).collect();
         numerics.poison(view.len())?;
         let got = numerics.sum_halves(view, format)?;
-        if let Some(why) = sum_mismatch(&values, got) {
+        if let Some(why) = sum_mismatch(&values, got, halves_chain(values.len(), device.facts().shape())) {
             return Err(rng.fail(format!("{format:?} sum at offset {offset}: {why}")));
         }
         if !values.is_empty() {
@@ -132,6 +132,51 @@ fn main() -> std::process::ExitCode {
                 }
                 if moments.m2 < 0.0 {
                     return Err(rng.fail(format!("negative m2 {}", moments.m2)));
+                }
+            }
+            Ok(())
+        })
+        .gpu("moments::finite_wherever_the_true_mean_and_m2_are", |device| {
+            // Sums of four values near f32's limit overflow before they are quartered, and the
+            // difference of two means of opposite signs can overflow: neither may reach the result.
+            let mut numerics = Numerics::new(device)?;
+            for (value, n) in [(1e38f32, 1000usize), (f32::MAX, 4099), (-3e38, 7), (3.3e38, 1)] {
+                let moments = numerics.moments(device.upload(&vec![value; n])?.as_view())?;
+                if moments.mean != value || moments.m2 != 0.0 {
+                    return Err(format!("{n} copies of {value:e}: {moments:?}").into());
+                }
+            }
+            // Half the values at -3e38, half at +3e38: mean 0, m2 = n * 9e76, past f32: +inf.
+            let host: Vec<f32> = (0..1000).map(|i| if i % 2 == 0 { -3e38 } else { 3e38 }).collect();
+            let moments = numerics.moments(device.upload(&host)?.as_view())?;
+            if !(moments.mean.abs() <= 3e38 * 1e-3 && moments.m2 == f32::INFINITY) {
+                return Err(format!("+-3e38 alternating: {moments:?} (mean 0, m2 past f32 expected)").into());
+            }
+            Ok(())
+        })
+        .gpu("moments::an_infinity_anywhere_gives_a_nan_variance", |device| {
+            // numpy.var and torch.var: x - mean is inf - inf for the infinite element, so NaN; the
+            // mean is the infinity. Wherever the infinity sits: in a four-value group, the tail,
+            // the only element.
+            let mut numerics = Numerics::new(device)?;
+            for n in [1usize, 5, 4099, 10_000] {
+                for at in [0, n / 2, n - 1] {
+                    for infinity in [f32::INFINITY, f32::NEG_INFINITY] {
+                        let mut host = vec![0.5f32; n];
+                        host[at] = infinity;
+                        let moments = numerics.moments(device.upload(&host)?.as_view())?;
+                        let mut halves = |format: HalfFormat| -> gpu_harness::Result<_> {
+                            let words: Vec<u16> = host.iter().map(|&x| format.from_f32(x)).collect();
+                            numerics.moments_halves(device.upload(&words)?.as_view(), format)
+                        };
+                        let f16 = halves(HalfFormat::F16)?;
+                        let bf16 = halves(HalfFormat::BF16)?;
+                        for (what, got) in [("f32", moments), ("f16", f16), ("bf16", bf16)] {
+                            if got.mean != infinity || !got.variance().is_nan() {
+                                return Err(format!("{what}: {infinity} at {at} of {n}: {got:?}").into());
+                            }
+                        }
+                    }
                 }
             }
             Ok(())
