@@ -19,12 +19,11 @@
 // ANCHOR: atomics
 // How one block's value is combined into the result, per operation. Integer sums, minima and maxima
 // have hardware atomics; 64-bit sums use the unsigned 64-bit atomic add (two's complement makes it
-// right for signed values too); float min and max use a compare-and-swap loop with the same NaN rule
-// as Max<float> and Min<float>.
+// right for signed values too); float sums, min and max use a compare-and-swap loop on the bits,
+// with the same rules (NaN, subnormals) as the rest of the reduction. The hardware's float
+// atomicAdd (red.global.add.f32) flushes subnormal operands and results to zero, so a sum of tiny
+// values would come back 0; one compare-and-swap per block costs about as little.
 template <class Op> struct Atomic;
-template <> struct Atomic<Sum<float> > {
-    __device__ static void apply(float* r, float v) { atomicAdd(r, v); }
-};
 template <> struct Atomic<Sum<int> > {
     __device__ static void apply(int* r, int v) { atomicAdd(r, v); }
 };
@@ -70,6 +69,9 @@ __device__ __forceinline__ void atomic_combine_float(float* r, float v)
         old = seen;
     }
 }
+template <> struct Atomic<Sum<float> > {
+    __device__ static void apply(float* r, float v) { atomic_combine_float<Sum<float> >(r, v); }
+};
 template <> struct Atomic<Max<float> > {
     __device__ static void apply(float* r, float v) { atomic_combine_float<Max<float> >(r, v); }
 };

@@ -24,7 +24,9 @@ use gpu_harness::{
     Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelArg, KernelSource, Launch,
     LaunchConfig, Result, StepEntry, kernel_source,
 };
-use reduction::{FullReduction, POISON_WORD, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks, measured};
+use reduction::{
+    DeviceFinish, FullReduction, POISON_WORD, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks, measured,
+};
 
 /// Threads per block.
 pub const BLOCK_SIZE: u32 = 256;
@@ -46,6 +48,8 @@ pub trait Finish: Send + Sync + 'static {
     const PREFIX: &'static str;
     /// The step's name in benches and the book.
     const STEP: &'static str;
+    /// How its blocks' values meet (for the plan's addition chain).
+    const DEVICE_FINISH: DeviceFinish;
 
     /// Adds the finish's own arguments to `launch` (whose inputs are already set), then queues it.
     /// `identity_word` fills every 32-bit word of a value holding the operation's identity.
@@ -57,6 +61,7 @@ pub struct Atomic;
 impl Finish for Atomic {
     const PREFIX: &'static str = "atomic";
     const STEP: &'static str = "atomic";
+    const DEVICE_FINISH: DeviceFinish = DeviceFinish::Atomic;
 
     fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, identity_word: u32) -> Result<()> {
         out.result.fill_words(identity_word)?;
@@ -69,6 +74,7 @@ pub struct LastBlock;
 impl Finish for LastBlock {
     const PREFIX: &'static str = "last_block";
     const STEP: &'static str = "last-block";
+    const DEVICE_FINISH: DeviceFinish = DeviceFinish::LastBlock;
 
     fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, _identity_word: u32) -> Result<()> {
         launch.arg(out.partials).arg(out.ticket).arg(out.result).arg(n as u64).run()
@@ -144,7 +150,7 @@ impl<T: ReduceElement, F: Finish> SinglePass<T, F> {
 
     /// The plan for `n` elements on this device.
     pub fn plan(&self, n: usize) -> ReductionPlan {
-        plan(F::PREFIX, n, self.device.facts().shape())
+        ReductionPlan { finish: F::DEVICE_FINISH, ..plan(F::PREFIX, n, self.device.facts().shape()) }
     }
 
     /// Grows the partials (used by the last-block finish) to what `n` elements need.
@@ -235,6 +241,9 @@ impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
 
     fn wide_result(&self) -> &DeviceBuffer<T::Wide> {
         &self.wide_result
+    }
+    fn addition_chain(&self, n: usize) -> u64 {
+        self.plan(n).longest_addition_chain()
     }
 }
 

@@ -36,6 +36,27 @@ fn main() -> std::process::ExitCode {
         .full_reduction_suite::<DeterministicFamily>()
         .sum_reduction_suite::<SumOf<AtomicReduce<f32>>>()
         .sum_reduction_suite::<SumOf<DeterministicReduce<f32>>>()
+        .gpu("subnormals::every_finish_keeps_them", |device| {
+            // The hardware's float atomicAdd flushes subnormal operands and results to zero; the
+            // finishes add with the same rules as the rest of the reduction, so tiny values add up
+            // exactly: n copies of 2^-149 (n a power of two) sum to n * 2^-149, and a subnormal
+            // alone, or beside zeros, comes back unchanged.
+            let n = test_size(device, 1 << 20, 1 << 14);
+            let tiny = f32::from_bits(1);
+            let exact = (n as f64 * f64::from(tiny)) as f32;
+            let mut lone = vec![0.0f32; 4099];
+            lone[1234] = 1e-40;
+            for (input, want) in [(vec![tiny; n], exact), (vec![1e-40f32], 1e-40), (lone, 1e-40)] {
+                let input = device.upload(&input)?;
+                let atomic = AtomicReduce::<f32>::create(device)?.sum(input.as_view())?;
+                let last_block = DeterministicReduce::<f32>::create(device)?.sum(input.as_view())?;
+                if atomic.to_bits() != want.to_bits() || last_block.to_bits() != want.to_bits() {
+                    let n = input.len();
+                    return Err(format!("{n} elements: atomic {atomic:e}, last-block {last_block:e}, exact {want:e}").into());
+                }
+            }
+            Ok(())
+        })
         .cpu("illustration::launch_plans", || {
             let sizes = [0usize, 1, 4096, 1 << 20, 1 << 28, 1_000_000_007];
             let plans: Vec<String> =

@@ -24,7 +24,10 @@ use gpu_harness::{
 };
 use reduction::measured;
 use reduction::reference::sum_mismatch;
-use reduction::{FullReduction, POISON_WORD, PassPlan, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks};
+use reduction::{
+    DeviceFinish, FullReduction, POISON_WORD, PassPlan, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks,
+    passes_chain,
+};
 
 /// Threads per block in every pass.
 pub const BLOCK_SIZE: u32 = 256;
@@ -49,7 +52,7 @@ pub fn plan(first: &'static str, later: &'static str, n: usize, gpu: GpuShape) -
         count = blocks as usize;
     }
     // ANCHOR_END: solution
-    ReductionPlan { n: n as u64, passes, host_adds: 0, on_device: true }
+    ReductionPlan { n: n as u64, passes, host_adds: 0, on_device: true, finish: DeviceFinish::Partials }
 }
 // ANCHOR_END: plan
 
@@ -219,6 +222,9 @@ impl<T: ReduceElement> FullReduction<T> for MultiLevel<T> {
 
     fn wide_result(&self) -> &DeviceBuffer<T::Wide> {
         &self.wide_result
+    }
+    fn addition_chain(&self, n: usize) -> u64 {
+        self.plan(n).longest_addition_chain()
     }
 }
 
@@ -405,8 +411,9 @@ impl Prepared for RowSumsCase {
 
     fn check(&mut self) -> Result<Checked> {
         let sums = self.row_sums.sum_rows(self.input.device.as_view(), self.rows, self.cols)?;
+        let chain = passes_chain(&self.row_sums.plan(self.rows, self.cols)?.passes);
         for (row, (&got, values)) in sums.iter().zip(self.input.host.chunks(self.cols)).enumerate() {
-            if let Some(why) = sum_mismatch(values, got) {
+            if let Some(why) = sum_mismatch(values, got, chain) {
                 return Ok(self.input.outcome("row sums", Some(format!("row {row} of {}: {why}", self.rows))));
             }
         }

@@ -2,7 +2,8 @@
 //! trait their launchers implement (reduce-multi-level and reduce-atomic).
 //!
 //! Semantics, the same on the GPU and in the CPU references here:
-//! - `Sum` of f32 is compared with an f64 reference within [`crate::reference::sum_tolerance`].
+//! - `Sum` of f32 is compared with an f64 reference within the launcher's own bound
+//!   ([`crate::reference::sum_bound`] of [`FullReduction::addition_chain`]).
 //!   Sums of i32 and u32 wrap around modulo 2^32, as unsigned arithmetic does in C (and as the
 //!   hardware's integer adds do); they are compared exactly with a wrapping reference.
 //! - `Min` and `Max`: for f32, NaN wins (a NaN anywhere gives NaN). Exact.
@@ -185,6 +186,10 @@ pub trait FullReduction<T: ReduceElement>: Sized + Send + 'static {
     fn result(&self) -> &DeviceBuffer<T>;
     /// The one-element buffer the last [`Self::queue_wide_sum`] leaves its result in.
     fn wide_result(&self) -> &DeviceBuffer<T::Wide>;
+    /// The most additions one input goes through in a sum of `n` elements (the longest path of
+    /// the launcher's summation tree), which bounds an f32 sum's rounding error
+    /// ([`crate::reference::sum_bound`]).
+    fn addition_chain(&self, n: usize) -> u64;
 
     /// `op` over `input`, finished on the device; only the result is read back. The sum of nothing
     /// is 0; the min or max of nothing is an error.

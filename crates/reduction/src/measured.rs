@@ -12,7 +12,7 @@ use rand::RngExt;
 
 use crate::full::{FullReduction, ReduceOp};
 use crate::host_finished::{HostFinishedStep, HostFinishedSum};
-use crate::reference::sum_mismatch;
+use crate::reference::{sum_mismatch, tree_chain};
 
 /// The input every step sums: f32 uniform in [-1, 1), shared by the steps measured at a case.
 pub fn random_floats(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<f32>>> {
@@ -27,7 +27,8 @@ pub fn host_finished<S: HostFinishedStep>(crate_name: &'static str) -> StepEntry
         let partials = reducer.plan(input.host.len())?.host_adds;
         let check = |(reducer, input): &mut (HostFinishedSum<S>, Arc<Input<f32>>)| {
             let got = reducer.sum_device(input.device.as_view())?;
-            Ok(input.outcome(S::STEP, sum_mismatch(&input.host, got)))
+            let chain = reducer.plan(input.host.len())?.longest_addition_chain();
+            Ok(input.outcome(S::STEP, sum_mismatch(&input.host, got, chain)))
         };
         let queue = |(reducer, input): &mut (HostFinishedSum<S>, Arc<Input<f32>>)| {
             reducer.block_partials(input.device.as_view()).map(drop)
@@ -44,8 +45,8 @@ pub fn on_device<L: FullReduction<f32>>(crate_name: &'static str, step: &'static
         let queue =
             |(launcher, input): &mut (L, Arc<Input<f32>>)| launcher.queue(ReduceOp::Sum, input.device.as_view());
         let check = |(launcher, input): &mut (L, Arc<Input<f32>>)| {
-            let got = launcher.sum(input.device.as_view())?;
-            Ok(input.outcome("sum", sum_mismatch(&input.host, got)))
+            let (got, chain) = (launcher.sum(input.device.as_view())?, launcher.addition_chain(input.host.len()));
+            Ok(input.outcome("sum", sum_mismatch(&input.host, got, chain)))
         };
         Ok(Stateful::new((launcher, input), queue, check))
     })
@@ -82,7 +83,7 @@ fn peer_sum(input: Arc<Input<f32>>, sums: DeviceBuffer<f32>, mut call: PeerCall)
     let symbol = call.symbol();
     let compare = move |got: &[f32]| {
         let sum = got.iter().map(|&p| f64::from(p)).sum::<f64>() as f32;
-        input.outcome(symbol, sum_mismatch(&input.host, sum))
+        input.outcome(symbol, sum_mismatch(&input.host, sum, tree_chain(input.host.len())))
     };
     Measured::new(sums, f32::NAN.to_bits(), move |_| call.queue(), compare)
 }

@@ -25,6 +25,21 @@ pub struct ReductionPlan {
     pub host_adds: u64,
     /// Whether the last pass leaves the final result on the device.
     pub on_device: bool,
+    /// How the blocks of a one-launch reduction combine their values on the device.
+    pub finish: DeviceFinish,
+}
+
+/// How the blocks of a one-launch reduction combine their values into the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeviceFinish {
+    /// Each block writes one value, for the next pass or the host.
+    #[default]
+    Partials,
+    /// Each block adds its value into the result in turn (one atomic per block).
+    Atomic,
+    /// The last block to finish reduces every block's value: each of its threads adds a strided
+    /// share of them, then the block's tree.
+    LastBlock,
 }
 
 impl fmt::Display for ReductionPlan {
@@ -70,8 +85,44 @@ impl ReductionPlan {
         };
         let passes = if n == 0 { vec![] } else { vec![pass] };
         let host_adds = if n == 0 { 0 } else { u64::from(blocks) };
-        ReductionPlan { n: n as u64, passes, host_adds, on_device: false }
+        ReductionPlan { n: n as u64, passes, host_adds, on_device: false, finish: DeviceFinish::Partials }
     }
+
+    /// The most additions one input goes through on its way to the result: the longest path of
+    /// the plan's summation tree, which bounds the rounding error of an f32 sum
+    /// ([`crate::reference::sum_bound`]). Per pass, a thread adds its share of the inputs in turn
+    /// (up to ⌈inputs / threads⌉ adds, plus 3 inside a 16-byte vector of up to eight values),
+    /// then the block adds its threads' values in a tree of ⌈log2 threads⌉ levels; the finish adds
+    /// the blocks' values in turn (atomics: one per block) or in the last block (a strided share
+    /// per thread, then its tree); a host finish adds in f64 and rounds once.
+    pub fn longest_addition_chain(&self) -> u64 {
+        let mut chain = passes_chain(&self.passes);
+        if let Some(last) = self.passes.last() {
+            let (blocks, threads) = (u64::from(last.config.grid.0), u64::from(last.config.block.0));
+            chain += match self.finish {
+                DeviceFinish::Partials => 0,
+                DeviceFinish::Atomic => blocks,
+                DeviceFinish::LastBlock => blocks.div_ceil(threads) + tree(threads),
+            };
+        }
+        chain + u64::from(self.host_adds > 0)
+    }
+}
+
+/// Levels of a tree over `threads` values.
+fn tree(threads: u64) -> u64 {
+    u64::from(threads.max(1).next_power_of_two().trailing_zeros())
+}
+
+/// The longest addition chain through `passes`, each writing one value per block (or per row):
+/// per pass, a thread's share of the inputs added in turn, then the block's tree (see
+/// [`ReductionPlan::longest_addition_chain`]).
+pub fn passes_chain(passes: &[PassPlan]) -> u64 {
+    let pass = |pass: &PassPlan| {
+        let (blocks, threads) = (u64::from(pass.config.grid.0), u64::from(pass.config.block.0));
+        pass.inputs.div_ceil(blocks * threads).max(1) + 3 + tree(threads)
+    };
+    passes.iter().map(pass).sum()
 }
 
 /// Blocks of `items_per_block` elements that cover `n`.

@@ -17,19 +17,29 @@ use gpu_test::{
 
 use crate::full::{FullReduction, ReduceElement, ReduceOp, reference};
 use crate::host_finished::{HostFinishedStep, HostFinishedSum};
-use crate::reference::{dot_tolerance, exact_integer_bound, fixed_integer_input, sum_mismatch, sum_tolerance};
+use crate::reference::{dot_tolerance, exact_integer_bound, fixed_integer_input, sum_mismatch};
 
-/// Checks `got` against the f64 sum of `input`: exactly when `exact`, else within the tolerance of
-/// [`crate::reference::sum_tolerance`]; a failure carries the seed.
-pub fn check_sum(rng: &TestRng, what: &str, input: &[f32], got: f32, exact: bool) -> TestResult {
+/// What a sum is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// The f64 sum exactly (integer-valued inputs whose partial sums stay exact in f32).
+    Exact,
+    /// The f64 sum within the bound of a step whose longest addition chain is `chain`
+    /// ([`crate::reference::sum_bound`]).
+    Within { chain: u64 },
+}
+
+/// Checks `got` against the f64 sum of `input` as `expected` says; a failure carries the seed.
+pub fn check_sum(rng: &TestRng, what: &str, input: &[f32], got: f32, expected: Expected) -> TestResult {
     let reference = crate::reference::sum_f64(input);
-    if exact {
-        if f64::from(got) != reference {
+    let chain = match expected {
+        Expected::Exact if f64::from(got) != reference => {
             return Err(rng.fail(format!("{what}: n = {}: got {got}, expected exactly {reference}", input.len())));
         }
-        return Ok(());
-    }
-    match sum_mismatch(input, got) {
+        Expected::Exact => return Ok(()),
+        Expected::Within { chain } => chain,
+    };
+    match sum_mismatch(input, got, chain) {
         None => Ok(()),
         Some(why) => Err(rng.fail(format!("{what}: {why}"))),
     }
@@ -60,6 +70,10 @@ pub trait SumReduction: Sized + Send + 'static {
 
     /// Sums `input` on the device; an empty input sums to 0.0.
     fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32>;
+
+    /// The most additions one input goes through in a sum of `n` elements: the step's own bound
+    /// ([`crate::reference::sum_bound`]).
+    fn addition_chain(&self, n: usize) -> u64;
 
     /// Sizes that sit on this launcher's own boundaries (block size ± 1, items per block ± 1, ...),
     /// tested on top of the shared [`EDGE_SIZES`].
@@ -99,7 +113,7 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                         let mut rng = TestRng::new();
                         let input = rng.small_integers_f32(n, exact_integer_bound(n));
                         let got = sum_of(device, &mut R::create(device)?, &input)?;
-                        check_sum(&rng, "integer-valued floats", &input, got, true)
+                        check_sum(&rng, "integer-valued floats", &input, got, Expected::Exact)
                     },
                 )
                 .gpu_if(
@@ -108,12 +122,28 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     move |device| {
                         let mut rng = TestRng::new();
                         let input = rng.uniform_f32(n, -1.0, 1.0);
-                        let got = sum_of(device, &mut R::create(device)?, &input)?;
-                        check_sum(&rng, "uniform floats in [-1, 1)", &input, got, false)
+                        let mut reducer = R::create(device)?;
+                        let got = sum_of(device, &mut reducer, &input)?;
+                        let chain = reducer.addition_chain(n);
+                        check_sum(&rng, "uniform floats in [-1, 1)", &input, got, Expected::Within { chain })
                     },
                 );
         }
         suite
+            .gpu(format!("sum_suite::{tag}::all_equal_within_its_own_bound"), |device| {
+                // Equal values of one sign make every rounding of a long serial run err the same
+                // way: 2^26 copies of 0.1 summed by one atomic per block err by 1.8 times a tree's
+                // bound. Each step is held to the bound of its own longest addition chain.
+                let rng = TestRng::new();
+                let mut reducer = R::create(device)?;
+                for n in [test_size(device, 1 << 26, 1 << 16), test_size(device, (1 << 24) + 5, 40_003)] {
+                    let input = vec![0.1f32; n];
+                    let got = sum_of(device, &mut reducer, &input)?;
+                    let chain = reducer.addition_chain(n);
+                    check_sum(&rng, "copies of 0.1", &input, got, Expected::Within { chain })?;
+                }
+                Ok(())
+            })
             .gpu(format!("sum_suite::{tag}::random_sizes"), |device| {
                 let mut rng = TestRng::new();
                 let mut reducer = R::create(device)?;
@@ -121,7 +151,7 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     let n = rng.size_in(1..=test_size(device, 3_000_000, 300_000));
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut reducer, &input)?;
-                    check_sum(&rng, "integer-valued floats at a random size", &input, got, true)?;
+                    check_sum(&rng, "integer-valued floats at a random size", &input, got, Expected::Exact)?;
                 }
                 Ok(())
             })
@@ -133,7 +163,7 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     let n = (3 << 22) + 11;
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut R::create(device)?, &input)?;
-                    check_sum(&rng, "integer-valued floats", &input, got, true)
+                    check_sum(&rng, "integer-valued floats", &input, got, Expected::Exact)
                 },
             )
             .gpu_if(
@@ -168,7 +198,7 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     reducer.reserve(end - start)?;
                     reducer.poison_scratch()?;
                     let got = reducer.sum(buffer.view(start..end)?)?;
-                    check_sum(&rng, &format!("view {start}..{end}"), &host[start..end], got, true)?;
+                    check_sum(&rng, &format!("view {start}..{end}"), &host[start..end], got, Expected::Exact)?;
                 }
                 Ok(())
             })
@@ -178,7 +208,7 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                 for n in [1 << 20, 5, (1 << 16) + 1, 0, 1 << 21] {
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut reducer, &input)?;
-                    check_sum(&rng, "one launcher, many sizes", &input, got, true)?;
+                    check_sum(&rng, "one launcher, many sizes", &input, got, Expected::Exact)?;
                 }
                 Ok(())
             })
@@ -222,6 +252,10 @@ impl<S: HostFinishedStep> SumReduction for HostFinishedSum<S> {
 
     fn boundary_sizes() -> Vec<usize> {
         S::boundary_sizes()
+    }
+
+    fn addition_chain(&self, n: usize) -> u64 {
+        self.plan(n).map_or(0, |plan| plan.longest_addition_chain())
     }
 }
 
@@ -317,6 +351,9 @@ impl<L: FullReduction<f32>> SumReduction for SumOf<L> {
     fn sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
         self.launcher.sum(input)
     }
+    fn addition_chain(&self, n: usize) -> u64 {
+        self.launcher.addition_chain(n)
+    }
 }
 
 /// A family of full-reduction launchers, one per element type (a generic launcher type), with its
@@ -337,10 +374,18 @@ pub trait FullReductionFamily: 'static {
 }
 
 /// Checks one reduction's result against the CPU.
-fn check_result<T: ReduceElement>(rng: &TestRng, op: ReduceOp, input: &[T], got: T, what: &str) -> TestResult {
+/// `chain` is the launcher's longest addition chain for `input` (the bound of a rounding sum).
+fn check_result<T: ReduceElement>(
+    rng: &TestRng,
+    op: ReduceOp,
+    input: &[T],
+    got: T,
+    what: &str,
+    chain: u64,
+) -> TestResult {
     if T::ROUNDS && op == ReduceOp::Sum {
         let as_f32: Vec<f32> = input.iter().map(|&x| x.to_f64() as f32).collect();
-        return check_sum(rng, what, &as_f32, got.to_f64() as f32, false);
+        return check_sum(rng, what, &as_f32, got.to_f64() as f32, Expected::Within { chain });
     }
     let expected = reference(op, input);
     let same = got == expected || (got.to_f64().is_nan() && expected.to_f64().is_nan());
@@ -355,15 +400,17 @@ fn check_result<T: ReduceElement>(rng: &TestRng, op: ReduceOp, input: &[T], got:
     Ok(())
 }
 
-/// Checks a mean against the f64 mean of the input (integers exactly up to f64 rounding).
-fn check_mean<T: ReduceElement>(rng: &TestRng, input: &[T], got: f64) -> TestResult {
+/// Checks a mean against the f64 mean of the input (integers exactly up to f64 rounding; a
+/// rounding sum within the bound of the launcher's longest addition chain `chain`, over n).
+fn check_mean<T: ReduceElement>(rng: &TestRng, input: &[T], got: f64, chain: u64) -> TestResult {
     let n = input.len() as f64;
     let expected = input.iter().map(|&x| x.to_f64()).sum::<f64>() / n;
     if got == expected || (got.is_nan() && expected.is_nan()) {
         return Ok(()); // equal, the same infinity, or NaN where NaN is due
     }
     let sum_abs: f64 = input.iter().map(|&x| x.to_f64().abs()).sum();
-    let tolerance = if T::ROUNDS { sum_tolerance(input.len(), sum_abs) / n } else { 1e-12 * (sum_abs / n + 1.0) };
+    let tolerance =
+        if T::ROUNDS { crate::reference::sum_bound(chain, sum_abs) / n } else { 1e-12 * (sum_abs / n + 1.0) };
     let close = (got - expected).abs() <= tolerance; // false for NaN
     if !close {
         return Err(rng.fail(format!(
@@ -386,17 +433,18 @@ fn check_all_ops<T: ReduceElement, L: FullReduction<T>>(
     let buffer = device.upload(host)?;
     let view = buffer.view(offset..)?;
     let input = &host[offset..];
+    let chain = launcher.addition_chain(input.len());
     for op in ReduceOp::ALL {
         launcher.poison_scratch(input.len())?;
         match launcher.reduce(op, view) {
-            Ok(got) => check_result(rng, op, input, got, &format!("offset {offset}"))?,
+            Ok(got) => check_result(rng, op, input, got, &format!("offset {offset}"), chain)?,
             Err(GpuError::BadInput(_)) if input.is_empty() && op != ReduceOp::Sum => {}
             Err(e) => return Err(rng.fail(format!("{} of {} elements: {e}", op.name(), input.len()))),
         }
     }
     if !input.is_empty() {
         launcher.poison_scratch(input.len())?;
-        check_mean(rng, input, launcher.mean(view)?)?;
+        check_mean(rng, input, launcher.mean(view)?, chain)?;
     }
     Ok(())
 }
@@ -440,7 +488,7 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                         let (x, y) = (&a[oa..oa + n], &b[ob..ob + n]);
                         let got = F::dot(&mut launcher, da.view(oa..oa + n)?, db.view(ob..ob + n)?)?;
                         let expected: f64 = x.iter().zip(y).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum();
-                        let tolerance = dot_tolerance(x, y);
+                        let tolerance = dot_tolerance(x, y, launcher.addition_chain(n));
                         let close = (f64::from(got) - expected).abs() <= tolerance; // false for NaN
                         if !close {
                             return Err(rng.fail(format!(
@@ -475,10 +523,10 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                     for op in ReduceOp::ALL {
                         launcher.poison_scratch(n)?;
                         let got = launcher.reduce(op, buffer.as_view())?;
-                        check_result(&rng, op, &host, got, "2^31 + 13 elements")?;
+                        check_result(&rng, op, &host, got, "2^31 + 13 elements", launcher.addition_chain(n))?;
                     }
                     launcher.poison_scratch(n)?;
-                    check_mean(&rng, &host, launcher.mean(buffer.as_view())?)
+                    check_mean(&rng, &host, launcher.mean(buffer.as_view())?, launcher.addition_chain(n))
                 },
             )
     }
