@@ -245,7 +245,9 @@ impl EvenBins {
     pub const MAX_BINS: u32 = EVEN_SHARED_WORDS;
 
     /// `bins` bins over `[lower, upper)`: 1 to [`EvenBins::MAX_BINS`] bins, finite bounds,
-    /// `lower < upper`, and a range wide enough that `scale` is finite in f32.
+    /// `lower < upper`, a width `upper - lower` that f32 holds (the kernel bins `x` as
+    /// `(x - lower) * scale` in f32, and with a finite width `x - lower` cannot overflow for any
+    /// `x` in range), and a range wide enough that `scale` is finite in f32.
     pub fn new(bins: u32, lower: f32, upper: f32) -> Result<EvenBins> {
         let bad = |why: String| Err(GpuError::BadInput(format!("even bins ({bins} over [{lower}, {upper})): {why}")));
         if bins == 0 || bins > Self::MAX_BINS {
@@ -253,6 +255,13 @@ impl EvenBins {
         }
         if !lower.is_finite() || !upper.is_finite() || lower >= upper {
             return bad("the bounds must be finite with lower < upper".into());
+        }
+        if !(upper - lower).is_finite() {
+            return bad(format!(
+                "the width upper - lower overflows f32 (past {:e}), and so would x - lower for the largest values: \
+                 narrow the range, or count the two signs in two histograms",
+                f32::MAX
+            ));
         }
         let scale = (f64::from(bins) / (f64::from(upper) - f64::from(lower))) as f32;
         if !scale.is_finite() {

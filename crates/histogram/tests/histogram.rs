@@ -468,6 +468,8 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
                 (10, 0.0, f32::INFINITY),
                 (10, f32::NEG_INFINITY, 0.0),
                 (10, 0.0, f32::from_bits(1)),
+                // Wider than f32 holds: x - lower overflowed, and 5e37 fell in bin 3 instead of 2.
+                (4, -3e38, 3e38),
             ];
             let mut messages = Vec::new();
             for (bins, lower, upper) in bad {
@@ -477,6 +479,28 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
                 }
             }
             insta::assert_snapshot!("bad_even_bins", messages.join("\n"));
+            Ok(())
+        })
+        .gpu("even_bins_at_the_widest_range_f32_holds", |device| {
+            // The widest accepted range: x - lower stays finite for every x in it, and each value
+            // lands in the bin f64 arithmetic gives it, on the CPU and on the device.
+            let bins = EvenBins::new(4, -1.7e38, 1.7e38)?;
+            let values = [-1.7e38f32, -5e37, -1.0, 0.0, 5e37, 8.4e37, 1.69e38];
+            let histogram = EvenHistogram::new(device, EvenStep::LaneCopies)?;
+            let mut counts = device.alloc::<u32>(4)?;
+            histogram.count(device.upload(&values)?.as_view(), &bins, &mut counts)?;
+            let mut expected = vec![0u32; 4];
+            for x in values {
+                let exact = ((f64::from(x) + 1.7e38) / 3.4e38 * 4.0).floor() as u32;
+                if bins.bin_of(x) != Some(exact) {
+                    return Err(format!("bin_of({x:e}) = {:?}, exact {exact}", bins.bin_of(x)).into());
+                }
+                expected[exact as usize] += 1;
+            }
+            let got = counts.to_host()?;
+            if got != expected {
+                return Err(format!("device counts {got:?}, expected {expected:?}").into());
+            }
             Ok(())
         })
         .cpu("cpu_bins_follow_the_rules", || {
