@@ -28,6 +28,11 @@ use rand::{RngExt, SeedableRng};
 
 use gpu_harness::{Device, GpuError};
 
+/// Property tests (proptest) on the GPU or the simulator: the runner, shared input strategies and
+/// guarded buffers.
+#[cfg(feature = "proptest")]
+pub mod props;
+
 /// The name prefix of a test that illustrates a lesson rather than grading a kernel: snapshots of
 /// launch plans, of one solution's intermediate values and of the simulator's counters. A correct
 /// kernel written differently (another block size, another order of additions) changes them, so
