@@ -255,6 +255,31 @@ fn special_suite(mut suite: TestSuite) -> TestSuite {
                 }
                 Ok(())
             })
+            .gpu(format!("{s}::f32::nan_payloads_and_signed_zeros_kept_bit_for_bit"), move |device| {
+                // Compaction moves the kept values' bits, never computes with them: NaN payloads
+                // (quiet, signalling, negative), -0.0 and subnormals arrive unchanged.
+                let words = [0x7fc0_0000u32, 0x7f80_0001, 0xffc0_1234, 0x8000_0000, 0x0000_0001, 0x8000_0001];
+                let n = 2 * TILE + 5;
+                let values: Vec<f32> = (0..n).map(|i| f32::from_bits(words[i % words.len()])).collect();
+                let bits = |kept: &[f32]| -> Vec<u32> { kept.iter().map(|x| x.to_bits()).collect() };
+                let mut compact = Compact::<f32>::with_step(device, step)?;
+                for mask in [(0..n).map(|i| u8::from(i % 7 != 3)).collect::<Vec<u8>>(), vec![1; n]] {
+                    let want = bits(&cpu_compact(&values, Keep::Mask(&mask)));
+                    let got = bits(&compact.by_mask_host(&values, &mask)?);
+                    if got != want {
+                        let i = (0..want.len()).find(|&i| got.get(i) != Some(&want[i])).unwrap_or(want.len());
+                        return Err(format!(
+                            "kept {} of {}; element {i}: {:x?}, expected {:x?}",
+                            got.len(),
+                            want.len(),
+                            got.get(i),
+                            want.get(i)
+                        )
+                        .into());
+                    }
+                }
+                Ok(())
+            })
             .gpu(format!("{s}::integers::extremes"), move |device| {
                 let mut rng = TestRng::new();
                 let mut signed = Compact::<i32>::with_step(device, step)?;

@@ -203,6 +203,48 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .gpu("halves::f32_accumulation_holds_sums_past_the_half_range_and_subnormals", |device| {
+            // Halves are summed in f32 and the sum returned as f32: 1000 x 65504 (f16's largest
+            // value) is 65,504,000 exactly, not the f16 infinity (numpy's sum of f16 values returns
+            // an f16). The smallest subnormal of each format, 1000 times, sums exactly.
+            let mut numerics = Numerics::new(device)?;
+            let largest = vec![HalfFormat::F16.from_f32(65504.0); 1000];
+            let sum = numerics.sum_halves(device.upload(&largest)?.as_view(), HalfFormat::F16)?;
+            if sum != 65_504_000.0 {
+                return Err(format!("1000 x 65504 in f16: got {sum}").into());
+            }
+            for format in [HalfFormat::F16, HalfFormat::BF16] {
+                let tiny = vec![1u16; 1000];
+                let sum = numerics.sum_halves(device.upload(&tiny)?.as_view(), format)?;
+                let exact = 1000.0 * format.to_f32(1);
+                if sum != exact || exact == 0.0 {
+                    return Err(
+                        format!("{format:?}: 1000 x the smallest subnormal: got {sum:e}, exact {exact:e}").into()
+                    );
+                }
+            }
+            Ok(())
+        })
+        .gpu("compensated::subnormals_and_signed_zeros", |device| {
+            // The compensated sum adds subnormals exactly (4099 x 2^-149) and, like every sum here,
+            // starts from +0.0: zeros of either sign sum to +0.0. The mean of zeros is a zero and
+            // their m2 is 0.
+            let mut numerics = Numerics::new(device)?;
+            let tiny = device.upload(&vec![f32::from_bits(1); 4099])?;
+            let sum = numerics.compensated_sum(tiny.as_view())?;
+            if sum.to_bits() != 4099 {
+                return Err(format!("4099 x 2^-149: got {sum:e}").into());
+            }
+            for n in [1usize, 2, 4099] {
+                let zeros = device.upload(&vec![-0.0f32; n])?;
+                let sum = numerics.compensated_sum(zeros.as_view())?;
+                let moments = numerics.moments(zeros.as_view())?;
+                if sum.to_bits() != 0 || moments.mean != 0.0 || moments.m2 != 0.0 {
+                    return Err(format!("{n} x -0.0: sum {sum:e}, {moments:?}").into());
+                }
+            }
+            Ok(())
+        })
         .gpu("empty_and_single_inputs_follow_the_documented_rules", |device| {
             let mut numerics = Numerics::new(device)?;
             let empty_f32 = device.alloc::<f32>(0)?;

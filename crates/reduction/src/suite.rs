@@ -230,6 +230,30 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                 input[3] = f32::NEG_INFINITY;
                 check(&input, f32::NAN)
             })
+            .gpu(format!("sum_suite::{tag}::overflow_subnormals_and_signed_zeros"), |device| {
+                // A sum past f32's range is the infinity of its sign; subnormals are added, not
+                // flushed to zero (1000 x 2^-149 is exact); a sum of zeros is a zero. Its sign is
+                // not promised: a step that finishes on the host can return -0.0 when every block's
+                // partial is -0.0, one that finishes on the device starts from +0.0.
+                let mut reducer = R::create(device)?;
+                let tiny = f32::from_bits(1);
+                let cases = [
+                    (vec![f32::MAX; 2], f32::INFINITY),
+                    (vec![-f32::MAX; 3], f32::NEG_INFINITY),
+                    (vec![tiny; 1000], f32::from_bits(1000)),
+                    (vec![-0.0; 1], 0.0),
+                    (vec![-0.0; 2], 0.0),
+                    (vec![-0.0; 4099], 0.0),
+                ];
+                for (input, want) in cases {
+                    let got = sum_of(device, &mut reducer, &input)?;
+                    let same = if want == 0.0 { got == 0.0 } else { got.to_bits() == want.to_bits() };
+                    if !same {
+                        return Err(format!("{} x {:e}: got {got:e}, expected {want:e}", input.len(), input[0]).into());
+                    }
+                }
+                Ok(())
+            })
     }
 }
 
@@ -474,6 +498,90 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                 check_all_ops(device, &rng, &mut launcher, &host, 0)?;
                 host[12_345] = f32::NAN;
                 check_all_ops(device, &rng, &mut launcher, &host, 0)
+            })
+            .gpu(format!("full_suite::{tag}::f32_signed_zeros_and_subnormals"), |device| {
+                // The sum starts from +0.0, so zeros sum to +0.0 whatever their signs (as CUB's,
+                // whose initial value is 0). Min and max return one of the input's values: -0.0
+                // when every value is -0.0, one of the two zeros when both signs occur (they
+                // compare equal; which one depends on where they sit). Subnormals are compared and
+                // added exactly, never flushed to zero.
+                let mut launcher = F::For::<f32>::create(device)?;
+                let tiny = f32::from_bits(1);
+                let mut check = |input: &[f32], op: ReduceOp, want: f32, any_zero: bool| -> TestResult {
+                    let buffer = device.upload(input)?;
+                    launcher.poison_scratch(input.len())?;
+                    let got = launcher.reduce(op, buffer.as_view())?;
+                    let same = if any_zero { got == 0.0 } else { got.to_bits() == want.to_bits() };
+                    if !same {
+                        let n = input.len();
+                        return Err(format!(
+                            "{} of {n} values from {:e}: got {got:e}, expected {want:e}",
+                            op.name(),
+                            input[0]
+                        )
+                        .into());
+                    }
+                    Ok(())
+                };
+                for n in [1, 2, 4099] {
+                    check(&vec![-0.0; n], ReduceOp::Sum, 0.0, false)?;
+                    check(&vec![-0.0; n], ReduceOp::Min, -0.0, false)?;
+                    check(&vec![-0.0; n], ReduceOp::Max, -0.0, false)?;
+                }
+                for zeros in [[-0.0f32, 0.0], [0.0, -0.0]] {
+                    for op in ReduceOp::ALL {
+                        check(&zeros, op, 0.0, true)?;
+                    }
+                }
+                let subnormals: Vec<f32> = (0..4099u32).map(|i| f32::from_bits(3 - i % 3)).collect();
+                check(&subnormals, ReduceOp::Sum, f32::from_bits(2 * 4099 + 1), false)?;
+                check(&subnormals, ReduceOp::Min, tiny, false)?;
+                check(&subnormals, ReduceOp::Max, f32::from_bits(3), false)
+            })
+            .gpu(format!("full_suite::{tag}::f32_only_infinities"), |device| {
+                // The identities of min and max are the infinities, not the largest finite floats:
+                // the min of nothing but +inf is +inf (CUB's Min starts from FLT_MAX, and
+                // NVIDIA/cccl#1388 reports that it returned FLT_MAX here).
+                let mut launcher = F::For::<f32>::create(device)?;
+                for n in [1, 5, 4099] {
+                    let positive = device.upload(&vec![f32::INFINITY; n])?;
+                    let negative = device.upload(&vec![f32::NEG_INFINITY; n])?;
+                    let min = launcher.reduce(ReduceOp::Min, positive.as_view())?;
+                    let max = launcher.reduce(ReduceOp::Max, negative.as_view())?;
+                    let sum = launcher.reduce(ReduceOp::Sum, negative.as_view())?;
+                    if min != f32::INFINITY || max != f32::NEG_INFINITY || sum != f32::NEG_INFINITY {
+                        return Err(
+                            format!("{n} infinities: min of +inf {min}, max of -inf {max}, sum of -inf {sum}").into()
+                        );
+                    }
+                }
+                Ok(())
+            })
+            .gpu(format!("full_suite::{tag}::integer_sums_wrap_and_means_do_not"), |device| {
+                // 32-bit sums wrap around modulo 2^32 (as CUDA's integer adds; torch and numpy sum
+                // int32 into int64 instead); the mean is accumulated in 64 bits and does not wrap.
+                let mut signed = F::For::<i32>::create(device)?;
+                let mut unsigned = F::For::<u32>::create(device)?;
+                for (input, want) in
+                    [(vec![i32::MAX, 1], i32::MIN), (vec![i32::MIN, -1], i32::MAX), (vec![i32::MAX; 4], -4)]
+                {
+                    let got = signed.sum(device.upload(&input)?.as_view())?;
+                    if got != want {
+                        return Err(format!("i32 sum of {input:?}: got {got}, expected {want}").into());
+                    }
+                }
+                for (input, want) in [(vec![u32::MAX, 2], 1), (vec![u32::MAX; 4], u32::MAX - 3)] {
+                    let got = unsigned.sum(device.upload(&input)?.as_view())?;
+                    if got != want {
+                        return Err(format!("u32 sum of {input:?}: got {got}, expected {want}").into());
+                    }
+                }
+                let mean_i32 = signed.mean(device.upload(&vec![i32::MAX; 4099])?.as_view())?;
+                let mean_u32 = unsigned.mean(device.upload(&vec![u32::MAX; 4099])?.as_view())?;
+                if mean_i32 != f64::from(i32::MAX) || mean_u32 != f64::from(u32::MAX) {
+                    return Err(format!("means of 4099 x MAX: i32 {mean_i32}, u32 {mean_u32}").into());
+                }
+                Ok(())
             })
             .gpu(format!("full_suite::{tag}::f32_dot_product"), |device| {
                 let mut rng = TestRng::new();

@@ -399,6 +399,80 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .gpu("single_pass::f32::nan_and_infinities_propagate_from_where_they_sit", |device| {
+            // Every output from a NaN on is NaN, every output before it is untouched; an infinity
+            // makes the outputs from it on infinite, until one of the other sign makes them NaN.
+            // At the start, in the middle of a tile and in a later tile (through the look-back).
+            let mut scan = Scan::<f32>::new(device)?;
+            let n = 3 * TILE + 17;
+            for at in [0, 7, TILE + 5, 3 * TILE + 16] {
+                let mut nan = vec![1.0f32; n];
+                nan[at] = f32::NAN;
+                let mut infinities = vec![1.0f32; n];
+                infinities[at] = f32::INFINITY;
+                let later = (at + 3).min(n - 1);
+                infinities[later] = f32::NEG_INFINITY;
+                for kind in ScanKind::BOTH {
+                    let first = if kind == ScanKind::Inclusive { at } else { at + 1 };
+                    let got = scan.scan_host(kind, &nan)?;
+                    let wrong = (0..n).find(|&i| got[i].is_nan() != (i >= first));
+                    let got_inf = scan.scan_host(kind, &infinities)?;
+                    let first_nan = if kind == ScanKind::Inclusive { later } else { later + 1 };
+                    let expected = |i: usize| {
+                        if i >= first_nan && later != at {
+                            f32::NAN
+                        } else if i >= first {
+                            if later == at { f32::NEG_INFINITY } else { f32::INFINITY }
+                        } else if kind == ScanKind::Inclusive {
+                            i as f32 + 1.0
+                        } else {
+                            i as f32
+                        }
+                    };
+                    let wrong_inf = (0..n).find(|&i| !got_inf[i].same(expected(i)));
+                    if let Some(i) = wrong.or(wrong_inf) {
+                        return Err(format!(
+                            "{} scan, special value at {at}: element {i} is {} (NaN input) and {} (infinities), \
+                             expected {}",
+                            kind.name(),
+                            got[i],
+                            got_inf[i],
+                            expected(i)
+                        )
+                        .into());
+                    }
+                }
+            }
+            Ok(())
+        })
+        .gpu("single_pass::f32::signed_zeros_and_subnormals", |device| {
+            // Subnormals are added exactly (the inclusive output i of 2^-149s is (i + 1) 2^-149).
+            // Every output is the scan's identity, +0.0, plus what comes before it, so a prefix of
+            // -0.0s gives +0.0 (numpy's cumsum keeps the first element, -0.0, as it is).
+            let mut scan = Scan::<f32>::new(device)?;
+            let n = 2 * TILE + 3;
+            let tiny = scan.inclusive_host(&vec![f32::from_bits(1); n])?;
+            if let Some(i) = (0..n).find(|&i| tiny[i].to_bits() != i as u32 + 1) {
+                return Err(format!("inclusive scan of 2^-149s: element {i} is {:e}", tiny[i]).into());
+            }
+            for kind in ScanKind::BOTH {
+                let zeros = scan.scan_host(kind, &vec![-0.0f32; n])?;
+                if let Some(i) = (0..n).find(|&i| zeros[i].to_bits() != 0) {
+                    return Err(format!("{} scan of -0.0s: element {i} is {:e}", kind.name(), zeros[i]).into());
+                }
+            }
+            Ok(())
+        })
+        .gpu("single_pass::integers_wrap_around_modulo_2_pow_32", |device| {
+            // As CUDA's (and CUB's) integer adds: i32 and u32 prefix sums wrap; torch.cumsum and
+            // numpy.cumsum return int64 for int32 input instead.
+            let signed = Scan::<i32>::new(device)?.inclusive_host(&[i32::MAX, 1, 1, i32::MIN])?;
+            let unsigned = Scan::<u32>::new(device)?.exclusive_host(&[u32::MAX, 2, 3])?;
+            if signed != [i32::MAX, i32::MIN, i32::MIN + 1, 1] || unsigned != [0, u32::MAX, 1] {
+                return Err(format!("i32 inclusive {signed:?}, u32 exclusive {unsigned:?}").into());
+            }
+            Ok(())
+        })
         .gpu("scans_from_several_threads", |device| {
             on_threads(4, |i| {
                 let mut rng = TestRng::new();
