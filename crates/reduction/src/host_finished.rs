@@ -84,7 +84,8 @@ impl<S: HostFinishedStep> HostFinishedSum<S> {
     pub fn sum_device(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
         let count = self.block_partials(input)?;
         let partials = self.partials.view(..count)?.to_host()?;
-        Ok(partials.iter().map(|&p| f64::from(p)).sum::<f64>() as f32)
+        // From +0.0, as every sum on the device starts: Rust's `Iterator::sum` starts from -0.0.
+        Ok(partials.iter().fold(0.0f64, |sum, &p| sum + f64::from(p)) as f32)
     }
 
     /// Sums a host slice: uploads it, then [`Self::sum_device`].
