@@ -309,14 +309,14 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // ---------------------------------------------------------------------------------------------
 
 // ANCHOR: single_pass
-// compact_single_pass: the whole compaction in one launch, a block per tile, reading the input once.
-// The block draws its tile number (tiles are numbered in the order blocks start, so the look-back
-// only waits on running blocks), loads it (starting with tile blockIdx.x before the number comes
-// back, the usual one), ranks the kept elements in registers, and warp 0 finds how many the earlier
-// tiles keep by decoupled look-back over the tiles' published counts (tile_prefix with ScanSum of
-// unsigned). Then the kept elements are staged in shared memory in order, and the block writes
-// them out as one contiguous run: consecutive threads write consecutive words, so every store is
-// coalesced, whichever elements were kept. The last tile's block stores the total.
+// compact_single_pass: the whole compaction in one launch, a block per tile, reading the input
+// once. The block draws its tile number (tiles are numbered in the order blocks start, so the
+// look-back only waits on running blocks), loads it (starting with tile blockIdx.x before the
+// number comes back, the usual one), ranks the kept elements in registers, and warp 0 finds how
+// many the earlier tiles keep by decoupled look-back over the tiles' published counts (tile_prefix
+// with ScanSum of unsigned). Then the kept elements are staged in shared memory in order, and the
+// block writes them out as one contiguous run: consecutive threads write consecutive words, so
+// every store is coalesced, whichever elements were kept. The last tile's block stores the total.
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>

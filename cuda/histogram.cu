@@ -1,12 +1,14 @@
-// histogram: counting values into bins, from global atomics to privatised, contention-free counting.
+// histogram: counting values into bins, from global atomics to privatised, contention-free
+// counting.
 //
-// Two inputs: bytes into 256 bins (one bin per byte value), and f32 values into `bins` even bins over
-// [lower, upper). Every kernel adds its counts into `bins`, which the launcher zeroes first, and takes
-// n < 2^32 (the launcher checks it), so no u32 count can overflow.
+// Two inputs: bytes into 256 bins (one bin per byte value), and f32 values into `bins` even bins
+// over [lower, upper). Every kernel adds its counts into `bins`, which the launcher zeroes first,
+// and takes n < 2^32 (the launcher checks it), so no u32 count can overflow.
 //
 // Launch: blockDim.x = HIST_BLOCK (512) for every kernel; the grid comes from the launcher's plan
-// (crates/histogram/src/plan.rs): the GPU filled once (4 blocks of 512 per SM), or fewer blocks when
-// the input is small. Loop indices are 64-bit and signed, so the compiler can count iterations.
+// (crates/histogram/src/plan.rs): the GPU filled once (4 blocks of 512 per SM), or fewer blocks
+// when the input is small. Loop indices are 64-bit and signed, so the compiler can count
+// iterations.
 //
 // Hopper runs the lanes of a warp independently: nothing here relies on lanes moving in step.
 // Shared-memory counts are made by atomics; block-wide barriers separate zeroing, counting and
@@ -17,9 +19,9 @@
 #define BYTE_BINS 256
 
 // ANCHOR: global_atomics
-// Step 1, histogram_global_atomics: every thread reads one byte per loop iteration and adds 1 to its
-// bin in global memory. 2^30 bytes make 2^30 atomics on 256 words of L2: the atomic units that own
-// those words serialise them, and on all-equal input all of them hit one word.
+// Step 1, histogram_global_atomics: every thread reads one byte per loop iteration and adds 1 to
+// its bin in global memory. 2^30 bytes make 2^30 atomics on 256 words of L2: the atomic units that
+// own those words serialise them, and on all-equal input all of them hit one word.
 // What it leaves slow: contention. Every addition travels to L2 and waits its turn behind every
 // other addition to the same bin.
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
@@ -234,12 +236,13 @@ histogram_per_warp(const unsigned char* __restrict__ input, unsigned int* __rest
 // ANCHOR_END: per_warp
 
 // ANCHOR: lane_copies
-// Step 4b, histogram_lane_copies: 32 copies of the bins, one per lane of a warp, interleaved so that
-// bin b of lane l is word b * 32 + l. Word w sits in bank w % 32, so lane l only ever touches bank
-// l: the 32 atomics of a warp go to 32 different banks and 32 different words whatever the bytes
-// are. No two lanes of a warp ever wait for each other, on uniform or all-equal input alike.
+// Step 4b, histogram_lane_copies: 32 copies of the bins, one per lane of a warp, interleaved so
+// that bin b of lane l is word b * 32 + l. Word w sits in bank w % 32, so lane l only ever touches
+// bank l: the 32 atomics of a warp go to 32 different banks and 32 different words whatever the
+// bytes are. No two lanes of a warp ever wait for each other, on uniform or all-equal input alike.
 // The copies take 32 KiB per block (4 blocks of 512 threads fill an SM with 132 KiB). The merge
-// reads bin b's 32 words starting at lane b % 32, so the 32 threads of a warp read 32 banks at once.
+// reads bin b's 32 words starting at lane b % 32, so the 32 threads of a warp read 32 banks at
+// once.
 // What it leaves slow: one atomic per byte, even when a thread's 16 bytes are all the same.
 struct LaneCopies {
     enum : unsigned int { WORDS = BYTE_BINS * 32 };

@@ -111,8 +111,8 @@ __device__ __forceinline__ unsigned draw_tile(unsigned* counter, unsigned last_d
 // ANCHOR: status
 // A tile's status, one 64-bit word per tile:
 //   bits 63..32  the value (ScanSum: the tile's sum, or the sum of every element up to its end)
-//   bits 31..3   the launch's epoch (1 .. 2^29 - 1), so words left by an earlier launch read as empty
-//                and the array needs no clearing between launches
+//   bits 31..3   the launch's epoch (1 .. 2^29 - 1), so words left by an earlier launch read as
+//                empty and the array needs no clearing between launches
 //   bit  2       a spare bit the operation may use (a segmented scan: "a segment starts here")
 //   bits 1..0    the flag: empty, aggregate (this tile's own value) or prefix (everything up to it)
 // The word is stored and loaded as one 64-bit access, relaxed at GPU scope: it carries everything a

@@ -52,9 +52,9 @@ extern "C" __global__ void reduce_first_add(const float* __restrict__ input,
 // The loop index is a signed 64-bit integer. Signed overflow is undefined in C++, so the compiler
 // may assume `i += stride` never wraps: it computes how many iterations each thread makes and
 // unrolls the loop four times, issuing four independent loads before it needs the first. With an
-// unsigned index (reduce_grid_stride_unsigned_index, below) the compiler must allow for wrap-around,
-// cannot count the iterations, and keeps one 4-byte load in flight per thread. 64 bits, so no
-// index wraps for any n < 2^32.
+// unsigned index (reduce_grid_stride_unsigned_index, below) the compiler must allow for
+// wrap-around, cannot count the iterations, and keeps one 4-byte load in flight per thread. 64
+// bits, so no index wraps for any n < 2^32.
 // What it leaves slow: the tree itself (8 rounds, 8 barriers, most warps idle in the last rounds)
 // is now the largest fixed cost per block.
 // Launch: blockDim.x = 256, 1024 bytes of dynamic shared memory, any gridDim.x; n < 2^32.

@@ -1,4 +1,5 @@
-// reduce-interleaved: step 2 of the reduction ladder. Two kernels, in the order the book shows them.
+// reduce-interleaved: step 2 of the reduction ladder. Two kernels, in the order the book shows
+// them.
 //
 // Both keep reduce-naive's shape (one element per thread, a tree in shared memory, one partial per
 // block) and change only how the tree picks its active threads.
@@ -10,8 +11,8 @@
 // reduce_strided_index: the divergent modulo is replaced by a strided index. At stride s, threads
 // 0, 1, 2, ... add the pair starting at 2*s*tid, so the active threads are the first ones of the
 // block and whole warps go idle together: no more divergence inside warps that still work.
-// What it leaves slow: shared-memory bank conflicts. Thread tid touches sdata[2*s*tid]; at s = 1 two
-// threads of a warp hit each of 16 banks (2-way conflict), at s = 2 four (4-way), and so on, so
+// What it leaves slow: shared-memory bank conflicts. Thread tid touches sdata[2*s*tid]; at s = 1
+// two threads of a warp hit each of 16 banks (2-way conflict), at s = 2 four (4-way), and so on, so
 // each access is split into several shared-memory wavefronts.
 extern "C" __global__ void reduce_strided_index(const float* __restrict__ input,
                                                 float* __restrict__ partial,

@@ -140,8 +140,8 @@ multi_level_dot_f32(const float* __restrict__ a, const float* __restrict__ b, fl
 // ANCHOR: rows
 // Batched reduction of a row-major (rows, cols) matrix to one sum per row, in two shapes.
 //
-// Many short rows (cols <= 2048): one warp per row, 8 rows per 256-thread block. Each lane reads its
-// share of the row with 16-byte loads and the warp reduces with shuffles: no shared memory, no
+// Many short rows (cols <= 2048): one warp per row, 8 rows per 256-thread block. Each lane reads
+// its share of the row with 16-byte loads and the warp reduces with shuffles: no shared memory, no
 // barrier, and thousands of rows in flight at once.
 extern "C" __global__ void __launch_bounds__(256)
 reduce_short_rows_sum_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long rows,
@@ -159,10 +159,10 @@ reduce_short_rows_sum_f32(const float* __restrict__ input, float* __restrict__ o
     }
 }
 
-// Longer rows: block b sums chunk b % chunks of row b / chunks. Each row is cut into `chunks` pieces
-// of `width` columns (a multiple of 4, so every chunk starts on the row's own 16-byte alignment).
-// With chunks = 1 this is one block per row; with chunks > 1 the launcher reduces the (rows, chunks)
-// partial sums again with this kernel and chunks = 1 (few long rows: the reshape
+// Longer rows: block b sums chunk b % chunks of row b / chunks. Each row is cut into `chunks`
+// pieces of `width` columns (a multiple of 4, so every chunk starts on the row's own 16-byte
+// alignment). With chunks = 1 this is one block per row; with chunks > 1 the launcher reduces the
+// (rows, chunks) partial sums again with this kernel and chunks = 1 (few long rows: the reshape
 // (rows * chunks, cols / chunks)). The grid is rows * chunks blocks, so rows * chunks < 2^31.
 extern "C" __global__ void __launch_bounds__(256, 8)
 reduce_rows_sum_f32(const float* __restrict__ input, float* __restrict__ output, unsigned long long rows,

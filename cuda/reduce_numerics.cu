@@ -157,7 +157,8 @@ numerics_sum_f32_compensated(const float* __restrict__ input, Compensated* __res
 // Mean and variance in one pass. An accumulator holds (count, mean, m2), m2 being the sum of
 // squared deviations from the mean; two of them combine exactly as Chan, Golub and LeVeque showed:
 //
-//   n = na + nb,  d = mean_b - mean_a,  mean = mean_a + d * nb / n,  m2 = m2_a + m2_b + d^2 * na * nb / n
+//   n = na + nb,  d = mean_b - mean_a,  mean = mean_a + d * nb / n,
+//   m2 = m2_a + m2_b + d^2 * na * nb / n
 //
 // Every term of m2 is a square or a product of counts, so m2 never goes negative, and constant data
 // gives d = 0 everywhere: a variance of exactly 0. Each thread folds its elements in four at a time

@@ -67,9 +67,9 @@ reduce_min_vec4(const float* __restrict__ input, float* __restrict__ partial, un
 
 // ANCHOR: argmax
 // argmax: the largest value and the index of its first occurrence. A candidate is a (value, index)
-// pair; NaN beats every number (as in Max<float>), and between equal values (or two NaNs) the smaller
-// index wins, so the result is the first maximum whatever order the threads combine in. Unused
-// threads hold (-inf, 0xffffffff), which loses to every real element, even a -inf one.
+// pair; NaN beats every number (as in Max<float>), and between equal values (or two NaNs) the
+// smaller index wins, so the result is the first maximum whatever order the threads combine in.
+// Unused threads hold (-inf, 0xffffffff), which loses to every real element, even a -inf one.
 struct Candidate {
     float value;
     unsigned int index;

@@ -55,8 +55,8 @@ reduce_unroll_volatile_racy(const float* __restrict__ input,
 // ANCHOR: last_warp
 // The last six rounds of the tree, done by warp 0 alone, with no block-wide barrier. Each round
 // reads, then (after __syncwarp) writes, then (after __syncwarp) moves on: __syncwarp() both waits
-// for the warp's lanes and orders their shared-memory accesses, so no lane reads a slot another lane
-// is still writing. Correct on every architecture; the barriers it replaces were block-wide.
+// for the warp's lanes and orders their shared-memory accesses, so no lane reads a slot another
+// lane is still writing. Correct on every architecture; the barriers it replaces were block-wide.
 __device__ __forceinline__ void last_warp_reduce(float* sdata, unsigned int tid)
 {
     // ANCHOR: solution add sdata[0..64) into sdata[0] with warp 0 alone: offsets 32, 16, ..., 1, each read then write separated by __syncwarp()

@@ -7,8 +7,9 @@
 // a value no real input produces (the caller passes `never`, a NaN bit pattern, and a sum of
 // finite floats compares unequal to NaN), so the compiler must perform every load.
 //
-// Launch: any grid and block; count = number of float4 in the buffer (the buffer is 16-byte aligned).
-// The loop index is signed 64-bit, so the compiler may assume it never wraps and unroll freely.
+// Launch: any grid and block; count = number of float4 in the buffer (the buffer is 16-byte
+// aligned). The loop index is signed 64-bit, so the compiler may assume it never wraps and unroll
+// freely.
 
 template <int UNROLL>
 __device__ __forceinline__ void read_roof(const float4* __restrict__ input, float* __restrict__ sink,

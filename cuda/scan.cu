@@ -1,15 +1,15 @@
 // scan: parallel prefix sums, step by step, from one block to a single pass over any size.
 //
-// Inclusive scan: out[i] = x[0] + ... + x[i].  Exclusive scan: out[i] = x[0] + ... + x[i-1], out[0] = 0.
-// Every kernel exists for float, int and unsigned (suffixes _f32, _i32, _u32). Integer sums wrap
-// around modulo 2^32; float sums round, so a parallel scan (which adds in another order than a loop)
-// matches a sequential one within a tolerance, not bit for bit.
+// Inclusive scan: out[i] = x[0] + ... + x[i].  Exclusive scan: out[i] = x[0] + ... + x[i-1], out[0]
+// = 0. Every kernel exists for float, int and unsigned (suffixes _f32, _i32, _u32). Integer sums
+// wrap around modulo 2^32; float sums round, so a parallel scan (which adds in another order than a
+// loop) matches a sequential one within a tolerance, not bit for bit.
 //
 //   1. scan_hillis_steele      one block, inclusive: log2(n) steps, n log2(n) additions
 //   2. scan_blelloch           one block, exclusive: up-sweep and down-sweep, 2n additions
 //      scan_blelloch_padded    the same with padding that removes its shared-memory bank conflicts
-//   3. scan_tiles, add_tile_prefixes          any size: scan-then-propagate (read twice, write twice)
-//      reduce_tiles, scan_tiles_with_prefix   any size: reduce-then-scan (read twice, write once)
+//   3. scan_tiles, add_tile_prefixes         any size: scan-then-propagate (read 2x, write 2x)
+//      reduce_tiles, scan_tiles_with_prefix  any size: reduce-then-scan (read twice, write once)
 //   4. scan_single_pass        any size, one launch: decoupled look-back (look_back.cuh)
 //      scan_early_loads        the same, a block's loads go out before its tile ticket is back
 //      segmented_scan          the single pass over (value, head flag) pairs
@@ -27,7 +27,8 @@
 // holds the sum of everything up to it: log2(n) steps, but about n log2(n) additions where a loop
 // does n. The steps read one buffer and write the other (double buffering), so no thread
 // overwrites a value another thread has yet to read.
-// What it leaves slow: n log2(n) work, one barrier per step, and one block: the rest of the GPU idles.
+// What it leaves slow: n log2(n) work, one barrier per step, and one block: the rest of the GPU
+// idles.
 // Launch: one block of blockDim.x >= n threads (a multiple of 32, at most 1024).
 template <class T>
 __device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __restrict__ output, unsigned n)
@@ -69,9 +70,9 @@ __device__ __forceinline__ unsigned slot(unsigned i)
 // ANCHOR: blelloch_sweeps
 // The Blelloch scan of `tile` (m = 2 * blockDim.x values, a power of two) in place: exclusive.
 // Up-sweep: a reduction tree; after it, the last slot holds the total, which is returned to every
-// thread. Down-sweep: the root is cleared, and going down the tree each node passes its value to its
-// left child and (its value + the left child's old value) to its right child. 2(m - 1) additions
-// in 2 log2(m) steps.
+// thread. Down-sweep: the root is cleared, and going down the tree each node passes its value to
+// its left child and (its value + the left child's old value) to its right child. 2(m - 1)
+// additions in 2 log2(m) steps.
 template <class T, bool PADDED>
 __device__ __forceinline__ T blelloch_sweeps(T* tile)
 {

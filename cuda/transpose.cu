@@ -28,9 +28,9 @@ typedef unsigned int word;
 // Step 1, transpose_copy: not a transpose, the ceiling the transposes are measured against.
 //
 // What it does: each thread copies one element, in[r * cols + c] to out[r * cols + c], with the
-// launch shape of the naive transpose: 32 x 32 threads per block, one block per 32 x 32 tile. A warp
-// reads 32 consecutive words of one row (128 bytes, one cache line) and writes them back the same
-// way: both sides coalesced. No transpose that reads and writes every element once can beat it
+// launch shape of the naive transpose: 32 x 32 threads per block, one block per 32 x 32 tile. A
+// warp reads 32 consecutive words of one row (128 bytes, one cache line) and writes them back the
+// same way: both sides coalesced. No transpose that reads and writes every element once can beat it
 // by much with the same shape, which is why it is the ceiling and not the device copy roof.
 //
 // Launch: block (32, 32), grid (ceil(cols / 32), ceil(rows / 32)).

@@ -258,9 +258,10 @@ impl<T: CompactElement> Compact<T> {
         let (first, last) = (plan.launches.first().unwrap(), plan.launches.last().unwrap());
         match self.step {
             CompactStep::FlagsScanScatter | CompactStep::CountScanScatter => {
-                // Step 1: flags, then places (an exclusive scan in place), then the scatter. Step 2:
-                // tile counts, then tile ends (an inclusive scan in place), then the scatter. Step 1's
-                // grid-stride kernels take a signed n, step 2's tile kernels an unsigned one.
+                // Step 1: flags, then places (an exclusive scan in place), then the scatter. Step
+                // 2: tile counts, then tile ends (an inclusive scan in place), then the scatter.
+                // Step 1's grid-stride kernels take a signed n, step 2's tile kernels an unsigned
+                // one.
                 let (kind, scanned, count): (ScanKind, usize, KernelArg) = match self.step {
                     CompactStep::FlagsScanScatter => (ScanKind::Exclusive, n, (n as i64).into()),
                     _ => (ScanKind::Inclusive, first.config.grid.0 as usize, (n as u64).into()),

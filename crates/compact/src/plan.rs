@@ -97,7 +97,8 @@ fn launch(kernel: String, blocks: u64, threads: u32, note: String) -> PlannedLau
     PlannedLaunch { kernel, config: LaunchConfig::linear(blocks as u32, threads, 0), note }
 }
 
-/// Blocks of the grid-stride kernels of step 1: one element per thread, at most the GPU filled once.
+/// Blocks of the grid-stride kernels of step 1: one element per thread, at most the GPU filled
+/// once.
 pub fn flag_blocks(n: u64, gpu: GpuShape) -> u64 {
     n.div_ceil(u64::from(FLAG_THREADS)).clamp(1, u64::from(gpu.resident_blocks(FLAG_THREADS)))
 }
@@ -194,8 +195,8 @@ mod tests {
 
     #[test]
     fn the_kernel_file_defaults_to_the_tile_that_runs() {
-        // The NVRTC compile test compiles cuda/compact.cu without defines: it compiles what runs only
-        // if the file's defaults are COMPACT_TILE.
+        // The NVRTC compile test compiles cuda/compact.cu without defines: it compiles what runs
+        // only if the file's defaults are COMPACT_TILE.
         let source = include_str!("../../../cuda/compact.cu");
         for (name, value) in COMPACT_TILE.defines() {
             let default = source

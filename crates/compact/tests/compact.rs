@@ -1,7 +1,7 @@
 //! compact's tests: every step against the CPU filter, exactly, at edge and large sizes, with masks
-//! of every density and shape, predicates on NaN, infinities, -0.0 and integer extremes, odd offsets,
-//! outputs too small, more than 2^31 elements, several threads on one device; a look-back stress
-//! test; launch plans and the worked example as snapshots.
+//! of every density and shape, predicates on NaN, infinities, -0.0 and integer extremes, odd
+//! offsets, outputs too small, more than 2^31 elements, several threads on one device; a look-back
+//! stress test; launch plans and the worked example as snapshots.
 
 use compact::measured::POISON_WORD;
 use compact::plan::{COMPACT_TILE, compact_plan};

@@ -26,9 +26,9 @@ use report::tables::chapter_table;
 /// The seed of every bench input (a bench measures the same data each run).
 const SEED: u64 = 0x5eed;
 
-/// Benches every step of the crate that `entries` come from, and its peers when `COURSE_PEERS` names
-/// the peer library (skipped with the reason otherwise). With no GPU it says so and succeeds (fails
-/// with `CUDA_REQUIRED=1`); a step that fails its check or cannot run fails the bench.
+/// Benches every step of the crate that `entries` come from, and its peers when `COURSE_PEERS`
+/// names the peer library (skipped with the reason otherwise). With no GPU it says so and succeeds
+/// (fails with `CUDA_REQUIRED=1`); a step that fails its check or cannot run fails the bench.
 pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     let Some(crate_name) = entries.first().map(|e| e.crate_name) else {
         eprintln!("gpu-bench: no steps to measure");
@@ -55,7 +55,8 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     let mut ok = true;
     let course = course::registry();
     for step in course.steps().filter(|s| s.crate_name == crate_name) {
-        // A peer (cuBLAS, CUB) needs the peer library; without it the row is skipped, as in the tour.
+        // A peer (cuBLAS, CUB) needs the peer library; without it the row is skipped, as in the
+        // tour.
         if step.peer.is_some() {
             if let Err(e) = PeerLibrary::shared() {
                 println!("{crate_name}: peer `{}` skipped: {e}", step.name());

@@ -1,13 +1,15 @@
 //! Run-time compilation of the embedded CUDA sources with NVRTC.
 //!
-//! Every kernel lives in `cuda/<crate>.cu` and is embedded into its crate with [`crate::kernel_source!`].
-//! Shared headers (`cuda/*.cuh`) are embedded here and handed to NVRTC by name, so a kernel can
-//! `#include "common.cuh"`. Compiled images are cached per process, keyed by source, target and
-//! defines, so each kernel is compiled once however many launchers and tests use it.
+//! Every kernel lives in `cuda/<crate>.cu` and is embedded into its crate with
+//! [`crate::kernel_source!`]. Shared headers (`cuda/*.cuh`) are embedded here and handed to NVRTC
+//! by name, so a kernel can `#include "common.cuh"`. Compiled images are cached per process, keyed
+//! by source, target and defines, so each kernel is compiled once however many launchers and tests
+//! use it.
 //!
 //! We ask NVRTC for CUBIN (machine code) for the device's own `sm_XY`: PTX from an NVRTC newer than
-//! the driver would not load, while CUBIN needs no JIT step in the driver. Only when this NVRTC does
-//! not know the device's architecture do we fall back to PTX for the newest virtual one it knows.
+//! the driver would not load, while CUBIN needs no JIT step in the driver. Only when this NVRTC
+//! does not know the device's architecture do we fall back to PTX for the newest virtual one it
+//! knows.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int};
@@ -156,7 +158,8 @@ pub(crate) fn owned_defines(defines: &[(&str, String)]) -> OwnedDefines {
 
 type CacheKey = (KernelSource, Target, OwnedDefines);
 
-/// Compiles `source` for `target` with the given `-D NAME=VALUE` defines, through the process cache.
+/// Compiles `source` for `target` with the given `-D NAME=VALUE` defines, through the process
+/// cache.
 pub fn compile(source: &KernelSource, target: Target, defines: &[(&str, String)]) -> Result<Arc<CompiledImage>> {
     static CACHE: OnceLock<Mutex<HashMap<CacheKey, Arc<CompiledImage>>>> = OnceLock::new();
     let key: CacheKey = (*source, target, owned_defines(defines));

@@ -74,7 +74,8 @@ pub enum GpuError {
 }
 
 impl GpuError {
-    /// True for the errors that mean "this machine cannot run kernels" rather than "this code is wrong".
+    /// True for the errors that mean "this machine cannot run kernels" rather than "this code is
+    /// wrong".
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,

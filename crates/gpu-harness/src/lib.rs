@@ -1,15 +1,15 @@
 //! The lean core every technique crate builds on, and nothing else:
 //!
 //! - [`Device`] (`device.rs`): a CUDA GPU (driver loaded at run time) or the CPU simulator, opened
-//!   once per process ([`Device::shared`]), and its kernels, compiled by NVRTC from embedded sources
-//!   (`compile.rs`: [`KernelSource`], [`kernel_source!`]) and cached per device. Beside it, in
-//!   `device/`: `facts.rs` ([`DeviceFacts`], [`GpuShape`]), `buffer.rs` ([`DeviceBuffer`],
+//!   once per process ([`Device::shared`]), and its kernels, compiled by NVRTC from embedded
+//!   sources (`compile.rs`: [`KernelSource`], [`kernel_source!`]) and cached per device. Beside it,
+//!   in `device/`: `facts.rs` ([`DeviceFacts`], [`GpuShape`]), `buffer.rs` ([`DeviceBuffer`],
 //!   [`DeviceView`], copies to and from the host), `launch.rs` ([`Device::launch`], checked against
 //!   the kernel's parameters), `timing.rs` ([`Device::time_ms`] with CUDA events,
 //!   [`Device::synchronize`]) and `multi_gpu.rs`, what only reduce-multi-gpu uses (GPUs by ordinal,
 //!   forks with a second stream, [`Event`]s across devices, peer access and peer-to-peer copies).
-//! - [`GpuError`] (`error.rs`): one typed error for everything that can fail, with messages that say
-//!   what to do.
+//! - [`GpuError`] (`error.rs`): one typed error for everything that can fail, with messages that
+//!   say what to do.
 //! - [`measure`]: CUDA-event timing, effective bandwidth, and the copy and read roofs.
 //! - [`workload`]: what the tour and the benches measure: a step ([`StepEntry`]) prepared on a
 //!   [`Case`].

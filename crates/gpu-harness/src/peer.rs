@@ -38,7 +38,8 @@ impl PeerLibrary {
                 "no peer library: build it on a machine with nvcc (scripts/build-peers) and set {PEERS_VARIABLE} to it"
             ))
         })?;
-        // Loading runs the library's initialisers (the CUDA runtime's): trusted, built from scripts/.
+        // Loading runs the library's initialisers (the CUDA runtime's): trusted, built from
+        // scripts/.
         let library = unsafe { libloading::Library::new(&path) }
             .map_err(|e| GpuError::Unsupported(format!("peer library {}: {e}", path.display())))?;
         Ok(PeerLibrary { library, path })

@@ -11,7 +11,8 @@
 //! ([`Prepared::check`]). A crate's `steps()` maps each registry name to its launcher in one line:
 //!
 //! ```text
-//! StepEntry::new(CRATE, "blelloch", |device, case, seed| Measured::new(device, case, seed, OneBlock::Blelloch))
+//! StepEntry::new(CRATE, "blelloch", |device, case, seed| Measured::new(device, case, seed,
+//! OneBlock::Blelloch))
 //! ```
 
 use std::fmt;

@@ -8,12 +8,13 @@
 //!   same word (a copy of the bins per warp, one per lane, runs of equal bytes added once, packed
 //!   16-bit counters).
 //! - [`EvenHistogram`]: f32 values into `bins` even bins over `[lower, upper)` ([`EvenBins`]),
-//!   like CUB's `DeviceHistogram::HistogramEven`. Values below `lower`, at or above `upper`, NaN and
-//!   both infinities are not counted.
+//!   like CUB's `DeviceHistogram::HistogramEven`. Values below `lower`, at or above `upper`, NaN
+//!   and both infinities are not counted.
 //!
-//! Counts are u32. An input of 2^32 elements or more is an error ([`gpu_harness::GpuError::TooLarge`]
-//! says to count it in pieces and add the counts as u64), never a wrapped count; an empty input
-//! gives zero counts. Both launchers take device views (any offset into a buffer) and host slices.
+//! Counts are u32. An input of 2^32 elements or more is an error
+//! ([`gpu_harness::GpuError::TooLarge`] says to count it in pieces and add the counts as u64),
+//! never a wrapped count; an empty input gives zero counts. Both launchers take device views (any
+//! offset into a buffer) and host slices.
 //!
 //! Launch plans ([`HistogramPlan`]) are pure functions of the step, the size and the GPU's shape.
 

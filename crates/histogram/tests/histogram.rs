@@ -266,7 +266,8 @@ fn largest_input_test(suite: TestSuite) -> TestSuite {
             expected[0] = u32::MAX - 4;
             expected[1..5].fill(1);
             let mut bins = device.alloc::<u32>(BYTE_BINS)?;
-            // Global atomics would take seconds here; the other steps all read 16 or 1 bytes at a time.
+            // Global atomics would take seconds here; the other steps all read 16 or 1 bytes at a
+            // time.
             for step in ByteStep::ALL.into_iter().filter(|&s| s != ByteStep::GlobalAtomics) {
                 bins.fill_words(0xdead_beef)?;
                 ByteHistogram::new(device, step)?.count(buffer.as_view(), &mut bins)?;

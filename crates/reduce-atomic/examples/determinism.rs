@@ -19,8 +19,8 @@ fn main() -> gpu_harness::Result<()> {
     let mut rng = TestRng::new();
     let runs = 200;
     println!("{}: {runs} sums of the same input per size (seed {})", device.facts().name, rng.seed());
-    // The CPU simulator runs blocks one after another, so its atomics always land in the same order;
-    // it also runs far slower than a GPU, so it gets small sizes.
+    // The CPU simulator runs blocks one after another, so its atomics always land in the same
+    // order; it also runs far slower than a GPU, so it gets small sizes.
     let sizes: &[usize] =
         if device.is_simulated() { &[1 << 12, 1 << 14, 1 << 16] } else { &[1 << 20, 1 << 24, 1 << 28] };
     if device.is_simulated() {

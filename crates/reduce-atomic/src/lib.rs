@@ -81,7 +81,8 @@ impl Finish for LastBlock {
     }
 }
 
-/// Queues one launch of `kernel` over `inputs` (one or two arrays of `n` elements), finished by `F`.
+/// Queues one launch of `kernel` over `inputs` (one or two arrays of `n` elements), finished by
+/// `F`.
 fn queue_single_pass<F: Finish, V: Element>(
     device: &Device,
     kernel: &Kernel,

@@ -1,5 +1,5 @@
-//! reduce-first-add's tests: the shared reduction suite for the three kernels (the grid-stride one at
-//! sizes below, at and above one full grid), and snapshots of their launch plans and of their
+//! reduce-first-add's tests: the shared reduction suite for the three kernels (the grid-stride one
+//! at sizes below, at and above one full grid), and snapshots of their launch plans and of their
 //! block partials of a fixed integer input.
 
 use gpu_test::TestSuite;

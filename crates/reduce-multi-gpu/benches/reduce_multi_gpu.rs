@@ -1,14 +1,14 @@
 //! reduce-multi-gpu's measurements, on every GPU of the machine (and on the first two of four):
 //!
-//! - the all-reduce of an f32 buffer of 4 MiB to 1 GiB on every GPU, by NCCL and by our ring: device
-//!   time per call, CUDA events on GPU 0 joined with every GPU ([`World::time_ms`]);
+//! - the all-reduce of an f32 buffer of 4 MiB to 1 GiB on every GPU, by NCCL and by our ring:
+//!   device time per call, CUDA events on GPU 0 joined with every GPU ([`World::time_ms`]);
 //! - the full sum of 2^30 f32 on one GPU, and split across the GPUs by each step: wall-clock time
 //!   to the answer on the host.
 //!
 //! Both are timed by the one measuring path of the tour and every bench,
 //! [`gpu_harness::measure::median_ms`]'s rules ([`median_ms_timed_by`]: one warm-up call, batches
-//! of about a millisecond, the median of [`SAMPLES`] batches' time per call), with the joined events
-//! or the host's clock in place of one GPU's events.
+//! of about a millisecond, the median of [`SAMPLES`] batches' time per call), with the joined
+//! events or the host's clock in place of one GPU's events.
 //!
 //! Prints one line per measurement, `<kind> <method> <gpus> <bytes> <ms>`, after `#` lines naming
 //! the machine; `book/src/data/multi-gpu/<machine>.txt` holds what a run printed (with

@@ -185,7 +185,8 @@ pub fn views<T: ReduceElement>(buffers: &[DeviceBuffer<T>]) -> Vec<DeviceView<'_
 }
 
 // ANCHOR: host_combined
-/// Step 1: every GPU reduces its part; the host reads the values and combines them, in device order.
+/// Step 1: every GPU reduces its part; the host reads the values and combines them, in device
+/// order.
 pub struct HostCombined<T: ReduceElement> {
     world_size: usize,
     reducers: Vec<DeterministicReduce<T>>,
@@ -239,8 +240,8 @@ pub trait AllReduce<T: ReduceElement>: Sized {
 }
 // ANCHOR_END: all_reduce
 
-/// Checks an all-reduce's buffers: one per device, each on its device, of equal lengths. Returns the
-/// length.
+/// Checks an all-reduce's buffers: one per device, each on its device, of equal lengths. Returns
+/// the length.
 fn check_buffers<T: ReduceElement>(world: &World, buffers: &[DeviceBuffer<T>]) -> Result<usize> {
     world.check_parts(&views(buffers))?;
     let len = buffers[0].len();

@@ -138,7 +138,8 @@ pub enum RingOp {
     /// `queue` waits for what GPU `gpu`'s `signal` last recorded.
     Wait { queue: Queue, gpu: usize, signal: Signal },
     /// On `from`'s copy stream: its `elements` to GPU `to`, into its landing slot `slot` of
-    /// `received` (reduce-scatter) or over the same elements of its buffer (all-gather, `slot` None).
+    /// `received` (reduce-scatter) or over the same elements of its buffer (all-gather, `slot`
+    /// None).
     Send { from: usize, to: usize, elements: Range<usize>, slot: Option<Range<usize>> },
     /// On `gpu`'s stream: `buffer[elements] = op(buffer[elements], received[slot])`.
     Fold { gpu: usize, elements: Range<usize>, slot: Range<usize> },

@@ -7,9 +7,11 @@
 //!
 //! - [`MultiLevel`]: sum, min, max and mean over f32, i32 and u32, and the dot product of two f32
 //!   vectors (see `reduction::full` for the exact semantics: wrapping integer sums, NaN-wins min
-//!   and max, 64-bit sums for integer means). Any size up to the device's memory: indices are 64-bit.
+//!   and max, 64-bit sums for integer means). Any size up to the device's memory: indices are
+//!   64-bit.
 //! - [`RowSums`]: a row-major `(rows, cols)` matrix reduced to one sum per row. Many short rows get
-//!   one block per row; few long rows are cut into chunks, reduced, and the chunk sums reduced again.
+//!   one block per row; few long rows are cut into chunks, reduced, and the chunk sums reduced
+//!   again.
 //!
 //! Scratch buffers follow the plan of the largest input seen (see [`plan`]), so a timed loop that
 //! was warmed up never allocates.

@@ -1,5 +1,5 @@
-//! Effective bandwidth of every reduce-naive step at the cases the registry (`course.toml`) gives it,
-//! against the read and copy roofs of the same run (`gpu_bench`).
+//! Effective bandwidth of every reduce-naive step at the cases the registry (`course.toml`) gives
+//! it, against the read and copy roofs of the same run (`gpu_bench`).
 
 fn main() -> std::process::ExitCode {
     gpu_bench::main(reduce_naive::steps())

@@ -6,11 +6,11 @@
 //!
 //! The step is its kernel, its launch plan ([`Naive::plan`]: grid, block, shared memory) and its
 //! launch ([`Naive::launch`]: the kernel's arguments), all below. The launcher, [`ReduceNaive`], is
-//! the family's [`HostFinishedSum`]: it compiles the kernel, queues the step's launch, which leaves one partial sum per block of
-//! [`BLOCK_SIZE`] elements, copies the `n / 256` partials back and adds them on the host in f64.
-//! Reading back 1/256 of the input is cheap next to the kernel, and it keeps this step about one
-//! technique, the block tree. Finishing on the device is what reduce-multi-level and reduce-atomic
-//! teach.
+//! the family's [`HostFinishedSum`]: it compiles the kernel, queues the step's launch, which leaves
+//! one partial sum per block of [`BLOCK_SIZE`] elements, copies the `n / 256` partials back and
+//! adds them on the host in f64. Reading back 1/256 of the input is cheap next to the kernel, and
+//! it keeps this step about one technique, the block tree. Finishing on the device is what
+//! reduce-multi-level and reduce-atomic teach.
 //!
 //! ```no_run
 //! use gpu_harness::Device;
@@ -60,7 +60,8 @@ impl HostFinishedStep for Naive {
 }
 // ANCHOR_END: step
 
-/// The step as the tour and the benches measure it (the registry, `course.toml`, says at what sizes).
+/// The step as the tour and the benches measure it (the registry, `course.toml`, says at what
+/// sizes).
 pub fn steps() -> Vec<StepEntry> {
     vec![measured::host_finished::<Naive>(env!("CARGO_PKG_NAME"))]
 }

@@ -5,8 +5,8 @@
 //! pass (a grid that fills the GPU once, 16-byte loads, a block reduction, the last block finishing
 //! in a fixed order) with another value accumulated:
 //!
-//! - [`Numerics::sum_halves`] and [`Numerics::mean_halves`]: f16 or bf16 inputs (their 16-bit words,
-//!   see [`HalfFormat`]), 8 per 16-byte load, accumulated in f32.
+//! - [`Numerics::sum_halves`] and [`Numerics::mean_halves`]: f16 or bf16 inputs (their 16-bit
+//!   words, see [`HalfFormat`]), 8 per 16-byte load, accumulated in f32.
 //! - [`Numerics::compensated_sum`]: an f32 sum that carries its own rounding error (Neumaier's form
 //!   of Kahan summation, kept through the whole tree with TwoSum).
 //! - [`Numerics::moments`] and [`Numerics::moments_halves`]: count, mean and the sum of squared
@@ -207,8 +207,8 @@ impl Numerics {
         self.queue(Which::Compensated, input.into(), input.len())
     }
 
-    /// The compensated sum of `input`: its f32 sum plus the rounding error the kernel carried; 0 for
-    /// nothing.
+    /// The compensated sum of `input`: its f32 sum plus the rounding error the kernel carried; 0
+    /// for nothing.
     pub fn compensated_sum(&mut self, input: DeviceView<'_, f32>) -> Result<f32> {
         if input.is_empty() {
             return Ok(0.0);
@@ -314,7 +314,8 @@ pub fn random_halves(n: usize, format: HalfFormat, seed: u64) -> Vec<u16> {
     (0..n).map(|_| format.from_f32(rng.random_range(-1.0f32..1.0))).collect()
 }
 
-/// A half-input step on a random input: what is timed is the launch; the result stays on the device.
+/// A half-input step on a random input: what is timed is the launch; the result stays on the
+/// device.
 struct HalvesCase {
     numerics: Numerics,
     input: DeviceBuffer<u16>,

@@ -6,9 +6,9 @@
 //! device. Kernels in `cuda/reduce_shuffle.cu`:
 //!
 //! - [`Shuffle`] (`reduce_shuffle`): grid-stride 4-byte loads, then the shuffle block reduction.
-//! - [`ShuffleVec4`] (`reduce_shuffle_vec4`), the final form: 16-byte `float4` loads, four in flight
-//!   per thread, with scalar loads for a head (inputs that do not start on a 16-byte boundary, such
-//!   as a view at an odd offset) and a tail (`n % 4`).
+//! - [`ShuffleVec4`] (`reduce_shuffle_vec4`), the final form: 16-byte `float4` loads, four in
+//!   flight per thread, with scalar loads for a head (inputs that do not start on a 16-byte
+//!   boundary, such as a view at an odd offset) and a tail (`n % 4`).
 //! - [`Extremes`]: max, min and argmax with the same kernel shape. NaN wins: a NaN anywhere makes
 //!   max and min NaN, and argmax returns the first NaN's index (as numpy does). Ties go to the
 //!   first index. An empty input is an error (there is no maximum of nothing).

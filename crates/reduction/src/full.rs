@@ -175,7 +175,8 @@ pub trait FullReduction<T: ReduceElement>: Sized + Send + 'static {
     fn create(device: &Device) -> Result<Self>;
     /// Grows the scratch buffers to what `n` elements need, so that no timed call allocates.
     fn reserve(&mut self, n: usize) -> Result<()>;
-    /// Sizes the scratch buffers for `n` elements and fills every word of them with [`POISON_WORD`].
+    /// Sizes the scratch buffers for `n` elements and fills every word of them with
+    /// [`POISON_WORD`].
     fn poison_scratch(&mut self, n: usize) -> Result<()>;
     /// Queues `op` over `input` (not empty); the result stays on the device, in [`Self::result`].
     fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()>;

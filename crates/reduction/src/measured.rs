@@ -19,7 +19,8 @@ pub fn random_floats(device: &Device, case: &Case, seed: u64) -> Result<Arc<Inpu
     random_input(device, case, seed, |rng| rng.random_range(-1.0f32..1.0))
 }
 
-/// A host-finished step `S`: what is timed is the kernel (one partial per block), not the host's adds.
+/// A host-finished step `S`: what is timed is the kernel (one partial per block), not the host's
+/// adds.
 pub fn host_finished<S: HostFinishedStep>(crate_name: &'static str) -> StepEntry {
     StepEntry::new(crate_name, S::STEP, |device, case, seed| {
         let (input, mut reducer) = (random_floats(device, case, seed)?, HostFinishedSum::<S>::new(device)?);
@@ -37,7 +38,8 @@ pub fn host_finished<S: HostFinishedStep>(crate_name: &'static str) -> StepEntry
     })
 }
 
-/// A full reduction `L` (its f32 sum): what is timed is every launch, the result left on the device.
+/// A full reduction `L` (its f32 sum): what is timed is every launch, the result left on the
+/// device.
 pub fn on_device<L: FullReduction<f32>>(crate_name: &'static str, step: &'static str) -> StepEntry {
     StepEntry::new(crate_name, step, |device, case, seed| {
         let (input, mut launcher) = (random_floats(device, case, seed)?, L::create(device)?);

@@ -6,12 +6,12 @@ pub fn sum_f64(values: &[f32]) -> f64 {
 }
 
 /// The bound on the rounding error of an f32 sum in which no input goes through more than `chain`
-/// additions (the longest path of the summation tree, [`crate::ReductionPlan::longest_addition_chain`])
-/// and whose values' magnitudes add up to `sum_abs`: `γ(chain) · Σ|x|`, with
-/// `γ(k) = k·u / (1 − k·u)` and u = 2^-24 (Higham, *Accuracy and Stability of Numerical
-/// Algorithms*, section 4.2). Each addition rounds its result by at most u of itself, and an input
-/// is part of at most `chain` of them. A result outside its step's bound is a bug, not rounding.
-/// Integer-valued inputs are compared exactly instead.
+/// additions (the longest path of the summation tree,
+/// [`crate::ReductionPlan::longest_addition_chain`]) and whose values' magnitudes add up to
+/// `sum_abs`: `γ(chain) · Σ|x|`, with `γ(k) = k·u / (1 − k·u)` and u = 2^-24 (Higham, *Accuracy and
+/// Stability of Numerical Algorithms*, section 4.2). Each addition rounds its result by at most u
+/// of itself, and an input is part of at most `chain` of them. A result outside its step's bound is
+/// a bug, not rounding. Integer-valued inputs are compared exactly instead.
 pub fn sum_bound(chain: u64, sum_abs: f64) -> f64 {
     let k = chain as f64 * f64::from(f32::EPSILON) / 2.0;
     if k >= 1.0 { f64::INFINITY } else { k / (1.0 - k) * sum_abs }

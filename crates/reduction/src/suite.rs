@@ -233,7 +233,8 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
             .gpu(format!("sum_suite::{tag}::overflow_subnormals_and_signed_zeros"), |device| {
                 // A sum past f32's range is the infinity of its sign; subnormals are added, not
                 // flushed to zero (1000 x 2^-149 is exact); a sum of zeros of either sign is +0.0,
-                // as torch's and numpy's are: every sum starts from +0.0, on the device or the host.
+                // as torch's and numpy's are: every sum starts from +0.0, on the device or the
+                // host.
                 let mut reducer = R::create(device)?;
                 let tiny = f32::from_bits(1);
                 let cases = [
@@ -385,7 +386,9 @@ impl<L: FullReduction<f32>> SumReduction for SumOf<L> {
 /// struct Family;
 /// impl FullReductionFamily for Family {
 ///     type For<T: ReduceElement> = MultiLevel<T>;
-///     fn dot(l: &mut MultiLevel<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> { l.dot(a, b) }
+///     fn dot(l: &mut MultiLevel<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+///         l.dot(a, b)
+///     }
 /// }
 /// ```
 pub trait FullReductionFamily: 'static {

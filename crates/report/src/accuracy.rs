@@ -1,6 +1,7 @@
 //! Accuracy studies: how far each way of summing lands from the exact sum as n grows, measured by
-//! `cargo run --release --example accuracy -p reduce-numerics` into `book/src/data/accuracy/<gpu>.json`,
-//! drawn here as line charts (relative error on a log scale against log2 n) and tables.
+//! `cargo run --release --example accuracy -p reduce-numerics` into
+//! `book/src/data/accuracy/<gpu>.json`, drawn here as line charts (relative error on a log scale
+//! against log2 n) and tables.
 
 use std::fmt::Write as _;
 use std::path::Path;

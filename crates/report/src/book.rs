@@ -108,7 +108,8 @@ fn gpu_files(family: &Family, gpu: &Gpu) -> Result<Vec<(PathBuf, String)>, BookE
 /// The fragments the chapters include: every GPU's charts and table, one tab per GPU.
 fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     let mut files = Vec::new();
-    // A chapter with no steps here is measured by its own bench (reduce-multi-gpu: `multi_gpu_files`).
+    // A chapter with no steps here is measured by its own bench (reduce-multi-gpu:
+    // `multi_gpu_files`).
     for chapter in family.chapters.iter().filter(|c| !c.steps.is_empty()) {
         let tabs: Vec<(&Gpu, String)> = gpus
             .iter()

@@ -3,9 +3,9 @@
 //! Each bar is a step's effective bandwidth, labelled with its GB/s and its share of its own roof
 //! (the read roof for a step that only reads, the copy roof for one that reads and writes; no share
 //! where the roofs do not bind, [`crate::tables::roof_binds`]). The course's steps are blue, the
-//! peers (NVIDIA's libraries, the seeds' kernels) grey with their names in italics, as a legend under
-//! the title says. Solid lines mark the read roof and the copy roof measured in the same run, a
-//! dashed one the theoretical DRAM peak, each labelled to the right of the plot.
+//! peers (NVIDIA's libraries, the seeds' kernels) grey with their names in italics, as a legend
+//! under the title says. Solid lines mark the read roof and the copy roof measured in the same run,
+//! a dashed one the theoretical DRAM peak, each labelled to the right of the plot.
 //!
 //! Every text stays inside the picture and clear of the others: the widths of texts are estimated
 //! for a wide face ([`text_width`]), the column of the lines' labels is as wide as they need, and
@@ -218,8 +218,8 @@ impl BarChart<'_> {
         lines
     }
 
-    /// Top of the y axis: room above the tallest bar for its two-line label, and above the lines for
-    /// a label lifted over them.
+    /// Top of the y axis: room above the tallest bar for its two-line label, and above the lines
+    /// for a label lifted over them.
     fn y_max(&self) -> f64 {
         let tallest_bar = self.bars.iter().map(|b| b.gbs).fold(0.0, f64::max);
         let highest_line = self.lines().iter().map(|l| l.1).fold(0.0, f64::max);
@@ -318,7 +318,8 @@ fn draw_legend(
 pub struct ShareBar {
     /// What the bar is, written after its share (`last-block`, `CUB DeviceReduce::Sum`).
     pub label: String,
-    /// Its share of its roof in percent; `None` where the roof does not bind (the bar says `in L2`).
+    /// Its share of its roof in percent; `None` where the roof does not bind (the bar says `in
+    /// L2`).
     pub percent: Option<f64>,
     pub peer: bool,
 }
@@ -908,7 +909,8 @@ mod tests {
                     Some("0.5ex") => (y - px / 2.0, y + px / 2.0),
                     _ => (y - px, y),
                 };
-                // A quarter turn anticlockwise about (x, y): across becomes up, down becomes across.
+                // A quarter turn anticlockwise about (x, y): across becomes up, down becomes
+                // across.
                 let turned = attribute(tag, "transform").is_some_and(|t| t.starts_with("rotate(270"));
                 Some(if turned {
                     (text, x + (top - y), y - (right - x), x + (bottom - y), y - (left - x))

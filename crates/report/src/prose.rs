@@ -3,19 +3,21 @@
 //! A measured number in a chapter carries, right after it, a comment naming where it comes from:
 //!
 //! ```text
-//! sums 1 GiB in 2.60 ms<!-- data nvidia-h200 reduce-naive/naive 2^28 ms -->, 415 GB/s<!-- data nvidia-h200 reduce-naive/naive 2^28 gbs -->
+//! sums 1 GiB in 2.60 ms<!-- data nvidia-h200 reduce-naive/naive 2^28 ms -->, 415 GB/s<!-- data
+//! nvidia-h200 reduce-naive/naive 2^28 gbs -->
 //! ```
 //!
 //! `data <gpu folder> <crate>/<step> <case> <value>`, where `<value>` is one of `gbs`, `tbs`, `ms`,
 //! `us`, `roof%` (percent of the step's own roof), `copy%`, `read%`, `read-roof` and `copy-roof`
 //! (the roofs of that case, GB/s), `peak` (theoretical GB/s), or `speedup:<crate>/<step>` (that
 //! step's time over this one's). reduce-multi-gpu's numbers come from its sessions
-//! (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine> <kind>/<method> <gpus> <bytes> <value>`,
-//! `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `ratio:<method>` (this bus bandwidth over that
-//! method's) or `speedup` (one GPU's time over this one's). The rendered page does not show the comment; [`check_book`] checks
-//! that the number before it, rounded as written, equals the data. A number written as a measurement
-//! (followed by `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry such a comment, or
-//! `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the seeds).
+//! (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine> <kind>/<method> <gpus> <bytes>
+//! <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `ratio:<method>` (this bus bandwidth
+//! over that method's) or `speedup` (one GPU's time over this one's). The rendered page does not
+//! show the comment; [`check_book`] checks that the number before it, rounded as written, equals
+//! the data. A number written as a measurement (followed by `GB/s`, `TB/s`, `% of copy`, `% of its
+//! roof`, `% of read`) must carry such a comment, or `<!-- not measured here -->` when it is quoted
+//! from elsewhere (a paper, the seeds).
 
 use std::path::{Path, PathBuf};
 

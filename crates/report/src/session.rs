@@ -1,6 +1,6 @@
 //! The one measuring path of the tour and the benches: prepare a step on a case, check it against
-//! the CPU, time it with [`gpu_harness::measure::time_step`], and record it next to the roofs of the
-//! same case measured in the same run.
+//! the CPU, time it with [`gpu_harness::measure::time_step`], and record it next to the roofs of
+//! the same case measured in the same run.
 
 use std::collections::HashMap;
 
@@ -57,7 +57,8 @@ impl Session {
         &self.device
     }
 
-    /// The roofs of a case whose input is `bytes` bytes, measured the first time they are asked for.
+    /// The roofs of a case whose input is `bytes` bytes, measured the first time they are asked
+    /// for.
     pub fn roofs(&mut self, bytes: u64) -> Result<Roofs> {
         if let Some(roofs) = self.roofs.get(&bytes) {
             return Ok(*roofs);

@@ -181,3 +181,41 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
         assert_eq!(row[5..7], want[5..7], "{want:?}");
     }
 }
+
+/// The widest a comment line in `cuda/` and `crates/` may be: the book shows kernels and launchers
+/// in listings about this wide, and a longer comment runs off the right edge.
+const COMMENT_WIDTH: usize = 100;
+
+/// Every full-line comment in the kernels and the crates fits the book's listings
+/// (`scripts/reflow-comments` re-wraps the ones that do not). `ANCHOR` markers, which mdBook drops
+/// from listings, and lines holding a link are left out.
+#[test]
+fn comments_fit_the_books_width() {
+    fn sources(dir: &std::path::Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && path.file_name().is_some_and(|n| n != "target") {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs" || e == "cu" || e == "cuh") {
+                found.push(path);
+            }
+        }
+    }
+    let root = workspace_root();
+    let mut files = Vec::new();
+    sources(&root.join("cuda"), &mut files);
+    sources(&root.join("crates"), &mut files);
+    assert!(files.len() > 50, "found only {} source files under cuda/ and crates/", files.len());
+    let mut long = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (number, line) in text.lines().enumerate() {
+            let comment = line.trim_start().starts_with("//");
+            if comment && line.chars().count() > COMMENT_WIDTH && !line.contains("ANCHOR") && !line.contains("http") {
+                let path = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
+                long.push(format!("{path}:{}: {} columns", number + 1, line.chars().count()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "comments past {COMMENT_WIDTH} columns (scripts/reflow-comments):\n{}", long.join("\n"));
+}

@@ -107,8 +107,8 @@ fn line_heights(svg: &str, color: &str) -> Vec<f64> {
 
 /// A crowded chart, checked for what a person would look for: the labels of three close lines
 /// pushed apart, the label of a bar just under them lifted above them, and every step's name
-/// whole under its bar however many steps there are (across in pieces, or upwards in one). `REPORT_SAMPLES=/tmp cargo test -p report`
-/// also writes it (and the ladder) to look at.
+/// whole under its bar however many steps there are (across in pieces, or upwards in one).
+/// `REPORT_SAMPLES=/tmp cargo test -p report` also writes it (and the ladder) to look at.
 #[test]
 fn a_crowded_chart_keeps_its_labels_apart() {
     // Close lines, a bar just under them and more steps than fit comfortably.

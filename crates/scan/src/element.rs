@@ -1,5 +1,5 @@
-//! What a scan scans: its element types and its two kinds, and the CPU scans every kernel is checked
-//! against.
+//! What a scan scans: its element types and its two kinds, and the CPU scans every kernel is
+//! checked against.
 
 use std::fmt::Debug;
 
@@ -7,7 +7,8 @@ use gpu_harness::Element;
 use rand::RngExt;
 use rand::rngs::SmallRng;
 
-/// Inclusive (`out[i] = x[0] + ... + x[i]`) or exclusive (`out[i] = x[0] + ... + x[i-1]`, `out[0] = 0`).
+/// Inclusive (`out[i] = x[0] + ... + x[i]`) or exclusive (`out[i] = x[0] + ... + x[i-1]`, `out[0] =
+/// 0`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScanKind {
     Inclusive,

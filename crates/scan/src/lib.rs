@@ -5,10 +5,12 @@
 //!
 //! 1. [`OneBlockScan`] with [`OneBlock::HillisSteele`]: an inclusive scan by one block in log2(n)
 //!    steps and n log2(n) additions, double-buffered in shared memory.
-//! 2. [`OneBlock::Blelloch`]: the work-efficient exclusive scan (up-sweep, down-sweep: 2n additions);
-//!    [`OneBlock::BlellochPadded`] removes its shared-memory bank conflicts with padding.
-//! 3. [`MultiPassScan`]: any size in several passes, scan-then-propagate ([`MultiPass::ScanThenPropagate`],
-//!    4n accesses) or reduce-then-scan ([`MultiPass::ReduceThenScan`], 3n).
+//! 2. [`OneBlock::Blelloch`]: the work-efficient exclusive scan (up-sweep, down-sweep: 2n
+//!    additions); [`OneBlock::BlellochPadded`] removes its shared-memory bank conflicts with
+//!    padding.
+//! 3. [`MultiPassScan`]: any size in several passes, scan-then-propagate
+//!    ([`MultiPass::ScanThenPropagate`], 4n accesses) or reduce-then-scan
+//!    ([`MultiPass::ReduceThenScan`], 3n).
 //! 4. [`Scan`]: one pass with decoupled look-back (2n accesses), a block per tile
 //!    ([`SinglePass::Classic`]); then [`SinglePass::EarlyLoads`], whose blocks load before their
 //!    tile ticket is back: the crate's API, inclusive, exclusive and segmented scans of f32, i32

@@ -212,7 +212,8 @@ pub fn multi_pass_scratch(n: u64) -> u64 {
 // ANCHOR: tile_shape
 /// The shape of a single-pass tile: threads per block and elements per thread (a multiple of 4:
 /// the 16-byte vectors), and how many predecessors each lane of the look-back warp reads per round
-/// trip in the wide look-back (the form that was tried). The kernels are compiled with these values (`-D SCAN_THREADS=...`).
+/// trip in the wide look-back (the form that was tried). The kernels are compiled with these values
+/// (`-D SCAN_THREADS=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
     pub threads: u32,
@@ -324,8 +325,8 @@ mod tests {
 
     #[test]
     fn the_kernel_file_defaults_to_the_tile_that_runs() {
-        // The NVRTC compile test compiles cuda/scan.cu without defines: it compiles what runs only if
-        // the file's defaults are SINGLE_PASS_TILE.
+        // The NVRTC compile test compiles cuda/scan.cu without defines: it compiles what runs only
+        // if the file's defaults are SINGLE_PASS_TILE.
         for (name, value) in SINGLE_PASS_TILE.defines() {
             assert_eq!(kernel_default(name).map(str::trim), Some(value.as_str()), "#define {name} in cuda/scan.cu");
         }

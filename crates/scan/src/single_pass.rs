@@ -1,6 +1,6 @@
-//! Step 4: the scan in one pass, with decoupled look-back, and the crate's API: inclusive, exclusive
-//! and segmented scans of f32, i32 and u32, of device buffers and host slices, of any size, into
-//! another buffer or in place.
+//! Step 4: the scan in one pass, with decoupled look-back, and the crate's API: inclusive,
+//! exclusive and segmented scans of f32, i32 and u32, of device buffers and host slices, of any
+//! size, into another buffer or in place.
 
 use std::marker::PhantomData;
 use std::ops::RangeBounds;
@@ -63,7 +63,8 @@ impl<T: ScanElement> Scan<T> {
         plan(self.form, ScanKind::Inclusive, T::SUFFIX, n)
     }
 
-    /// Makes room in the tile state for `n` elements (so that no allocation happens in a timed call).
+    /// Makes room in the tile state for `n` elements (so that no allocation happens in a timed
+    /// call).
     pub fn reserve(&mut self, n: usize) -> Result<()> {
         self.plan(n)?;
         self.state.reserve(self.shape.tiles(n as u64) as usize)

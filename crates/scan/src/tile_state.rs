@@ -13,7 +13,8 @@ pub const MAX_EPOCH: u32 = (1 << 29) - 1;
 /// A launch tags the words it writes with its epoch, so the words of the launch before read as
 /// empty and the array needs no clearing between launches: one launch per scan. The counter is
 /// left at 0 by every launch (the block that draws the launch's last number resets it). The words
-/// are cleared only when the epoch wraps around (every 2^29 - 1 launches) and after a failed launch.
+/// are cleared only when the epoch wraps around (every 2^29 - 1 launches) and after a failed
+/// launch.
 pub struct TileState {
     device: Device,
     status: DeviceBuffer<u64>,
@@ -36,8 +37,8 @@ impl TileState {
     }
 
     /// Adds the state's arguments to a launch of a look-back kernel, `(status, counter, n, epoch)`,
-    /// and queues it. The epoch moves on first; if the launch fails, the state is reset, so the next
-    /// launch starts clean.
+    /// and queues it. The epoch moves on first; if the launch fails, the state is reset, so the
+    /// next launch starts clean.
     pub fn run(&mut self, launch: Launch<'_>, n: u64) -> Result<()> {
         if self.epoch == MAX_EPOCH {
             self.status.fill_words(0)?;

@@ -1,7 +1,7 @@
 //! scan's tests: every step against the CPU scan (exact for integers, within
-//! `reference::scan_tolerance` for f32) at edge and large sizes, odd offsets, in place and from host
-//! slices; segmented scans; a look-back stress test; launch plans, worked examples and simulator
-//! counters as snapshots.
+//! `reference::scan_tolerance` for f32) at edge and large sizes, odd offsets, in place and from
+//! host slices; segmented scans; a look-back stress test; launch plans, worked examples and
+//! simulator counters as snapshots.
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
 use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, test_size};

@@ -1,5 +1,6 @@
 //! The code of every step the registry (`course.toml`) lists: each technique crate's `steps()`, and
-//! the peers. One line per crate; a test checks that this list and the registry name the same steps.
+//! the peers. One line per crate; a test checks that this list and the registry name the same
+//! steps.
 
 use gpu_harness::StepEntry;
 

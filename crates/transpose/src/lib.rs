@@ -5,13 +5,14 @@
 //!
 //! | [`Step`] | kernel | what changes |
 //! |---|---|---|
-//! | (step 1, [`TileCopy`]) | `transpose_copy` | not a transpose: a copy with the same access pattern, the ceiling |
-//! | [`Step::Naive`] | `transpose_naive` | one element per thread: reads coalesced, writes strided |
-//! | [`Step::Tiled`] | `transpose_tiled` | a 32 x 32 tile in shared memory: both sides coalesced |
-//! | [`Step::Padded`] | `transpose_padded` | the tile padded to 33 columns: no bank conflicts |
-//! | [`Step::FourPerThread`] | `transpose_four_per_thread` | 32 x 8 threads per tile, four elements each |
-//! | [`Step::Swizzled`] | `transpose_swizzled` | (extra) step 5 with an XOR-swizzled tile instead of padding |
-//! | [`Step::WideTiles`] | `transpose_wide_tiles` | 64 x 64 tiles, 32 x 16 threads, eight elements each |
+//! | (step 1, [`TileCopy`]) | `transpose_copy` | not a transpose: a copy with the same access
+//! pattern, the ceiling | | [`Step::Naive`] | `transpose_naive` | one element per thread: reads
+//! coalesced, writes strided | | [`Step::Tiled`] | `transpose_tiled` | a 32 x 32 tile in shared
+//! memory: both sides coalesced | | [`Step::Padded`] | `transpose_padded` | the tile padded to 33
+//! columns: no bank conflicts | | [`Step::FourPerThread`] | `transpose_four_per_thread` | 32 x 8
+//! threads per tile, four elements each | | [`Step::Swizzled`] | `transpose_swizzled` | (extra)
+//! step 5 with an XOR-swizzled tile instead of padding | | [`Step::WideTiles`] |
+//! `transpose_wide_tiles` | 64 x 64 tiles, 32 x 16 threads, eight elements each |
 //!
 //! A transpose only moves bits, so the kernels move 4-byte words and one kernel serves every
 //! 4-byte type ([`Word`]: `f32`, `i32`, `u32`), NaN payloads and `-0.0` included. Any shape works,
@@ -29,8 +30,8 @@
 //! # fn run(device: &Device) -> gpu_harness::Result<()> {
 //! let mut square = device.upload(&[1.0f32, 2.0, 3.0, 4.0])?;
 //! let transposer = Transposer::new(device, Step::WideTiles)?;
-//! transposer.transpose(square.as_view(), 2, 2, &mut square)?; // error[E0502]: `square` is borrowed twice
-//! # Ok(())
+//! transposer.transpose(square.as_view(), 2, 2, &mut square)?; // error[E0502]: `square` is
+//! borrowed twice # Ok(())
 //! # }
 //! ```
 //!

@@ -1,5 +1,6 @@
-//! The steps and the peer (cuBLAS's `cublasSgeam`, C = 1 * A^T + 0 * B, `scripts/peers/transpose.cu`)
-//! as the tour and the benches measure them, each checked bit for bit on a random f32 matrix.
+//! The steps and the peer (cuBLAS's `cublasSgeam`, C = 1 * A^T + 0 * B,
+//! `scripts/peers/transpose.cu`) as the tour and the benches measure them, each checked bit for bit
+//! on a random f32 matrix.
 
 use std::ffi::{c_int, c_void};
 

@@ -1,9 +1,9 @@
-//! transpose's tests: every step on f32, i32 and u32 at edge and odd shapes (1 x 1 to tall and thin,
-//! sides around the tiles), compared bit for bit with the CPU on fresh random words (NaN payloads,
-//! infinities and -0.0 included); transposing twice; views at odd offsets; the copy; wrong lengths,
-//! empty matrices and shapes the grid cannot hold; many threads at once; a matrix of more than 2^32
-//! elements on GPUs with the memory; and snapshots of launch plans, a worked example and the
-//! simulator's counters.
+//! transpose's tests: every step on f32, i32 and u32 at edge and odd shapes (1 x 1 to tall and
+//! thin, sides around the tiles), compared bit for bit with the CPU on fresh random words (NaN
+//! payloads, infinities and -0.0 included); transposing twice; views at odd offsets; the copy;
+//! wrong lengths, empty matrices and shapes the grid cannot hold; many threads at once; a matrix of
+//! more than 2^32 elements on GPUs with the memory; and snapshots of launch plans, a worked example
+//! and the simulator's counters.
 
 use std::fmt::Write as _;
 
@@ -364,8 +364,8 @@ fn main() -> std::process::ExitCode {
                 fits_test_time(device, n).or_else(|| enough_memory(device, 2 * 4 * n as u64 + (2 << 30)))
             },
             |device| {
-                // Words that differ beyond 2^32: element i holds its index's low 32 bits, scrambled by
-                // the high ones, so an offset that wraps at 2^32 reads the wrong word.
+                // Words that differ beyond 2^32: element i holds its index's low 32 bits, scrambled
+                // by the high ones, so an offset that wraps at 2^32 reads the wrong word.
                 let (rows, cols) = (65_537usize, 65_536usize);
                 let word = |i: usize| (i as u32) ^ ((i >> 32) as u32).wrapping_mul(0x9e37_79b9);
                 let host: Vec<u32> = (0..rows * cols).map(word).collect();

@@ -1,7 +1,7 @@
 //! Device memory: [`DeviceBuffer`] (owned, freed when dropped) and [`DeviceView`] (a borrowed
 //! range of one, what launchers take), their [`Element`] types, fills, copies to and from the host,
-//! and copies between buffers on the device ([`Device::copy`], [`Device::copy_into`]; a copy between
-//! two GPUs' memories is finished in `multi_gpu.rs`).
+//! and copies between buffers on the device ([`Device::copy`], [`Device::copy_into`]; a copy
+//! between two GPUs' memories is finished in `multi_gpu.rs`).
 
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
