@@ -18,6 +18,7 @@ use gpu_test::props::{self, Guarded, expect_bad_input, f32_arith_specials, f32_s
 use gpu_test::{TestSuite, test_size};
 use properties::{PropertySuites, f32_sum_mismatch, reduction_family};
 use reduce_multi_level::{MIN_CHUNK_COLUMNS, MultiLevel, RowSums, SHORT_ROW_COLUMNS, SINGLE_BLOCK_LIMIT};
+use reduction::passes_chain;
 
 reduction_family!(MultiLevelFamily, MultiLevel);
 
@@ -26,7 +27,7 @@ fn main() -> std::process::ExitCode {
         .full_properties::<MultiLevelFamily>()
         .gpu("properties::row_sums_match_the_reference", |device| {
             let row_sums = RefCell::new(RowSums::new(device)?);
-            let most = test_size(device, 1 << 22, 60_000);
+            let most = test_size(device, 1 << 21, 60_000);
             let rows = props::sizes(&[1, 8, 100], test_size(device, 5000, 300));
             let cols = props::sizes(
                 &[1, 32, SHORT_ROW_COLUMNS, MIN_CHUNK_COLUMNS, SINGLE_BLOCK_LIMIT],
@@ -46,9 +47,10 @@ fn main() -> std::process::ExitCode {
                 row_sums.poison(rows, cols)?;
                 let sums = row_sums.sum_rows(input.view()?, rows, cols)?;
                 input.check_unchanged("the input")?;
+                let chain = passes_chain(&row_sums.plan(rows, cols)?.passes);
                 for (row, &got) in sums.iter().enumerate() {
                     let values = &values[row * cols..(row + 1) * cols];
-                    if let Some(why) = f32_sum_mismatch(values, got) {
+                    if let Some(why) = f32_sum_mismatch(values, got, chain) {
                         return Err(format!("row {row} of {rows} x {cols}: {why}").into());
                     }
                 }

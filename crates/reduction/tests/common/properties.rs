@@ -10,8 +10,9 @@
 //! ```
 //!
 //! What holds for every launcher: its answer is the CPU's (exactly where every order of additions
-//! gives the same f32 sum, and for integers; within the f32 sum tolerance,
-//! [`reduction::reference::sum_tolerance`], where orders round differently); NaN anywhere makes a
+//! gives the same f32 sum, and for integers; within the step's own bound,
+//! [`reduction::reference::sum_bound`] of its longest addition chain, where orders round
+//! differently); NaN anywhere makes a
 //! sum, min and max NaN, both infinities make a sum NaN, integer sums wrap around; the input buffer
 //! (with poisoned guard words around the view) is left as it was; the same input at another offset
 //! gives the same answer; empty inputs and dot products of different lengths are errors where the
@@ -29,10 +30,10 @@ use gpu_test::props::{
     self, Drawn, F32Mix, Guarded, Input, expect_bad_input, f32_arith_specials, f32_specials, f32_sum_mixes,
     f32_value_mixes, order_free_sum, same_value,
 };
-use gpu_test::{TestSuite, short_type_name, test_size};
+use gpu_test::{TestSuite, short_type_name};
 
 use reduction::full::{FullReduction, ReduceElement, ReduceOp, reference};
-use reduction::reference::{sum_f64, sum_tolerance};
+use reduction::reference::{dot_tolerance, sum_bound, sum_f64};
 use reduction::suite::{FullReductionFamily, SumReduction};
 
 /// The family's property suites, added to a [`TestSuite`].
@@ -52,24 +53,19 @@ const FEWER_CASES: (u32, u32) = (128, 16);
 /// Sizes near the edges of the family's kernels: a warp, a 256-thread block, two loads per thread,
 /// a 16-byte vector, one full grid of this device (256 threads per block, 1 and 4 elements per
 /// thread) and of an H100/H200, and the launcher's own `boundary_sizes`; any size up to 40,000 on
-/// the simulator (which holds a full grid of vectors: 32,768) and 2^22 on a GPU.
+/// the simulator (which holds a full grid of vectors: 32,768) and 2^21 on a GPU.
 pub fn reduction_sizes(device: &Device, boundaries: &[usize]) -> BoxedStrategy<usize> {
     let wave = device.facts().shape().threads_in_one_wave(256);
     let hopper = GpuShape::HOPPER_132_SMS.threads_in_one_wave(256);
     let mut edges = vec![1, 3, 4, 5, 8, 32, 64, 256, 512, 1024, 4096, wave, 4 * wave, 4 * wave + 4, hopper, 4 * hopper];
     edges.extend_from_slice(boundaries);
-    props::sizes(&edges, test_size(device, 1 << 22, 40_000))
+    props::sizes(&edges, props::max_len(device))
 }
 
-/// The bound on an f32 sum's rounding error: [`sum_tolerance`], a tree's, until every step
-/// documents its own.
-pub fn f32_sum_bound(n: usize, sum_abs: f64) -> f64 {
-    sum_tolerance(n, sum_abs)
-}
-
-/// Why `got` is not the f32 sum of `values`: it must be exactly [`order_free_sum`] where that is
-/// defined (NaN, an infinity, or an exact sum), else within [`f32_sum_bound`] of the f64 sum.
-pub fn f32_sum_mismatch(values: &[f32], got: f32) -> Option<String> {
+/// Why `got` is not the f32 sum of `values` by a step whose longest addition chain is `chain`: it
+/// must be exactly [`order_free_sum`] where that is defined (NaN, an infinity, or an exact sum),
+/// else within [`sum_bound`] of the f64 sum.
+pub fn f32_sum_mismatch(values: &[f32], got: f32, chain: u64) -> Option<String> {
     match order_free_sum(values) {
         Some(want) if same_value(got, want) => None,
         Some(want) => Some(format!(
@@ -78,10 +74,11 @@ pub fn f32_sum_mismatch(values: &[f32], got: f32) -> Option<String> {
         )),
         None => {
             let want = sum_f64(values);
-            let bound = f32_sum_bound(values.len(), values.iter().map(|&x| f64::from(x).abs()).sum());
+            let bound = sum_bound(chain, values.iter().map(|&x| f64::from(x).abs()).sum());
             let error = (f64::from(got) - want).abs();
-            (error.is_nan() || error > bound)
-                .then(|| format!("the sum of {} values is {got}, expected {want} ± {bound:e}", values.len()))
+            (error.is_nan() || error > bound).then(|| {
+                format!("the sum of {} values is {got}, expected {want} ± {bound:e} (chain of {chain})", values.len())
+            })
         }
     }
 }
@@ -115,8 +112,10 @@ fn sum_properties<R: SumReduction>(suite: TestSuite) -> TestSuite {
             );
             props::check(device, CASES, inputs, |input| {
                 let values = input.values();
-                let got = guarded_sum(device, &mut *reducer.borrow_mut(), &values, input.offset)?;
-                f32_sum_mismatch(&values, got).map_or(Ok(()), |why| Err(why.into()))
+                let mut reducer = reducer.borrow_mut();
+                let got = guarded_sum(device, &mut *reducer, &values, input.offset)?;
+                let chain = reducer.addition_chain(values.len());
+                f32_sum_mismatch(&values, got, chain).map_or(Ok(()), |why| Err(why.into()))
             })
         })
         .gpu(format!("properties::{tag}::same_sum_at_any_offset"), |device| {
@@ -137,9 +136,10 @@ fn sum_properties<R: SumReduction>(suite: TestSuite) -> TestSuite {
                 );
                 let exact = order_free_sum(&values).is_some();
                 // Where the order rounds differently, vector loads group other elements at another
-                // alignment: each answer must then be within the tolerance.
-                let agree = same_value(a, b)
-                    || (!exact && f32_sum_mismatch(&values, a).is_none() && f32_sum_mismatch(&values, b).is_none());
+                // alignment: each answer must then be within the step's bound.
+                let chain = reducer.addition_chain(values.len());
+                let within = |sum| f32_sum_mismatch(&values, sum, chain).is_none();
+                let agree = same_value(a, b) || (!exact && within(a) && within(b));
                 if !agree {
                     return Err(format!("offset {}: {a}, offset {other}: {b}", input.offset).into());
                 }
@@ -152,20 +152,22 @@ fn sum_properties<R: SumReduction>(suite: TestSuite) -> TestSuite {
 pub trait PropertyElement: ReduceElement + Drawn {}
 impl<T: ReduceElement + Drawn> PropertyElement for T {}
 
-/// Why `got` is not `op` of `values`.
-fn op_mismatch<T: ReduceElement>(op: ReduceOp, values: &[T], got: T) -> Option<String> {
+/// Why `got` is not `op` of `values` (an f32 sum by a step whose longest addition chain is
+/// `chain`).
+fn op_mismatch<T: ReduceElement>(op: ReduceOp, values: &[T], got: T, chain: u64) -> Option<String> {
     if T::ROUNDS && op == ReduceOp::Sum {
         let as_f32: Vec<f32> = values.iter().map(|&x| x.to_f64() as f32).collect();
-        return f32_sum_mismatch(&as_f32, got.to_f64() as f32);
+        return f32_sum_mismatch(&as_f32, got.to_f64() as f32, chain);
     }
     let want = reference(op, values);
     let same = if T::ROUNDS { same_value(got.to_f64() as f32, want.to_f64() as f32) } else { got == want };
     (!same).then(|| format!("the {} of {} values is {got:?}, expected {want:?}", op.name(), values.len()))
 }
 
-/// Why `got` is not the mean of `values`: for f32 the f32 sum's expectation over n, for integers
-/// the exact mean (up to f64 rounding).
-fn mean_mismatch<T: ReduceElement>(values: &[T], got: f64) -> Option<String> {
+/// Why `got` is not the mean of `values`: for f32 the f32 sum's expectation (by a step whose
+/// longest addition chain is `chain`) over n, for integers the exact sum over n (up to f64
+/// rounding).
+fn mean_mismatch<T: ReduceElement>(values: &[T], got: f64, chain: u64) -> Option<String> {
     let n = values.len() as f64;
     if T::ROUNDS {
         let as_f32: Vec<f32> = values.iter().map(|&x| x.to_f64() as f32).collect();
@@ -175,11 +177,12 @@ fn mean_mismatch<T: ReduceElement>(values: &[T], got: f64) -> Option<String> {
                 .then(|| format!("the mean of {} values is {got}, expected exactly {want}", values.len()));
         }
         let want = as_f32.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
-        let tolerance = f32_sum_bound(values.len(), as_f32.iter().map(|&x| f64::from(x).abs()).sum()) / n;
+        let tolerance = sum_bound(chain, as_f32.iter().map(|&x| f64::from(x).abs()).sum()) / n;
         return ((got - want).abs() > tolerance || got.is_nan())
             .then(|| format!("the mean of {} values is {got}, expected {want} ± {tolerance:e}", values.len()));
     }
-    let want = values.iter().map(|&x| x.to_f64()).sum::<f64>() / n;
+    // The exact sum (an f64 sum of 2^21 values near 2^32 already rounds), rounded once, over n.
+    let want = values.iter().map(|&x| x.to_f64() as i128).sum::<i128>() as f64 / n;
     let tolerance = 1e-12 * (want.abs() + 1.0);
     ((got - want).abs() > tolerance || got.is_nan())
         .then(|| format!("the mean of {} values is {got}, expected {want}", values.len()))
@@ -195,6 +198,7 @@ fn all_ops<T: PropertyElement, L: FullReduction<T>>(
 ) -> Result<(Vec<T>, Option<f64>), gpu_test::Failed> {
     let input = Guarded::input(device, values, offset)?;
     let view = input.view()?;
+    let chain = launcher.addition_chain(values.len());
     let mut answers = Vec::new();
     for op in ReduceOp::ALL {
         launcher.poison_scratch(values.len())?;
@@ -203,7 +207,7 @@ fn all_ops<T: PropertyElement, L: FullReduction<T>>(
             continue;
         }
         let got = launcher.reduce(op, view)?;
-        if let Some(why) = op_mismatch(op, values, got) {
+        if let Some(why) = op_mismatch(op, values, got, chain) {
             return Err(format!("offset {offset}: {why}").into());
         }
         answers.push(got);
@@ -214,7 +218,7 @@ fn all_ops<T: PropertyElement, L: FullReduction<T>>(
         None
     } else {
         let got = launcher.mean(view)?;
-        if let Some(why) = mean_mismatch(values, got) {
+        if let Some(why) = mean_mismatch(values, got, chain) {
             return Err(format!("offset {offset}: {why}").into());
         }
         Some(got)
@@ -292,7 +296,7 @@ fn full_properties<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                     let result = launcher.reduce(op, guarded.view()?);
                     if values.is_empty() {
                         expect_bad_input("the min or max of nothing", result)?;
-                    } else if let Some(why) = op_mismatch(op, &values, result?) {
+                    } else if let Some(why) = op_mismatch(op, &values, result?, 0) {
                         return Err(why.into());
                     }
                 }
@@ -328,9 +332,7 @@ fn full_properties<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                 if want.is_nan() {
                     return if got.is_nan() { Ok(()) } else { Err(format!("dot product {got}, expected NaN").into()) };
                 }
-                // The sum's bound over the products' magnitudes, plus one rounding per product.
-                let magnitude: f64 = x.iter().zip(&y).map(|(&p, &q)| (f64::from(p) * f64::from(q)).abs()).sum();
-                let tolerance = f32_sum_bound(x.len(), magnitude) + f64::from(f32::EPSILON) * magnitude;
+                let tolerance = dot_tolerance(&x, &y, launcher.borrow().addition_chain(x.len()));
                 let error = (f64::from(got) - want).abs();
                 if error.is_nan() || error > tolerance {
                     return Err(format!("dot product of {} {got}, expected {want} ± {tolerance:e}", x.len()).into());
