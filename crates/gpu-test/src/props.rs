@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! TestSuite::new().gpu("properties::sum", |device| {
-//!     props::check(device, (256, 24), props::input(sizes, 7, f32_sum_mixes(), f32_arith_specials(), 3), |input| {
+//!     let inputs = props::input(sizes, 7, f32_sum_mixes(), f32_arith_specials(), 3);
+//!     props::check(device, (256, 24), inputs, |input| {
 //!         let values = input.values();
 //!         ... // Ok(()) or Err(message.into())
 //!     })

@@ -196,7 +196,7 @@ fn main() -> std::process::ExitCode {
                     lower.abs() <= 1e30 && upper.abs() <= 1e30 && f64::from(upper) - f64::from(lower) >= 1e-30;
                 match result {
                     Ok(even) => {
-                        // Accepted: every value of the range, spread over it, in its bin or the next.
+                        // Accepted: values spread over the range, each in its bin or the next.
                         let values: Vec<f32> = (0..=64)
                             .map(|k| {
                                 (f64::from(lower) + f64::from(k) / 64.0 * (f64::from(upper) - f64::from(lower))) as f32

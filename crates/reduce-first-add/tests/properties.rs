@@ -1,9 +1,10 @@
 //! reduce-first-add's property tests: the reduction family's shared properties
-//! (`crates/reduction/tests/common/properties.rs`) for the first-add and grid-stride sums (and the unsigned-index grid stride): against the CPU on drawn inputs
-//! (sizes around warps, blocks and grids, offsets into a buffer, NaN, infinities, subnormals, -0.0,
-//! huge and tiny values, all-equal and skewed data), the input left as it was, the same answer at
-//! any offset. A failure prints its smallest input and the seed:
-//! `TEST_SEED=<seed> cargo test -p reduce-first-add --test properties` replays it.
+//! (`crates/reduction/tests/common/properties.rs`) for the first-add and grid-stride sums (and the
+//! unsigned-index grid stride): against the CPU on drawn inputs (sizes around warps, blocks and
+//! grids, offsets into a buffer, NaN, infinities, subnormals, -0.0, huge and tiny values, all-equal
+//! and skewed data), the input left as it was, the same answer at any offset. A failure prints its
+//! smallest input and the seed: `TEST_SEED=<seed> cargo test -p reduce-first-add --test properties`
+//! replays it.
 
 #[path = "../../reduction/tests/common/properties.rs"]
 mod properties;

@@ -1,8 +1,8 @@
 //! reduce-unroll's property tests: the reduction family's shared properties
-//! (`crates/reduction/tests/common/properties.rs`) for the last-warp and complete unrolls: against the CPU on drawn inputs
-//! (sizes around warps, blocks and grids, offsets into a buffer, NaN, infinities, subnormals, -0.0,
-//! huge and tiny values, all-equal and skewed data), the input left as it was, the same answer at
-//! any offset. A failure prints its smallest input and the seed:
+//! (`crates/reduction/tests/common/properties.rs`) for the last-warp and complete unrolls: against
+//! the CPU on drawn inputs (sizes around warps, blocks and grids, offsets into a buffer, NaN,
+//! infinities, subnormals, -0.0, huge and tiny values, all-equal and skewed data), the input left
+//! as it was, the same answer at any offset. A failure prints its smallest input and the seed:
 //! `TEST_SEED=<seed> cargo test -p reduce-unroll --test properties` replays it.
 
 #[path = "../../reduction/tests/common/properties.rs"]

@@ -1,8 +1,7 @@
 //! The reduction family's property tests, shared by its crates' `tests/properties.rs` (each
-//! includes this file with `#[path = "../../reduction/tests/common/properties.rs"] mod properties;`,
-//! so the reduction library itself is untouched): every sum launcher and every full reduction
-//! checked against the CPU on inputs drawn by proptest (`gpu_test::props`), one suite entry per
-//! property:
+//! includes this file by its path, with `#[path]` on `mod properties;`, so the reduction library
+//! itself is untouched): every sum launcher and every full reduction checked against the CPU on
+//! inputs drawn by proptest (`gpu_test::props`), one suite entry per property:
 //!
 //! ```text
 //! use properties::PropertySuites;
