@@ -97,18 +97,18 @@ fn guarded_sum<R: SumReduction>(
     Ok(got)
 }
 
+/// Inputs of a sum launcher `R`: sizes near its edges, offsets to 7, sum mixtures, special values.
+fn sum_inputs<R: SumReduction>(device: &Device) -> BoxedStrategy<Input<F32Mix, f32>> {
+    let sizes = reduction_sizes(device, &R::boundary_sizes());
+    props::input(sizes, 7, f32_sum_mixes(), f32_arith_specials(), 3)
+}
+
 fn sum_properties<R: SumReduction>(suite: TestSuite) -> TestSuite {
     let tag = short_type_name::<R>();
     suite
         .gpu(format!("properties::{tag}::sum_matches_the_reference"), |device| {
             let reducer = RefCell::new(R::create(device)?);
-            let inputs = props::input(
-                reduction_sizes(device, &R::boundary_sizes()),
-                7,
-                f32_sum_mixes(),
-                f32_arith_specials(),
-                3,
-            );
+            let inputs = sum_inputs::<R>(device);
             props::check(device, CASES, inputs, |input| {
                 let values = input.values();
                 let mut reducer = reducer.borrow_mut();
@@ -119,13 +119,7 @@ fn sum_properties<R: SumReduction>(suite: TestSuite) -> TestSuite {
         })
         .gpu(format!("properties::{tag}::same_sum_at_any_offset"), |device| {
             let reducer = RefCell::new(R::create(device)?);
-            let inputs = props::input(
-                reduction_sizes(device, &R::boundary_sizes()),
-                7,
-                f32_sum_mixes(),
-                f32_arith_specials(),
-                3,
-            );
+            let inputs = sum_inputs::<R>(device);
             props::check(device, FEWER_CASES, (inputs, 0..8usize), |(input, other)| {
                 let values = input.values();
                 let mut reducer = reducer.borrow_mut();
