@@ -17,16 +17,17 @@
 #include "last_block.cuh"
 
 // ANCHOR: atomics
-// How one block's value is combined into the result, per operation. Integer sums, minima and maxima
-// have hardware atomics; 64-bit sums use the unsigned 64-bit atomic add (two's complement makes it
-// right for signed values too); float min and max use a compare-and-swap loop on the bits, with the
-// same NaN rule as Max<float> and Min<float>. Float sums use the hardware's atomicAdd, which flushes
-// subnormal operands and results to zero, except for a block whose value is below 2^-102 (2^24
-// times the smallest normal float) or NaN: that block adds with the compare-and-swap loop, in a
-// register, subnormals kept; a block whose value is zero adds nothing. So a sum of tiny values is exact, and where a block did take the
-// atomicAdd the magnitudes add up to at least 2^-102, so a flushed value (below 2^-126) is within
-// the sum's rounding bound. A compare-and-swap for every block would be exact too, but 1,056 blocks
-// retrying on one word made the whole launch 2 to 60 times slower.
+// How one block's value is combined into the result, per operation. Integer sums, minima and
+// maxima have hardware atomics; 64-bit sums use the unsigned 64-bit atomic add (two's complement
+// makes it right for signed values too); float min and max use a compare-and-swap loop on the bits,
+// with the same NaN rule as Max<float> and Min<float>. Float sums use the hardware's atomicAdd,
+// which flushes subnormal operands and results to zero, except for a block whose value is below
+// 2^-102 (2^24 times the smallest normal float) or NaN: that block adds with the compare-and-swap
+// loop, in a register, subnormals kept; a block whose value is zero adds nothing. So a sum of tiny
+// values is exact, and where a block did take the atomicAdd the magnitudes add up to at least
+// 2^-102, so a flushed value (below 2^-126) is within the sum's rounding bound. A compare-and-swap
+// for every block would be exact too, but 1,056 blocks retrying on one word made the whole launch
+// 2 to 60 times slower.
 template <class Op> struct Atomic;
 template <> struct Atomic<Sum<int> > {
     __device__ static void apply(int* r, int v) { atomicAdd(r, v); }

@@ -386,7 +386,7 @@ impl<L: FullReduction<f32>> SumReduction for SumOf<L> {
 /// struct Family;
 /// impl FullReductionFamily for Family {
 ///     type For<T: ReduceElement> = MultiLevel<T>;
-///     fn dot(l: &mut MultiLevel<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+///     fn dot(l: &mut MultiLevel<f32>, a: DeviceView<f32>, b: DeviceView<f32>) -> Result<f32> {
 ///         l.dot(a, b)
 ///     }
 /// }
