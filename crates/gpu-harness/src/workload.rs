@@ -11,9 +11,12 @@
 //! ([`Prepared::check`]). A crate's `steps()` maps each registry name to its launcher in one line:
 //!
 //! ```text
-//! StepEntry::new(CRATE, "blelloch", |device, case, seed| Measured::new(device, case, seed,
-//! OneBlock::Blelloch))
+//! StepEntry::new(CRATE, "tiled", |device, case, seed| measure(device, case, seed, Step::Tiled))
 //! ```
+//!
+//! where the crate's `measure` sets its launcher up on the case's input and returns one of the two
+//! common shapes: [`Measured`] (queue, then compare the output with the CPU) or [`Stateful`] (for a
+//! result kept inside the launcher).
 
 use std::fmt;
 use std::sync::Arc;
