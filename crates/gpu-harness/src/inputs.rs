@@ -22,7 +22,8 @@ pub const KEPT: usize = 3;
 type Key = (TypeId, u64, Option<String>, u64);
 
 /// The input of type `T` for `case` drawn from `seed`: the kept one if it was made on this device,
-/// else `make()`, kept in place of the oldest.
+/// else `make()`, kept in place of the oldest. Whoever makes a `T` must draw it the same way (every
+/// family's `Input<f32>` is [`random_input`] uniform in [-1, 1)), or give it a type of its own.
 pub fn cached<T: Any + Send + Sync>(
     device: &Device,
     case: &Case,

@@ -40,8 +40,12 @@ pub trait ScanElement: Element + PartialEq + Debug {
     fn add(self, other: Self) -> Self;
     /// The value as f64.
     fn to_f64(self) -> f64;
-    /// `n` random values: uniform in [-1, 1) for f32, every bit pattern for integers.
-    fn random(rng: &mut SmallRng, n: usize) -> Vec<Self>;
+    /// One random value: uniform in [-1, 1) for f32, every bit pattern for integers.
+    fn draw(rng: &mut SmallRng) -> Self;
+    /// `n` random values, each from [`ScanElement::draw`].
+    fn random(rng: &mut SmallRng, n: usize) -> Vec<Self> {
+        (0..n).map(|_| Self::draw(rng)).collect()
+    }
     /// The value `k` (small), for worked examples.
     fn from_small(k: i32) -> Self;
     /// Whether two results are the same value (for f32: the same bits, or both NaN).
@@ -60,8 +64,8 @@ impl ScanElement for f32 {
     fn to_f64(self) -> f64 {
         f64::from(self)
     }
-    fn random(rng: &mut SmallRng, n: usize) -> Vec<Self> {
-        (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+    fn draw(rng: &mut SmallRng) -> Self {
+        rng.random_range(-1.0f32..1.0)
     }
     fn from_small(k: i32) -> Self {
         k as f32
@@ -84,8 +88,8 @@ macro_rules! integer_elements {
             fn to_f64(self) -> f64 {
                 f64::from(self)
             }
-            fn random(rng: &mut SmallRng, n: usize) -> Vec<Self> {
-                (0..n).map(|_| rng.random::<$t>()).collect()
+            fn draw(rng: &mut SmallRng) -> Self {
+                rng.random::<$t>()
             }
             fn from_small(k: i32) -> Self {
                 k as $t

@@ -5,11 +5,9 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, cached};
+use gpu_harness::inputs::{self, Input};
 use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
 use gpu_harness::{Case, Device, DeviceBuffer, DeviceView, Measured, Result, StepEntry};
-use rand::SeedableRng;
-use rand::rngs::SmallRng;
 
 use crate::element::{ScanElement, ScanKind};
 use crate::multi_pass::MultiPassScan;
@@ -47,13 +45,10 @@ fn entry<T: ScanElement>(name: &'static str, make: impl Fn() -> MakeRun<T> + Sen
     StepEntry::new(CRATE, name, move |device, case, seed| measure::<T>(device, case, seed, make()))
 }
 
-/// The random input of `case` drawn from `seed`: uniform in [-1, 1) for f32, every bit pattern for
-/// integers.
+/// The random input of `case` drawn from `seed`: uniform in [-1, 1) for f32 (the same values as
+/// every family's f32 input), every bit pattern for integers.
 pub fn random_input<T: ScanElement>(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<T>>> {
-    cached(device, case, seed, || {
-        let host = T::random(&mut SmallRng::seed_from_u64(seed), case.elements()?);
-        Ok(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed })
-    })
+    inputs::random_input(device, case, seed, T::draw)
 }
 
 /// What is timed: the launches of one scan of the input into the output.
