@@ -73,14 +73,14 @@ struct CudaBackend {
 type LoadedModule = (Arc<CudaModule>, Option<Arc<String>>);
 
 /// The CPU simulator: one simulated global memory, the parsed PTX modules, the counters of the
-/// last launch and the names of the kernels launched since [`Device::take_launched_kernels`].
+/// last launch and the kernels launched (with their counters) since [`Device::take_launches`].
 struct CpuBackend {
     /// Shared with the handle's forks: one simulated device, one memory.
     machine: Arc<Mutex<ptx_sim::Machine>>,
     modules: Arc<Mutex<HashMap<ModuleKey, Arc<ptx_sim::Module>>>>,
     last_counters: Arc<Mutex<Option<LaunchCounters>>>,
     /// Shared with the handle's forks, like the counters.
-    launched: Arc<Mutex<Vec<String>>>,
+    launched: Arc<Mutex<Vec<(String, LaunchCounters)>>>,
 }
 
 /// What the CPU simulator counted during one launch: warp instructions, divergence, barriers,
@@ -195,6 +195,12 @@ impl Device {
     /// launches. Clones and forks of the device share the list. On a GPU nothing is recorded (no
     /// cost in timed loops) and it returns an empty `Vec`.
     pub fn take_launched_kernels(&self) -> Vec<String> {
+        self.take_launches().into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// Like [`Device::take_launched_kernels`], with what the simulator counted in each launch: the
+    /// counters of everything a step queued, launch by launch (the course's grader adds them up).
+    pub fn take_launches(&self) -> Vec<(String, LaunchCounters)> {
         match &self.inner.backend {
             Backend::Cpu(cpu) => std::mem::take(&mut *lock(&cpu.launched)),
             Backend::Cuda(_) => Vec::new(),

@@ -1,5 +1,10 @@
 //! Runs one course kernel on the simulator a fixed number of times, for profilers:
-//! `valgrind --tool=callgrind --toggle-collect='*Machine::launch*' target/release/examples/profile_launch reduce_naive 3`
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='*Machine::launch*' \
+//!     target/release/examples/profile_launch reduce_naive 3
+//! ```
+//!
 //! counts the instructions of the launches alone. Kernels: reduce_naive, reduce_shuffle_vec4.
 
 #[path = "../tests/common/mod.rs"]

@@ -68,8 +68,8 @@ pub enum Fault {
     #[error("trap executed")]
     Trap,
     /// The block ran more warp instructions than the machine's budget
-    /// ([`crate::Machine::set_instruction_budget`]): a loop that never ends, such as a spin-wait on a
-    /// flag nothing sets, or threads waiting at a barrier for threads that never reach it.
+    /// ([`crate::Machine::set_instruction_budget`]): a loop that never ends, such as a spin-wait on
+    /// a flag nothing sets, or threads waiting at a barrier for threads that never reach it.
     #[error(
         "warp {warp} was still running when the block used up its budget of {budget} warp instructions \
          ({threads_at_barrier} threads of the block waiting at a barrier): the kernel never finishes \

@@ -12,14 +12,14 @@ use crate::error::{Fault, FaultSite, SimError};
 use crate::lane::{f32_result, f64_result, sext};
 use crate::memory::{GlobalMemory, SHARED_WINDOW, read_le, write_le};
 use crate::ptx::{Instr, Kernel, MemBase, Module, Operand, Space, Special, Symbol, Type};
-use crate::stats::{LaunchStats, bank_conflicts, sectors};
+use crate::stats::{LaunchStats, bank_conflicts, sectors, shared_atomic_conflicts};
 
 /// The default budget of warp instructions per block: 2^26, about 67 million.
 ///
 /// The largest legitimate per-block work in the course's tests is one block of 256 threads looping
-/// over 2^24 elements: 65,536 iterations per thread, 8 warps, at most about 10 warp instructions per
-/// iteration, so about 5 million warp instructions, 13 times less than the budget (a warp-wide loop
-/// issues one warp instruction for 32 elements). A block that never finishes is stopped after
+/// over 2^24 elements: 65,536 iterations per thread, 8 warps, at most about 10 warp instructions
+/// per iteration, so about 5 million warp instructions, 13 times less than the budget (a warp-wide
+/// loop issues one warp instruction for 32 elements). A block that never finishes is stopped after
 /// 2^26 warp instructions, a few seconds of simulation. Only a single thread looping alone over
 /// millions of elements needs more: raise the budget for such launches with
 /// [`Machine::set_instruction_budget`] or [`INSTRUCTION_BUDGET_VAR`].
@@ -200,6 +200,7 @@ impl Machine {
             nregs,
             regs: vec![0; nwarps * nregs * 32],
             warps: (0..nwarps).map(|_| Warp::default()).collect(),
+            issued: vec![0; nwarps],
             shared: vec![0; shared_total as usize],
             params: &param_buf,
             param_offsets: &param_offsets,
@@ -214,7 +215,12 @@ impl Machine {
                 for x in 0..grid.0 {
                     ctx.ctaid = (x, y, z);
                     ctx.reset();
+                    let before = ctx.stats.warp_instructions;
                     ctx.run().map_err(|f| ctx.site(f))?;
+                    ctx.stats.blocks += 1;
+                    ctx.stats.longest_block = ctx.stats.longest_block.max(ctx.stats.warp_instructions - before);
+                    let busiest = ctx.issued.iter().copied().max().unwrap_or(0);
+                    ctx.stats.longest_warp = ctx.stats.longest_warp.max(busiest);
                 }
             }
         }
@@ -252,11 +258,12 @@ fn insert_group(groups: &mut Vec<(u32, u32)>, pc: u32, mask: u32) {
 }
 
 /// The memory accesses of the current warp instruction, `(address or offset, bytes)` per lane,
-/// and scratch space to count them without allocating.
+/// the byte offsets of its shared atomics, and scratch space to count them without allocating.
 #[derive(Default)]
 struct Trace {
     shared: Vec<(u64, u32)>,
     global: Vec<(u64, u32)>,
+    shared_atomics: Vec<u64>,
     scratch: Vec<u64>,
 }
 
@@ -284,6 +291,8 @@ pub(crate) struct Block<'a> {
     /// Register `r` of lane `l` of warp `w` is at `(w * nregs + r) * 32 + l`.
     regs: Vec<u64>,
     warps: Vec<Warp>,
+    /// Warp instructions each warp of the running block has issued.
+    issued: Vec<u64>,
     shared: Vec<u8>,
     params: &'a [u8],
     param_offsets: &'a [u64],
@@ -440,6 +449,7 @@ impl Block<'_> {
         }
         self.ran_a_block = true;
         self.shared.fill(0);
+        self.issued.fill(0);
         let nthreads = self.nthreads;
         for (w, warp) in self.warps.iter_mut().enumerate() {
             let lanes_here = (nthreads - w * 32).min(32);
@@ -543,6 +553,7 @@ impl Block<'_> {
         }
         self.stats.warp_instructions += 1;
         self.stats.active_lanes += active.count_ones() as u64;
+        self.issued[w] += 1;
         let flow = self.execute(w, pc as usize, inst, active, exec).map_err(|(thread, fault)| LaneFault {
             thread,
             pc: pc as usize,
@@ -584,14 +595,18 @@ impl Block<'_> {
         } else if !matches!(flow, Flow::Branch { .. }) {
             groups.remove(0);
         }
-        if !self.trace.shared.is_empty() || !self.trace.global.is_empty() {
+        if !self.trace.shared.is_empty() || !self.trace.global.is_empty() || !self.trace.shared_atomics.is_empty() {
             self.account_memory();
         }
         Ok(true)
     }
 
     fn account_memory(&mut self) {
-        let Trace { shared, global, scratch } = &mut self.trace;
+        let Trace { shared, global, shared_atomics, scratch } = &mut self.trace;
+        if !shared_atomics.is_empty() {
+            self.stats.shared_atomic_conflicts += shared_atomic_conflicts(shared_atomics);
+            shared_atomics.clear();
+        }
         if !shared.is_empty() {
             self.stats.shared_accesses += 1;
             self.stats.shared_bank_conflicts += bank_conflicts(shared, scratch);
@@ -802,6 +817,20 @@ impl Block<'_> {
         Ok(self.base_address(t, *base)?.wrapping_add(*offset as u64))
     }
 
+    /// Counts one thread's atomic at `loc`: global, or shared (traced, so that the warp
+    /// instruction's shared atomics are checked for bank conflicts).
+    pub(crate) fn count_atomic(&mut self, loc: Loc) {
+        self.stats.atomics += 1;
+        match loc {
+            Loc::Shared(offset) => {
+                self.stats.shared_atomics += 1;
+                self.trace.shared_atomics.push(offset as u64);
+            }
+            Loc::Global { .. } => self.stats.global_atomics += 1,
+            Loc::Param(_) => {}
+        }
+    }
+
     /// Checks and resolves an access of `size` bytes at `addr` in `space`; `traced` accesses count
     /// towards the warp instruction's memory requests (atomics are counted on their own).
     pub(crate) fn resolve(&mut self, space: Space, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
@@ -998,7 +1027,8 @@ impl Block<'_> {
                 if let Some(l) = lanes(exec).find(|&l| o.y[l] & b.mask == 0) {
                     return Err((w * 32 + l, Fault::DivisionByZero));
                 }
-                // One power-of-two divisor for the whole warp (`tid % (2 * stride)`): shift and mask.
+                // One power-of-two divisor for the whole warp (`tid % (2 * stride)`): shift and
+                // mask.
                 let first = o.y[exec.trailing_zeros() as usize] & b.mask;
                 if first.is_power_of_two() && lanes(exec).all(|l| o.y[l] & b.mask == first) {
                     let shift = first.trailing_zeros();

@@ -67,7 +67,8 @@ impl HalfFormat {
             return sign;
         }
         let min_exponent = 1 - self.bias();
-        // The exponent of `a` (f64 subnormals are far below half the smallest value of either format).
+        // The exponent of `a` (f64 subnormals are far below half the smallest value of either
+        // format).
         let exponent = ((a.to_bits() >> 52) as i32 - 1023).max(min_exponent);
         if exponent < min_exponent - fraction_bits as i32 - 2 {
             return sign;

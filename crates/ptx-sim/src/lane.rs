@@ -622,7 +622,7 @@ impl Block<'_> {
         let addr = self.address(t, arg(i, first_src - 1)?)?;
         // Atomics are counted as atomics, not as memory requests: the access is not traced.
         let loc = self.resolve(i.space, addr, size, false)?;
-        self.stats.atomics += 1;
+        self.count_atomic(loc);
         let old = self.load(loc, size as usize);
         let b = self.get(t, arg(i, first_src)?, ty)?;
         let bits = ty.bits();

@@ -9,7 +9,8 @@
 //! - a [`Machine`] owns a flat simulated global memory ([`Machine::alloc`], [`Machine::write`],
 //!   [`Machine::read`]) and runs kernels with [`Machine::launch`] (module `exec`);
 //! - each launch returns [`LaunchStats`]: warp instructions, divergence, barriers, shared-memory
-//!   bank conflicts, global-memory coalescing and atomics (module `stats`).
+//!   bank conflicts, global-memory coalescing, atomics (global and shared, and the bank conflicts
+//!   of shared atomics), blocks, the longest block and the busiest warp (module `stats`).
 //!
 //! Execution model: the blocks of a grid run one after another in order, so single-pass kernels
 //! that wait on earlier blocks make progress. Inside a block, warps of 32 lanes run in lockstep
@@ -23,7 +24,8 @@
 //! ([`DEFAULT_INSTRUCTION_BUDGET`], 2^26, unless [`INSTRUCTION_BUDGET_VAR`] or
 //! [`Machine::set_instruction_budget`] says otherwise) stops the launch with
 //! [`Fault::InstructionBudgetExceeded`], naming the kernel, block and warp: a kernel that never
-//! finishes (a spin-wait nothing ends, a barrier some threads never reach) fails instead of hanging.
+//! finishes (a spin-wait nothing ends, a barrier some threads never reach) fails instead of
+//! hanging.
 //!
 //! Registers are 64 bits per lane, stored per warp (register `r` of the 32 lanes side by side), so
 //! a warp instruction works on whole rows; `.f16`, `.bf16` and their pairs are computed in f64 and

@@ -12,7 +12,18 @@ use std::fmt;
 ///   unavoidable minimum (1, or more for 8- and 16-byte accesses that move over 128 bytes).
 /// - Global `requests` are warp-level loads and stores; `sectors` the distinct 32-byte sectors
 ///   they touch (4 per request is perfectly coalesced 4-byte access).
-/// - `atomics` counts thread-level atomic operations (global and shared).
+/// - `atomics` counts thread-level atomic operations (global and shared); `global_atomics` and
+///   `shared_atomics` split them by where they land.
+/// - Shared `atomic_conflicts` counts extra turns of shared-memory atomics: for each warp-level
+///   shared atomic, the most lanes whose words lie in one of the 32 banks, minus 1. Unlike loads,
+///   lanes on the same word are not merged: each read-modify-write takes its own turn, so 32 lanes
+///   adding to one word cost 31 extra turns, and 32 lanes on 32 banks none.
+/// - `blocks` counts the blocks run, and `longest_block` the warp instructions of the longest one:
+///   the launch's span, were every block to run at once. `longest_warp` is the most warp
+///   instructions one warp issued (in any block): a warp issues in order, so it is the length of
+///   the longest chain of instructions, what a block cannot finish sooner than.
+///
+/// The [`fmt::Display`] form shows the first ten counters (the chapters' snapshots print it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchStats {
     pub warp_instructions: u64,
@@ -26,6 +37,12 @@ pub struct LaunchStats {
     pub global_requests: u64,
     pub global_sectors: u64,
     pub atomics: u64,
+    pub global_atomics: u64,
+    pub shared_atomics: u64,
+    pub shared_atomic_conflicts: u64,
+    pub blocks: u64,
+    pub longest_block: u64,
+    pub longest_warp: u64,
 }
 
 impl LaunchStats {
@@ -37,6 +54,45 @@ impl LaunchStats {
     /// Average 32-byte sectors per global request.
     pub fn sectors_per_request(&self) -> f64 {
         if self.global_requests == 0 { 0.0 } else { self.global_sectors as f64 / self.global_requests as f64 }
+    }
+
+    /// Adds the counters of `other`, a launch that ran after this one: every count is summed, and
+    /// so are `longest_block` and `longest_warp`, spans of launches that run one after another.
+    pub fn add(&mut self, other: &LaunchStats) {
+        let LaunchStats {
+            warp_instructions,
+            active_lanes,
+            branches,
+            divergent_branches,
+            barriers,
+            shared_accesses,
+            shared_bank_conflicts,
+            global_requests,
+            global_sectors,
+            atomics,
+            global_atomics,
+            shared_atomics,
+            shared_atomic_conflicts,
+            blocks,
+            longest_block,
+            longest_warp,
+        } = other;
+        self.warp_instructions += warp_instructions;
+        self.active_lanes += active_lanes;
+        self.branches += branches;
+        self.divergent_branches += divergent_branches;
+        self.barriers += barriers;
+        self.shared_accesses += shared_accesses;
+        self.shared_bank_conflicts += shared_bank_conflicts;
+        self.global_requests += global_requests;
+        self.global_sectors += global_sectors;
+        self.atomics += atomics;
+        self.global_atomics += global_atomics;
+        self.shared_atomics += shared_atomics;
+        self.shared_atomic_conflicts += shared_atomic_conflicts;
+        self.blocks += blocks;
+        self.longest_block += longest_block;
+        self.longest_warp += longest_warp;
     }
 }
 
@@ -56,7 +112,8 @@ impl fmt::Display for LaunchStats {
     }
 }
 
-/// The distinct `2^unit_bits`-byte blocks that `accesses` touch, sorted, in `units` (reused scratch).
+/// The distinct `2^unit_bits`-byte blocks that `accesses` touch, sorted, in `units` (reused
+/// scratch).
 fn distinct_units(accesses: &[(u64, u32)], unit_bits: u32, units: &mut Vec<u64>) {
     units.clear();
     for &(addr, size) in accesses {
@@ -111,10 +168,10 @@ pub(crate) fn bank_conflicts(accesses: &[(u64, u32)], scratch: &mut Vec<u64>) ->
 }
 
 /// Extra wavefronts of 4-byte accesses to the words `w0 + i * k` (`k` > 0 words apart, in lane
-/// order: the shared accesses of an interleaved tree such as `reduce_naive`), in closed form; `None`
-/// for any other pattern. The banks `(w0 + i * k) mod 32` repeat every `32 / gcd(k, 32)` lanes, so
-/// the busiest bank serves `ceil(n / period)` of the `n` distinct words, where `ceil(n / 32)` is
-/// the least any access of `n` words needs.
+/// order: the shared accesses of an interleaved tree such as `reduce_naive`), in closed form;
+/// `None` for any other pattern. The banks `(w0 + i * k) mod 32` repeat every `32 / gcd(k, 32)`
+/// lanes, so the busiest bank serves `ceil(n / period)` of the `n` distinct words, where `ceil(n /
+/// 32)` is the least any access of `n` words needs.
 fn strided_word_conflicts(accesses: &[(u64, u32)]) -> Option<u64> {
     let [(first, 4), (second, 4), ..] = *accesses else { return None };
     let stride = second.checked_sub(first).filter(|&d| d > 0 && d % 4 == 0 && first % 4 == 0)?;
@@ -129,6 +186,16 @@ fn strided_word_conflicts(accesses: &[(u64, u32)]) -> Option<u64> {
     let period = 32 / (1u64 << words_apart.trailing_zeros().min(5));
     let n = accesses.len() as u64;
     Some(n.div_ceil(period) - n.div_ceil(32))
+}
+
+/// Extra turns of one warp-level shared atomic: the byte offset of each lane's word. Every lane
+/// takes its own turn at its bank, even on a word another lane updates too.
+pub(crate) fn shared_atomic_conflicts(offsets: &[u64]) -> u64 {
+    let mut per_bank = [0u64; 32];
+    for &offset in offsets {
+        per_bank[((offset >> 2) & 31) as usize] += 1;
+    }
+    per_bank.iter().copied().max().unwrap_or(0).saturating_sub(1)
 }
 
 /// Distinct 32-byte sectors touched by one warp-level global access (`scratch` as above).
@@ -181,5 +248,53 @@ mod tests {
         let bytes: Vec<(u64, u32)> = (0..32).map(|i| (100 + i, 1)).collect();
         assert_eq!(sectors(&bytes, s), 2);
         assert_eq!(bank_conflicts(&bytes, s), 0);
+    }
+
+    #[test]
+    fn shared_atomics_take_a_turn_per_lane_in_a_bank() {
+        // 32 lanes on one word: 32 turns, 31 extra (a load of one word would be a broadcast).
+        assert_eq!(shared_atomic_conflicts(&[64; 32]), 31);
+        // Lane copies: lane l's word in bank l, 32 words apart per bin: one turn.
+        let lane_copies: Vec<u64> = (0..32).map(|l| (7 * 32 + l) * 4).collect();
+        assert_eq!(shared_atomic_conflicts(&lane_copies), 0);
+        // A copy per lane, 256 words each: bank = bin % 32 for every lane, all on one bank.
+        let per_lane_blocks: Vec<u64> = (0..32).map(|l| (l * 256 + 5) * 4).collect();
+        assert_eq!(shared_atomic_conflicts(&per_lane_blocks), 31);
+        // Two lanes per bank (words 0..16 and 32..48), and a lone lane: one extra turn.
+        let pairs: Vec<u64> = (0..16).chain(32..48).map(|w| w * 4).collect();
+        assert_eq!(shared_atomic_conflicts(&pairs), 1);
+        assert_eq!(shared_atomic_conflicts(&[12]), 0);
+        assert_eq!(shared_atomic_conflicts(&[]), 0);
+    }
+
+    #[test]
+    fn added_launches_sum_every_counter() {
+        let one = LaunchStats {
+            warp_instructions: 10,
+            active_lanes: 320,
+            branches: 2,
+            divergent_branches: 1,
+            barriers: 3,
+            shared_accesses: 4,
+            shared_bank_conflicts: 5,
+            global_requests: 6,
+            global_sectors: 24,
+            atomics: 7,
+            global_atomics: 3,
+            shared_atomics: 4,
+            shared_atomic_conflicts: 8,
+            blocks: 2,
+            longest_block: 6,
+            longest_warp: 3,
+        };
+        let mut two = one.clone();
+        two.add(&one);
+        assert_eq!(two.warp_instructions, 20);
+        assert_eq!((two.longest_block, two.longest_warp), (12, 6), "launches one after another: their spans add");
+        assert_eq!((two.global_atomics, two.shared_atomics, two.shared_atomic_conflicts, two.blocks), (6, 8, 16, 4));
+        assert_eq!(two.sectors_per_request(), one.sectors_per_request());
+        let mut zero = LaunchStats::default();
+        zero.add(&one);
+        assert_eq!(zero, one);
     }
 }

@@ -96,7 +96,8 @@ extern "C" __global__ void narrow(const unsigned char* bytes, const short* short
     wide[t] = (signed char)bytes[t] + s16[t];
 }
 
-// Shared-memory atomics: a histogram (atom.shared.add.u32) and a wrapping counter (atom.shared.inc).
+// Shared-memory atomics: a histogram (atom.shared.add.u32) and a wrapping counter
+// (atom.shared.inc).
 extern "C" __global__ void shared_atomics(const unsigned int* keys, unsigned int* histogram, unsigned int* tickets)
 {
     __shared__ unsigned int bins[8];
@@ -109,6 +110,24 @@ extern "C" __global__ void shared_atomics(const unsigned int* keys, unsigned int
     tickets[t] = atomicInc(&counter, 9u);
     __syncthreads();
     if (t < 8) histogram[t] = bins[t];
+}
+
+// Shared atomics in four patterns whose bank conflicts are counted by hand (per warp: all lanes
+// on one word, one bank per lane, all lanes on bank 0, two lanes per word), and one global atomic
+// per thread.
+extern "C" __global__ void atomic_conflicts(unsigned int* words_out, unsigned int* global_counts)
+{
+    __shared__ unsigned int words[2048];
+    const unsigned int t = threadIdx.x, lane = t % 32;
+    for (unsigned int i = t; i < 2048; i += blockDim.x) words[i] = 0;
+    __syncthreads();
+    atomicAdd(&words[0], 1u);                // one word: 31 extra turns per warp
+    atomicAdd(&words[32 + lane], 1u);        // lane copies, word 32 + lane in bank lane: none
+    atomicAdd(&words[1024 + 32 * lane], 1u); // words 32 apart, all in bank 0: 31 extra turns
+    atomicAdd(&words[128 + lane / 2], 1u);   // two lanes per word, 16 banks: 1 extra turn
+    atomicAdd(&global_counts[t % 4], 1u);
+    __syncthreads();
+    for (unsigned int i = t; i < 2048; i += blockDim.x) atomicAdd(&words_out[i], words[i]);
 }
 
 // red.* (results never read): NVRTC emits atom for atomicAdd, so these are written as PTX.
@@ -128,7 +147,8 @@ extern "C" __global__ void reductions(unsigned int* counters, unsigned long long
 
 // Half precision as cuda_fp16.h / cuda_bf16.h write it (NVRTC 13.5 output of __half2float,
 // __float2half, __floats2half2_rn, __hadd2, __half22float2, __float2bfloat16, __bfloat162float):
-// the headers' inline PTX, copied here because NVRTC needs the bundled headers extracted to find them.
+// the headers' inline PTX, copied here because NVRTC needs the bundled headers extracted to find
+// them.
 extern "C" __global__ void halves(const unsigned short* h, const unsigned int* h2, const float* f,
                                   float* out, unsigned short* out16, unsigned int* out32)
 {

@@ -12,6 +12,7 @@ fn main() -> std::process::ExitCode {
         .nvrtc("atomics::wide_atomics_cas_and_exchange", wide_atomics_cas_and_exchange)
         .nvrtc("atomics::red_has_no_result", red_has_no_result)
         .nvrtc("atomics::shared_histogram_and_wrapping_ticket", shared_histogram_and_wrapping_ticket)
+        .nvrtc("atomics::conflicts_and_places_counted_by_hand", conflicts_and_places_counted_by_hand)
         .nvrtc("memory::scoped_loads_stores_and_fences", scoped_loads_stores_and_fences)
         .nvrtc("memory::cache_hint_loads_and_stores", cache_hint_loads_and_stores)
         .nvrtc("memory::byte_and_short_loads_and_stores", byte_and_short_loads_and_stores)
@@ -103,6 +104,32 @@ fn shared_histogram_and_wrapping_ticket() -> TestResult {
     let tickets: Vec<u32> = (0..64).map(|t| t % 10).collect();
     assert_eq!(u32s(&m, b[2], 64), tickets, "tickets by atom.shared.inc.u32");
     assert_eq!(stats.atomics, 2 * 64);
+    Ok(())
+}
+
+fn conflicts_and_places_counted_by_hand() -> TestResult {
+    let (mut m, b) = machine(&[4 * 2048, 4 * 4]);
+    let (blocks, threads) = (3u64, 64u64);
+    let stats = launch(&mut m, "atomic_conflicts", blocks as u32, threads as u32, &b);
+    let words = u32s(&m, b[0], 2048);
+    let warps = blocks * threads / 32;
+    assert_eq!(words[0], (blocks * threads) as u32, "every thread on word 0");
+    assert!((0..32).all(|l| words[32 + l] == warps as u32), "lane copies: one add per warp");
+    assert!((0..32).all(|l| words[1024 + 32 * l] == warps as u32), "one bank: one add per warp");
+    assert!((0..16).all(|w| words[128 + w] == 2 * warps as u32), "two lanes per word");
+    assert_eq!(u32s(&m, b[1], 4), vec![(blocks * threads / 4) as u32; 4], "global atomics");
+    // Per warp: 31 (one word) + 0 (lane copies) + 31 (one bank) + 1 (two lanes per word).
+    assert_eq!(stats.shared_atomic_conflicts, warps * (31 + 31 + 1), "{stats:?}");
+    // Four shared atomics per thread; one global per thread, and 2048 / 64 = 32 per thread at the
+    // end.
+    assert_eq!(stats.shared_atomics, 4 * blocks * threads);
+    assert_eq!(stats.global_atomics, blocks * threads * (1 + 32));
+    assert_eq!(stats.atomics, stats.shared_atomics + stats.global_atomics);
+    assert_eq!(stats.blocks, blocks);
+    // Identical blocks: each ran a third of the warp instructions, and identical warps half of a
+    // block's.
+    assert_eq!(stats.longest_block * blocks, stats.warp_instructions);
+    assert_eq!(stats.longest_warp * 2, stats.longest_block);
     Ok(())
 }
 
@@ -221,7 +248,8 @@ fn popc_clz_brev_prmt_shf_bfe_bfi_bfind() -> TestResult {
     Ok(())
 }
 
-// ----- half precision -----------------------------------------------------------------------------
+// ----- half precision
+// -----------------------------------------------------------------------------
 
 /// The value of half-precision bits (1 sign, 5 exponent, 10 fraction bits).
 fn f16_value(bits: u16) -> f64 {

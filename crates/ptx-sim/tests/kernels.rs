@@ -1,7 +1,8 @@
 //! The interpreter on the course's real kernels: every kernel's PTX (from NVRTC, for compute_90)
-//! parses; the ladder's kernels and reduce_atomic.cu's i32 sums give exact results on integer-valued
-//! inputs; the counters of the first steps are frozen as snapshots; the speed is printed. These need
-//! NVRTC but no GPU: without NVRTC they are reported as ignored, with the reason.
+//! parses; the ladder's kernels and reduce_atomic.cu's i32 sums give exact results on
+//! integer-valued inputs; the counters of the first steps are frozen as snapshots; the speed is
+//! printed. These need NVRTC but no GPU: without NVRTC they are reported as ignored, with the
+//! reason.
 
 mod common;
 

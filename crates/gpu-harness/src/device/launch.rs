@@ -101,7 +101,8 @@ macro_rules! scalar_args {
 }
 scalar_args!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32);
 
-/// A launch being described: [`Device::launch`], then `.arg(..)` per kernel parameter, then `.run()`.
+/// A launch being described: [`Device::launch`], then `.arg(..)` per kernel parameter, then
+/// `.run()`.
 #[must_use = "a launch does nothing until .run()"]
 pub struct Launch<'a> {
     device: &'a Device,
@@ -180,8 +181,8 @@ impl Launch<'_> {
                 let counters = lock(&cpu.machine)
                     .launch(module, &self.kernel.name, grid, block, shared_bytes, &params)
                     .map_err(|e| fail(e.to_string()))?;
+                lock(&cpu.launched).push((self.kernel.name.clone(), counters.clone()));
                 *lock(&cpu.last_counters) = Some(counters);
-                lock(&cpu.launched).push(self.kernel.name.clone());
                 Ok(())
             }
             _ => Err(fail("a kernel used with another device's backend".into())),
