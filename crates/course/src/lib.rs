@@ -3,8 +3,8 @@
 //! `course.toml`, at the workspace root, lists the families in teaching order, each family's
 //! chapters (one crate each) and each chapter's steps, with what the tour and the benches need to
 //! measure them: the cases to run, the kernel, whether the step only reads or reads and writes
-//! (which roof it is compared with), and a formula for the bytes it must move. Peers (CUB, the seeds'
-//! kernels) are listed beside the family's chapters.
+//! (which roof it is compared with), and a formula for the bytes it must move. Peers (CUB, the
+//! seeds' kernels) are listed beside the family's chapters.
 //!
 //! Everything that lists steps is generated from this registry or checked against it: the tour, the
 //! benches, the summary pages, `book/src/SUMMARY.md` and the README's status table.
@@ -14,11 +14,17 @@
 //! let reduction = course.family("reduction").expect("the reduction family");
 //! let naive = reduction.step("naive").expect("its first step");
 //! assert_eq!(naive.crate_name, "reduce-naive");
-//! assert_eq!(naive.step.bytes.eval(|name| match name { "n" => Some(1000), "partials" => Some(4), _ => None }), Ok(4016));
+//! let bytes = naive.step.bytes.eval(|name| match name {
+//!     "n" => Some(1000),
+//!     "partials" => Some(4),
+//!     _ => None,
+//! });
+//! assert_eq!(bytes, Ok(4016));
 //! ```
 
 pub mod classroom;
 mod formula;
+pub mod optimisation;
 pub mod regions;
 
 use std::sync::OnceLock;
@@ -27,6 +33,7 @@ use gpu_harness::Case;
 use serde::{Deserialize, Deserializer};
 
 pub use formula::Formula;
+pub use optimisation::{Counter, Improvement, Per};
 
 /// The registry's text, embedded at build time.
 pub const REGISTRY: &str = include_str!("../../../course.toml");
@@ -98,7 +105,8 @@ pub struct Chapter {
     pub title: String,
     /// The chapter's file under `book/src/`.
     pub file: String,
-    /// Its steps, measured by the tour and the benches on one GPU. A chapter whose work needs several
+    /// Its steps, measured by the tour and the benches on one GPU. A chapter whose work needs
+    /// several
     /// GPUs (reduce-multi-gpu) lists none: its own bench measures it, and the book renders that.
     #[serde(rename = "step", default)]
     pub steps: Vec<Step>,
@@ -130,6 +138,18 @@ pub struct Step {
     /// The bytes of its input, where they are not the family's `input_bytes` (an f32 variant of a
     /// family of byte inputs): the roofs are measured on this many bytes.
     pub input_bytes: Option<Formula>,
+    /// What the step's technique exists to reduce, counted on the CPU simulator: `cargo course
+    /// grade` compares a student's counts with the reference solution's (optimisation points).
+    #[serde(default)]
+    pub improves: Vec<Improvement>,
+    /// The case the grader counts at, where not the family's simulator case (capped at the step's
+    /// own first case): a kind of input that shows the technique (all-equal bytes), or a size past
+    /// one look-back window.
+    #[serde(default, deserialize_with = "optional_case")]
+    pub count_case: Option<Case>,
+    /// The chapter's section that teaches the step's technique (a heading of its page), named in
+    /// the grader's advice.
+    pub section: Option<String>,
 }
 
 /// A library call or a reference kernel that steps are compared with.
@@ -212,6 +232,21 @@ impl<'a> StepRef<'a> {
         }
     }
 
+    /// The case the grader counts the step at: its `count_case`, else the family's simulator case,
+    /// or the step's own first case where that is smaller (a one-block step).
+    pub fn count_case(&self) -> Case {
+        if let Some(case) = &self.step.count_case {
+            return case.clone();
+        }
+        let first = &self.cases()[0];
+        first.with_elements(self.family.simulator_case.n().min(first.n()))
+    }
+
+    /// The chapter this step belongs to (`None` for a peer).
+    pub fn chapter(&self) -> Option<&'a Chapter> {
+        if self.peer.is_some() { None } else { self.family.chapter(self.crate_name) }
+    }
+
     /// The bytes the step moves at `case`, given the counts it reported.
     pub fn bytes(&self, case: &Case, counts: &[(&str, u64)]) -> Result<u64, String> {
         let value =
@@ -232,7 +267,8 @@ impl Course {
         self.families.iter().find(|f| f.id == id)
     }
 
-    /// Every step of every family, in teaching order: each family's chapters' steps, then its peers.
+    /// Every step of every family, in teaching order: each family's chapters' steps, then its
+    /// peers.
     pub fn steps(&self) -> impl Iterator<Item = StepRef<'_>> {
         self.families.iter().flat_map(Family::steps)
     }
@@ -259,6 +295,12 @@ impl Course {
                 names.push(step.name());
                 if let Some(formula) = &step.step.input_bytes {
                     formula.eval(|name| ["n", "rows", "cols"].contains(&name).then_some(1))?;
+                }
+                for improvement in &step.step.improves {
+                    improvement.validate().map_err(|e| format!("step `{}`: {e}", step.name()))?;
+                }
+                if step.peer.is_some() && (!step.step.improves.is_empty() || step.step.count_case.is_some()) {
+                    return Err(format!("peer `{}`: `improves` and `count_case` are for graded steps", step.name()));
                 }
                 if let Some(from) = &step.step.kernel_from {
                     if step.peer.is_some() {
@@ -359,6 +401,10 @@ fn case<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Case, D::Error> {
 fn cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Case>, D::Error> {
     let texts = Vec::<String>::deserialize(deserializer)?;
     texts.iter().map(|t| t.parse().map_err(serde::de::Error::custom)).collect()
+}
+
+fn optional_case<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Case>, D::Error> {
+    case(deserializer).map(Some)
 }
 
 fn optional_cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<Case>>, D::Error> {

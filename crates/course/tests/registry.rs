@@ -26,8 +26,8 @@ fn files(folder: &str, extension: &str) -> Vec<PathBuf> {
 
 /// Whether `source` defines the entry point `kernel` with its name written out: a line that starts
 /// with `extern "C"` and has `kernel(` (as a whole name) on it or on the next line. A name made by
-/// token pasting in a macro (`scan_tiles_##S(`) or handed to a macro (`PASS(multi_level_sum_f32, Op)`)
-/// is not found: every kernel a chapter names can be found with grep.
+/// token pasting in a macro (`scan_tiles_##S(`) or handed to a macro (`PASS(multi_level_sum_f32,
+/// Op)`) is not found: every kernel a chapter names can be found with grep.
 fn written_out(source: &str, kernel: &str) -> bool {
     let lines: Vec<&str> = source.lines().collect();
     let call = format!("{kernel}(");
@@ -55,8 +55,8 @@ fn main() -> std::process::ExitCode {
         .cpu("every_step_kernel_is_written_out_in_its_kernel_file", || -> TestResult {
             let mut problems = Vec::new();
             for step in course::registry().steps() {
-                // A peer's kernel is a C function in scripts/peers/, not in a kernel file of ours (the
-                // NVRTC test below finds it there).
+                // A peer's kernel is a C function in scripts/peers/, not in a kernel file of ours
+                // (the NVRTC test below finds it there).
                 let Some(file) = step.kernel_file() else { continue };
                 // Only the chapter's own .cu is read: the shared headers (cuda/*.cuh) hold device
                 // functions, and every entry point is in the file of the chapter that teaches it.
@@ -97,6 +97,63 @@ fn main() -> std::process::ExitCode {
                 other => Err(format!("a kernel_from naming another family's chapter gave {other:?}").into()),
             }
         })
+        .cpu("every_graded_counter_names_a_section_and_a_kernel_that_exist", || -> TestResult {
+            let mut problems = Vec::new();
+            for step in course::registry().steps().filter(|s| !s.step.improves.is_empty()) {
+                let name = format!("{}/{}", step.crate_name, step.name());
+                let Some(chapter) = step.chapter() else { continue };
+                let page = std::fs::read_to_string(root().join("book/src").join(&chapter.file))?;
+                match &step.step.section {
+                    Some(section) if !page.lines().any(|l| l.trim_start_matches('#').trim() == section) => {
+                        problems.push(format!("{name}: no section \"{section}\" in book/src/{}", chapter.file));
+                    }
+                    Some(_) => {}
+                    None => problems.push(format!("{name}: graded, with no `section` for the grader's advice")),
+                }
+                let source = std::fs::read_to_string(root().join("cuda").join(chapter.kernel_file()))?;
+                for kernel in step.step.improves.iter().filter_map(|i| i.kernel.as_ref()) {
+                    if !written_out(&source, kernel) {
+                        problems.push(format!("{name}: counts `{kernel}`, not a kernel of cuda/{}", chapter.kernel_file()));
+                    }
+                }
+            }
+            if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+        })
+        .cpu("every_crate_with_solution_regions_earns_optimisation_points", || -> TestResult {
+            // reduce-multi-gpu's regions are a fold (one load pair and one store per element,
+            // whatever is written) and the ring's chunk index (every correct formula moves the same
+            // chunks); its work needs several devices, and it has no step the tour runs.
+            const NONE: [&str; 1] = ["reduce-multi-gpu"];
+            let course = course::registry();
+            let mut problems = Vec::new();
+            for name in course::classroom::assigned_crates(&root())? {
+                let graded = !course::optimisation::graded_steps(course, &name).is_empty();
+                if graded == NONE.contains(&name.as_str()) {
+                    problems.push(format!("{name}: {}", if graded { "graded, yet listed as not" } else { "no step of course.toml lists what it `improves`" }));
+                }
+            }
+            if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+        })
+        .cpu("the_instructors_page_shows_the_counters_of_course_toml", || -> TestResult {
+            const BEGIN: &str = "<!-- generated from course.toml (course::optimisation::counters_table): do not edit by hand; UPDATE_BOOK=1 cargo test -p course --test registry rewrites it -->\n";
+            const END: &str = "<!-- end of the generated table -->";
+            let path = root().join("book/src/instructors.md");
+            let page = std::fs::read_to_string(&path)?;
+            let start = page.find(BEGIN).ok_or("book/src/instructors.md has no generated table's opening marker")? + BEGIN.len();
+            let end = start + page[start..].find(END).ok_or("no end marker after the table")?;
+            let table = course::optimisation::counters_table(course::registry());
+            if page[start..end] == table {
+                return Ok(());
+            }
+            if std::env::var("UPDATE_BOOK").is_ok_and(|v| v == "1") {
+                std::fs::write(&path, format!("{}{table}{}", &page[..start], &page[end..]))?;
+                return Ok(());
+            }
+            Err(format!(
+                "book/src/instructors.md's table of counters differs from course.toml's (UPDATE_BOOK=1 cargo test -p course --test registry rewrites it); expected:\n{table}"
+            )
+            .into())
+        })
         .nvrtc("every_step_kernel_is_an_entry_point_of_its_kernel_file", || -> TestResult {
             // The `.entry` names of each kernel file's PTX, compiled once per file.
             let mut entries: HashMap<String, Vec<String>> = HashMap::new();
@@ -125,7 +182,8 @@ fn main() -> std::process::ExitCode {
                         }
                         entries[&file].contains(kernel)
                     }
-                    // A peer is a C function, written out or made by a macro such as SEED_PEER(naive, ...).
+                    // A peer is a C function, written out or made by a macro such as
+                    // SEED_PEER(naive, ...).
                     None => {
                         peers.contains(&format!(" {kernel}("))
                             || kernel.split_once('_').is_some_and(|(_, rest)| peers.contains(&format!("PEER({rest},")))

@@ -1,31 +1,37 @@
-//! The course-mode commands: `starter`, `grade` and `check` (`cargo course <command>`).
+//! The course-mode commands: `starter`, `grade` and `check` (`cargo course <command>`), and
+//! `count`, which `grade` runs in a build of a student's files.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use course::classroom::{
-    Grade, StepSpeed, assigned_crates, grade, overlay_submission, speed, speed_points, tests_digest, write_starter,
+    ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json, grade, grade_json,
+    grade_table, overlay_submission, read_counts, speed, starter_files, sync_tree, tests_digest, write_starter,
 };
-use course::regions::starter_text_for;
+use course::optimisation::{Optimisation, StepCounts, graded_steps, score};
 use gpu_harness::Device;
 
 use crate::cli::CourseCommand;
+use crate::counting;
 
 /// Runs a course command; returns whether it succeeded.
 pub fn run(command: &CourseCommand) -> bool {
     let root = report::workspace_root();
     let result = match command {
         CourseCommand::Starter { dest, crates } => starter(&root, dest, crates),
-        CourseCommand::Grade { crates, submission, json, speed, require_all, tests_digest } => grade_command(
-            &root,
-            crates,
-            submission.as_deref(),
-            json.as_deref(),
-            *speed,
-            *require_all,
-            tests_digest.as_deref(),
-        ),
+        CourseCommand::Grade { crates, submission, json, speed, require_all, require_optimised, tests_digest } => {
+            grade_command(
+                &root,
+                crates,
+                submission.as_deref(),
+                json.as_deref(),
+                *speed,
+                Require { all: *require_all, optimised: *require_optimised },
+                tests_digest.as_deref(),
+            )
+        }
         CourseCommand::Check { crates } => check(&root, crates),
+        CourseCommand::Count { crates, json } => count_command(crates, json),
     };
     match result {
         Ok(ok) => ok,
@@ -62,7 +68,19 @@ fn technique_crates(crates: &[String]) -> Result<Vec<String>, String> {
 
 fn starter(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> {
     let crates = with_regions(root, crates)?;
-    let stubbed = write_starter(root, dest, &crates)?;
+    // The reference solution's counts, recorded for grading in place: an autograder grading the
+    // student's repository has no solution to count.
+    let reference = match counting::count(&crates).and_then(|counts| Ok((nvrtc()?, counts))) {
+        Ok((nvrtc, counts)) => Some(RecordedReference { nvrtc, counts }),
+        Err(e) => {
+            eprintln!(
+                "note: the reference solution could not be counted ({e}); the starter's autograder will grade \
+                 tests only, not optimisation"
+            );
+            None
+        }
+    };
+    let stubbed = write_starter(root, dest, &crates, reference)?;
     println!("wrote a starter copy to {} with {} solution regions stubbed:", dest.display(), stubbed.len());
     for a in &stubbed {
         println!("  {:<20} {}:{}  {}", a.crate_name, a.file.display(), a.line, a.task);
@@ -74,7 +92,13 @@ fn starter(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> 
     Ok(true)
 }
 
-/// Where a submission is laid over the instructor's workspace, and the tours of `--speed` write.
+/// This machine's NVRTC, `major.minor`.
+fn nvrtc() -> Result<String, String> {
+    let (major, minor) = gpu_harness::compile::nvrtc_version().map_err(|e| e.to_string())?;
+    Ok(format!("{major}.{minor}"))
+}
+
+/// Where the tours of `--speed` write.
 fn scratch(root: &Path, name: &str) -> Result<PathBuf, String> {
     let folder = root.join("target/course").join(name);
     if folder.exists() {
@@ -84,12 +108,31 @@ fn scratch(root: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(folder)
 }
 
-/// Where the copies (a submission overlaid on this workspace, the check's starter) build. Not the
-/// workspace's own `target/`: cargo names a workspace member's binaries the same whichever folder
-/// its source sits in, so a `cargo test` running beside a grade in a shared target could swap the
-/// binary the grade runs for the workspace's own, and the grade would report the solution's passes.
+/// The one folder copies of this workspace are written into (a submission laid over it, the
+/// check's starter), by `sync_tree`: only what changed is rewritten, so cargo rebuilds only the
+/// crates a student touched.
+fn copy_folder(root: &Path) -> PathBuf {
+    root.join("target/course/workspace")
+}
+
+/// Where the copies build. Not the workspace's own `target/`: cargo names a workspace member's
+/// builds the same whichever folder its source sits in, and judges them fresh by their files'
+/// times, so a build of another folder in the same target could be taken for the copy's (and the
+/// grade would report the solution's passes). One copy folder building into one target is safe.
 fn copies_target(root: &Path) -> PathBuf {
     root.join("target/course/target")
+}
+
+/// Holds the lock on the copy folder while a grade or a check uses it (a second one waits).
+fn lock_copies(root: &Path) -> Result<CopyLock, String> {
+    let folder = root.join("target/course");
+    std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    CopyLock::take(&folder.join("copy.lock"), |pid| {
+        println!(
+            "waiting for another grade or check (process {pid}) to finish with {} ...",
+            copy_folder(root).display()
+        );
+    })
 }
 
 fn backend() -> String {
@@ -100,13 +143,33 @@ fn backend() -> String {
     }
 }
 
+/// What an autograder asks of a grade before it exits successfully.
+#[derive(Debug, Clone, Copy)]
+struct Require {
+    /// Every graded test passed.
+    all: bool,
+    /// And every graded step's counts are within the reference's slack.
+    optimised: bool,
+}
+
+/// Where the student's code is, and where the reference solution's counts come from.
+enum Graded<'a> {
+    /// `--submission`: the student's files laid over a copy of this workspace, built there; the
+    /// reference is this workspace, counted in this process.
+    Copy { root: PathBuf, target: PathBuf },
+    /// The workspace itself (a student's copy, or the instructor's own): the student's code is
+    /// this process's. The reference is the same code where the crate's solution is here, else the
+    /// counts the starter recorded.
+    InPlace { solved: Vec<String>, record: Option<&'a ClassroomRecord> },
+}
+
 fn grade_command(
     root: &Path,
     crates: &[String],
     submission: Option<&Path>,
     json: Option<&Path>,
     with_speed: bool,
-    require_all: bool,
+    require: Require,
     expected_digest: Option<&str>,
 ) -> Result<bool, String> {
     let crates = technique_crates(crates)?;
@@ -118,95 +181,114 @@ fn grade_command(
             ));
         }
     }
-    let (graded_root, target) = match submission {
+    let mut _lock = None;
+    let record = ClassroomRecord::read(root)?;
+    let graded = match submission {
         Some(student) => {
-            let copy = scratch(root, "submission")?;
+            _lock = Some(lock_copies(root)?);
+            let copy = copy_folder(root);
             let taken = overlay_submission(root, student, &copy)?;
             println!("graded: {} file(s) of {} with this workspace's tests", taken.len(), student.display());
-            (copy, Some(copies_target(root)))
+            Graded::Copy { root: copy, target: copies_target(root) }
         }
-        None => (root.to_path_buf(), None),
+        None => Graded::InPlace { solved: assigned_crates(root)?, record: record.as_ref() },
     };
     println!("backend: {}\n", backend());
-    let mut grades: Vec<(Grade, Option<Vec<StepSpeed>>)> = Vec::new();
+    let mut grades = Vec::new();
     for name in &crates {
-        let grade = grade(&graded_root, name, target.as_deref())?;
+        let grade = match &graded {
+            Graded::Copy { root, target } => grade(root, name, Some(target))?,
+            Graded::InPlace { .. } => grade(root, name, None)?,
+        };
+        let optimisation = optimisation(&graded, name, &grade);
         // Speed is timed only for a correct solution: a crate with a failing graded test gets no
         // speed points (and its steps, whose checks fail, are not timed).
-        let speeds = match (with_speed, submission) {
-            (true, Some(_)) if grade.all_passed() => Some(speed(&graded_root, root, name, &scratch(root, "speed")?)?),
-            (true, Some(_)) => Some(Vec::new()),
+        let speeds = match (with_speed, &graded) {
+            (true, Graded::Copy { root: copy, .. }) if grade.all_passed() => {
+                Some(speed(copy, root, name, &scratch(root, "speed")?)?)
+            }
+            (true, Graded::Copy { .. }) => Some(Vec::new()),
             _ => None,
         };
-        grades.push((grade, speeds));
+        grades.push(CrateGrade { grade, optimisation, speeds });
     }
     print!("{}", grade_table(&grades));
     if let Some(path) = json {
         std::fs::write(path, grade_json(&backend(), &grades)).map_err(|e| format!("{}: {e}", path.display()))?;
         println!("grades written to {}", path.display());
     }
-    let all_passed = grades.iter().all(|(g, _)| g.all_passed());
-    Ok(all_passed || !require_all)
+    let all_passed = grades.iter().all(|g| g.grade.all_passed());
+    let optimised = grades.iter().all(|g| g.optimisation.as_ref().is_none_or(Optimisation::full));
+    Ok((all_passed || !(require.all || require.optimised)) && (optimised || !require.optimised))
 }
 
-fn grade_table(grades: &[(Grade, Option<Vec<StepSpeed>>)]) -> String {
-    let with_speed = grades.iter().any(|(_, s)| s.is_some());
-    let mut out = format!("{:<22} {:>13} {:>8} {:>8}", "crate", "tests passed", "ignored", "points");
-    if with_speed {
-        out += &format!(" {:>8}", "speed");
+/// The optimisation of `crate_name`, whose tests gave `grade`: `None` for a crate with no graded
+/// step; not counted where a graded test fails or no reference can be counted.
+fn optimisation(graded: &Graded, crate_name: &str, grade: &Grade) -> Option<Optimisation> {
+    if graded_steps(course::registry(), crate_name).is_empty() {
+        return None;
     }
-    out += "\n";
-    let (mut total, mut most) = (0.0, 0.0);
-    for (grade, speeds) in grades {
-        let ran = grade.passed + grade.failed;
-        out += &format!(
-            "{:<22} {:>13} {:>8} {:>8.1}",
-            grade.crate_name,
-            format!("{} of {ran}", grade.passed),
-            grade.ignored,
-            grade.points()
-        );
-        total += grade.points();
-        most += course::classroom::CORRECTNESS_POINTS;
-        if let Some(speeds) = speeds {
-            out += &format!(" {:>8.1}", speed_points(speeds));
-            total += speed_points(speeds);
-            most += course::classroom::SPEED_POINTS;
-        }
-        out += "\n";
-        for failure in grade.failures.iter().take(5) {
-            out += &format!("    failed: {failure}\n");
-        }
-        if speeds.as_ref().is_some_and(|s| s.is_empty()) {
-            out += "    speed: not timed (a graded test fails)\n";
-        }
+    if !grade.all_passed() {
+        return Some(Optimisation::NotScored("a graded test fails".into()));
     }
-    out + &format!("{:<22} {:>40.1} of {most}\n", "total", total)
+    let crates = [crate_name.to_string()];
+    let counted = match graded {
+        Graded::Copy { root, target } => count_in(root, target, crate_name)
+            .and_then(|student| Ok((student, counting::count(&crates).map_err(|e| format!("the reference: {e}"))?))),
+        Graded::InPlace { solved, record } => counting::count(&crates).and_then(|student| {
+            if solved.iter().any(|c| c == crate_name) {
+                // The solution is here: the student's code is the reference.
+                return Ok((student.clone(), student));
+            }
+            match record {
+                Some(r) if r.reference.iter().any(|c| c.crate_name == crate_name) => {
+                    let here = nvrtc()?;
+                    match &r.nvrtc {
+                        Some(v) if *v != here => Err(format!(
+                            "the starter's reference was counted with NVRTC {v}, and this machine has {here}: \
+                             python3 -m pip install --user nvidia-cuda-nvrtc=={v}.*"
+                        )),
+                        _ => Ok((student, r.reference.clone())),
+                    }
+                }
+                _ => Err("no reference solution here to count: grade with --submission from the instructor's \
+                          workspace"
+                    .to_string()),
+            }
+        }),
+    };
+    Some(match counted.and_then(|(student, reference)| score(course::registry(), crate_name, &student, &reference)) {
+        Ok(steps) => Optimisation::Scored(steps),
+        Err(e) => Optimisation::NotScored(e),
+    })
 }
 
-fn grade_json(backend: &str, grades: &[(Grade, Option<Vec<StepSpeed>>)]) -> String {
-    let crates: Vec<serde_json::Value> = grades
-        .iter()
-        .map(|(g, speeds)| {
-            serde_json::json!({
-                "crate": g.crate_name,
-                "passed": g.passed,
-                "failed": g.failed,
-                "ignored": g.ignored,
-                "built": g.built,
-                "failures": g.failures,
-                "points": g.points(),
-                "max_points": course::classroom::CORRECTNESS_POINTS,
-                "speed": speeds.as_ref().map(|s| serde_json::json!({
-                    "points": speed_points(s),
-                    "max_points": course::classroom::SPEED_POINTS,
-                    "steps": s.iter().map(|x| serde_json::json!({"step": x.step, "case": x.case, "time_over_reference": x.ratio, "score": x.score()})).collect::<Vec<_>>(),
-                })),
-            })
-        })
-        .collect();
-    serde_json::to_string_pretty(&serde_json::json!({ "backend": backend, "crates": crates })).unwrap_or_default()
-        + "\n"
+/// The student's counts of `crate_name`: this workspace's counting code, built with the student's
+/// files in the copy at `root` (`tour count`, a debug build in `target`).
+fn count_in(root: &Path, target: &Path, crate_name: &str) -> Result<Vec<StepCounts>, String> {
+    let out = target.join("course-counts.json");
+    let _ = std::fs::remove_file(&out);
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["run", "--quiet", "--package", "tour", "--", "count", "--crates", crate_name, "--json"])
+        .arg(&out)
+        .env("CARGO_TARGET_DIR", target)
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string();
+        return Err(format!("counting the student's build failed: {last}"));
+    }
+    read_counts(&out)
+}
+
+/// `tour count`: the counts of the graded steps of `crates`, as JSON.
+fn count_command(crates: &[String], json: &Path) -> Result<bool, String> {
+    let crates = technique_crates(crates)?;
+    let counts = counting::count(&crates)?;
+    std::fs::write(json, counts_json(&counts)).map_err(|e| format!("{}: {e}", json.display()))?;
+    Ok(true)
 }
 
 /// CI's contract: with every crate's stubs in place the workspace builds and every kernel
@@ -219,11 +301,9 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
     if crates.len() == assigned_crates(root)?.len() && !missing.is_empty() {
         return Err(format!("technique crates with no solution region: {missing:?}"));
     }
-    let copy = root.join("target/course/check");
-    if copy.exists() {
-        std::fs::remove_dir_all(&copy).map_err(|e| format!("{}: {e}", copy.display()))?;
-    }
-    write_starter(root, &copy, &crates)?;
+    let _lock = lock_copies(root)?;
+    let copy = copy_folder(root);
+    sync_tree(&copy, &starter_files(root, &crates)?.0)?;
     let cargo = |args: &[&str]| -> Result<bool, String> {
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args(args)
@@ -243,22 +323,10 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
         eprintln!("FAIL: a stubbed kernel does not compile");
         ok = false;
     }
-    let assignments = course::classroom::assignments(root)?;
     for name in &crates {
         println!("== {name}: its stubs alone fail its graded tests");
-        let files: Vec<&PathBuf> = assignments.iter().filter(|a| &a.crate_name == name).map(|a| &a.file).collect();
-        // Solve every file, then stub this crate's regions.
-        for file in assignments.iter().map(|a| &a.file) {
-            std::fs::copy(root.join(file), copy.join(file)).map_err(|e| e.to_string())?;
-        }
-        for file in &files {
-            let text = std::fs::read_to_string(root.join(file)).map_err(|e| e.to_string())?;
-            let file_owner = course::classroom::file_crate(file);
-            let stubbed = starter_text_for(&text, |owner| {
-                owner.map(str::to_string).or(file_owner.clone()).as_ref() == Some(name)
-            })?;
-            std::fs::write(copy.join(file), stubbed).map_err(|e| e.to_string())?;
-        }
+        // Every crate solved but this one.
+        sync_tree(&copy, &starter_files(root, std::slice::from_ref(name))?.0)?;
         let grade = grade(&copy, name, Some(&copies_target(root)))?;
         if !grade.built {
             eprintln!("FAIL {name}: with its stubs the tests do not build: {:?}", grade.failures);

@@ -42,7 +42,8 @@ pub struct Options {
     pub charts: bool,
 }
 
-/// Course mode: hand out the kernels with the technique removed, and grade them with the same tests.
+/// Course mode: hand out the kernels with the technique removed, and grade them with the same
+/// tests.
 #[derive(Debug, Clone, PartialEq, Subcommand)]
 pub enum CourseCommand {
     /// Write a starter copy of the workspace to DEST: every solution region of the chosen crates
@@ -54,8 +55,9 @@ pub enum CourseCommand {
         crates: Vec<String>,
     },
     /// Run the chosen crates' graded tests (every test but the illustrations) and print a table of
-    /// tests passed and points; on a GPU, `--speed` adds a speed score against the reference
-    /// solution measured in the same run.
+    /// tests passed and points; where they all pass, count on the CPU simulator what each graded
+    /// step's technique improves, beside the reference solution (optimisation points); on a GPU,
+    /// `--speed` adds a speed score against the reference solution measured in the same run.
     Grade {
         /// Only these crates (default: every crate that has solution regions).
         #[arg(long, value_name = "CRATES", value_delimiter = ',')]
@@ -72,6 +74,10 @@ pub enum CourseCommand {
         /// Exit with an error unless every graded test passed (for autograders).
         #[arg(long)]
         require_all: bool,
+        /// Exit with an error unless every graded test passed and every graded step's counts are
+        /// within the reference solution's (full optimisation points; for autograders).
+        #[arg(long)]
+        require_optimised: bool,
         /// Refuse to grade unless the tests are the instructor's (the digest a starter wrote).
         #[arg(long, value_name = "HEX")]
         tests_digest: Option<String>,
@@ -82,6 +88,15 @@ pub enum CourseCommand {
         /// Only these crates.
         #[arg(long, value_name = "CRATES", value_delimiter = ',')]
         crates: Vec<String>,
+    },
+    /// What `grade` runs in a build of a student's files: count the graded steps of the chosen
+    /// crates on the CPU simulator and write the counts as JSON to FILE.
+    #[command(hide = true)]
+    Count {
+        #[arg(long, value_name = "CRATES", value_delimiter = ',', required = true)]
+        crates: Vec<String>,
+        #[arg(long, value_name = "FILE")]
+        json: PathBuf,
     },
 }
 
@@ -134,6 +149,10 @@ mod tests {
     fn course_commands() {
         let options = parse(&["grade", "--crates", "reduce-naive", "--require-all"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Grade { require_all: true, .. })));
+        let options = parse(&["grade", "--require-optimised"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Grade { require_optimised: true, .. })));
+        let options = parse(&["count", "--crates", "reduce-naive", "--json", "/tmp/c.json"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Count { .. })));
         assert_eq!(parse(&["grade", "--speed"]).unwrap_err().kind(), ErrorKind::MissingRequiredArgument);
         let options = parse(&["starter", "/tmp/x"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Starter { .. })));

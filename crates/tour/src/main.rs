@@ -2,8 +2,8 @@
 //!
 //! Runs every step the registry (`course.toml`) lists, family by family, case by case, through the
 //! same path as the benches (`report::Session`): each step is prepared on a random input, checked
-//! against the CPU, timed (median of CUDA-event-timed batches) and recorded next to the read and copy
-//! roofs of its case, measured in the same run. Peers (CUB, the seeds' kernels) run too when
+//! against the CPU, timed (median of CUDA-event-timed batches) and recorded next to the read and
+//! copy roofs of its case, measured in the same run. Peers (CUB, the seeds' kernels) run too when
 //! `COURSE_PEERS` names their library. It prints each chapter's table and each family's summary,
 //! writes one results file per crate into `book/src/data/<gpu>/`, and redraws the book's tables and
 //! charts. Without a GPU it runs every step on the CPU simulator and prints what each launch did.
@@ -11,6 +11,7 @@
 
 mod classroom;
 mod cli;
+mod counting;
 mod steps;
 
 use std::path::Path;

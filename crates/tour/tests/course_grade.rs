@@ -1,0 +1,329 @@
+//! `cargo course grade` scores the optimisation, not only the answer, on the CPU simulator. Copies
+//! made from a starter of reduce-interleaved, their two regions written in four ways, are graded
+//! with `--submission` as an instructor would: the reference solution (full points), the divergent
+//! modulo of reduce-naive in sequential addressing's place (full correctness, no optimisation
+//! points for the interleaved step), other loop forms as good as the reference (full points), and
+//! the stubs left in place (no points). The same starter graded in place, as GitHub Classroom's
+//! autograder does, fails the divergent modulo on its optimisation line. The grade tables are
+//! snapshots.
+//!
+//! The copies build in `target/course/target` (what `cargo course check` builds in too, so CI
+//! builds that folder once); a grade after the first rebuilds only reduce-interleaved.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use gpu_test::{TestResult, TestSuite};
+
+#[path = "../src/steps.rs"]
+#[allow(dead_code, unused_imports)]
+mod steps;
+
+#[path = "../src/counting.rs"]
+mod counting;
+
+const CRATE: &str = "reduce-interleaved";
+const KERNEL: &str = "cuda/reduce_interleaved.cu";
+
+fn root() -> PathBuf {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    dir.canonicalize().unwrap_or(dir)
+}
+
+fn tests_folder() -> PathBuf {
+    root().join("target/course/tests")
+}
+
+/// A starter copy with reduce-interleaved's regions stubbed, made once by `tour starter` (which
+/// also counts the reference solution for grading in place).
+fn starter() -> Result<&'static Path, String> {
+    static STARTER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    STARTER
+        .get_or_init(|| {
+            let dest = tests_folder().join("starter");
+            if dest.exists() {
+                std::fs::remove_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+            }
+            let output = Command::new(env!("CARGO_BIN_EXE_tour"))
+                .args(["starter", dest.to_str().ok_or("a path that is not UTF-8")?, "--crates", CRATE])
+                .output()
+                .map_err(|e| format!("cannot run the tour: {e}"))?;
+            if !output.status.success() {
+                return Err(format!("tour starter failed: {}", String::from_utf8_lossy(&output.stderr)));
+            }
+            Ok(dest)
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+/// The instructor's two solutions (strided index, sequential addressing), as the regions hold them.
+fn reference_solutions() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(KERNEL)).expect("the kernel file");
+    course::regions::regions(&text).expect("its regions").into_iter().map(|r| r.solution.join("\n")).collect()
+}
+
+/// The starter's kernel file with its two TODOs answered by `solutions`, in order (`None`: the
+/// stubs, as handed out).
+fn kernel_with(solutions: Option<[String; 2]>) -> Result<String, String> {
+    let starter = std::fs::read_to_string(starter()?.join(KERNEL)).map_err(|e| e.to_string())?;
+    let Some(solutions) = solutions else { return Ok(starter) };
+    let mut out = String::new();
+    let mut answers = solutions.iter();
+    for line in starter.lines() {
+        out += line;
+        out += "\n";
+        if line.contains("TODO(student)") {
+            out += answers.next().ok_or("more TODOs than answers")?;
+            out += "\n";
+        }
+    }
+    if answers.next().is_some() {
+        return Err("fewer TODOs than answers".into());
+    }
+    Ok(out)
+}
+
+/// A submission folder holding `kernel` as the student's file.
+fn submission(name: &str, kernel: &str) -> Result<PathBuf, String> {
+    let folder = tests_folder().join(name);
+    let file = folder.join(KERNEL);
+    std::fs::create_dir_all(file.parent().expect("a folder")).map_err(|e| e.to_string())?;
+    std::fs::write(&file, kernel).map_err(|e| e.to_string())?;
+    Ok(folder)
+}
+
+/// What a grade printed and wrote.
+struct Graded {
+    success: bool,
+    /// From the header line to the total.
+    table: String,
+    json: serde_json::Value,
+}
+
+impl Graded {
+    fn crate_grade(&self) -> &serde_json::Value {
+        &self.json["crates"][0]
+    }
+
+    fn correctness(&self) -> f64 {
+        self.crate_grade()["points"].as_f64().unwrap_or(-1.0)
+    }
+
+    fn optimisation(&self) -> f64 {
+        self.crate_grade()["optimisation"]["points"].as_f64().unwrap_or(-1.0)
+    }
+
+    /// The table with the crate's counts of tests in place of numbers: the suites grow (property
+    /// tests are added), and the snapshots show the grade, not how many tests there are.
+    fn snapshot(&self) -> String {
+        let g = self.crate_grade();
+        let (passed, failed, ignored) =
+            (g["passed"].as_u64().unwrap_or(0), g["failed"].as_u64().unwrap_or(0), g["ignored"].as_u64().unwrap_or(0));
+        let counts = format!("{:>13} {:>8}", format!("{passed} of {}", passed + failed), ignored);
+        let ran = if failed == 0 { "all" } else { "some" };
+        self.table.replacen(&counts, &format!("{:>13} {:>8}", format!("{ran} of them"), "n"), 1)
+    }
+
+    /// The optimisation score of `step`.
+    fn step_score(&self, step: &str) -> Option<f64> {
+        self.crate_grade()["optimisation"]["steps"].as_array()?.iter().find(|s| s["step"] == step)?["score"].as_f64()
+    }
+}
+
+fn table_of(stdout: &str) -> String {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with("crate ")).unwrap_or(0);
+    let end = lines.iter().position(|l| l.starts_with("total ")).map_or(lines.len(), |i| i + 1);
+    lines[start..end].join("\n") + "\n"
+}
+
+/// Runs `command` (a grade writing its JSON to `json`) and reads what it printed and wrote.
+fn run_grade(mut command: Command, json: &Path) -> Result<Graded, String> {
+    let _ = std::fs::remove_file(json);
+    let output = command.output().map_err(|e| format!("cannot run the grade: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let text = std::fs::read_to_string(json).map_err(|e| {
+        format!("no grades written ({e}); stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr))
+    })?;
+    let json = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok(Graded { success: output.status.success(), table: table_of(&stdout), json })
+}
+
+/// `tour grade --submission <folder> --crates reduce-interleaved --require-all`.
+fn grade(name: &str, kernel: &str) -> Result<Graded, String> {
+    let folder = submission(name, kernel)?;
+    let json = tests_folder().join(format!("{name}.json"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tour"));
+    command.args(["grade", "--crates", CRATE, "--require-all", "--submission"]).arg(&folder).arg("--json").arg(&json);
+    run_grade(command, &json)
+}
+
+fn check(condition: bool, what: &str, graded: &Graded) -> TestResult {
+    if condition { Ok(()) } else { Err(format!("{what}; the grade:\n{}\n{:#}", graded.table, graded.json).into()) }
+}
+
+fn reference_gets_full_points() -> TestResult {
+    let [strided, sequential] = <[String; 2]>::try_from(reference_solutions()).map_err(|_| "two regions")?;
+    let graded = grade("reference", &kernel_with(Some([strided, sequential]))?)?;
+    check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
+    check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
+    insta::assert_snapshot!("grade_reference", graded.snapshot());
+    Ok(())
+}
+
+const DIVERGENT_MODULO: &str = "    for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+        if (tid % (2 * s) == 0) sdata[tid] += sdata[tid + s];
+        __syncthreads();
+    }";
+
+fn divergent_modulo_gets_no_optimisation_points_for_interleaved() -> TestResult {
+    let strided = reference_solutions().remove(0);
+    let graded = grade("divergent-modulo", &kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?)?;
+    check(graded.success && graded.correctness() == 10.0, "a correct answer: every graded test passes", &graded)?;
+    check(graded.step_score("strided-index") == Some(1.0), "strided-index as the reference", &graded)?;
+    check(graded.step_score("interleaved") == Some(0.0), "no optimisation points for interleaved", &graded)?;
+    check(graded.optimisation() == 2.5, "half the optimisation points (one step of two)", &graded)?;
+    check(
+        graded.table.contains(
+            "interleaved: 48 divergent branches per block, the reference has 6: the active threads are not contiguous",
+        ),
+        "advice a student can act on",
+        &graded,
+    )?;
+    insta::assert_snapshot!("grade_divergent_modulo", graded.snapshot());
+    Ok(())
+}
+
+/// Other loop forms, as good as the reference: signed indices and a shift for the strided index;
+/// a while loop with the halving first for sequential addressing.
+const OTHER_STRIDED: &str = "    for (int stride = 1; stride < (int)blockDim.x; stride <<= 1) {
+        int index = 2 * stride * (int)tid;
+        if (index < (int)blockDim.x) sdata[index] = sdata[index] + sdata[index + stride];
+        __syncthreads();
+    }";
+const OTHER_SEQUENTIAL: &str = "    unsigned int half = blockDim.x;
+    while (half > 1) {
+        half /= 2;
+        if (tid < half) sdata[tid] = sdata[tid] + sdata[half + tid];
+        __syncthreads();
+    }";
+
+fn another_loop_form_gets_full_points() -> TestResult {
+    let graded = grade("other-loop-form", &kernel_with(Some([OTHER_STRIDED.into(), OTHER_SEQUENTIAL.into()]))?)?;
+    check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
+    check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
+    insta::assert_snapshot!("grade_other_loop_form", graded.snapshot());
+    Ok(())
+}
+
+fn a_stub_gets_no_points() -> TestResult {
+    let graded = grade("stub", &kernel_with(None)?)?;
+    check(!graded.success && graded.correctness() < 10.0, "graded tests fail", &graded)?;
+    check(graded.optimisation() == 0.0, "no optimisation points", &graded)?;
+    check(
+        graded.crate_grade()["optimisation"]["not_counted"] == "a graded test fails",
+        "not counted, and why",
+        &graded,
+    )?;
+    // Which tests fail, and how many, is the suite's business (its property tests change): the
+    // snapshot keeps the lines about optimisation.
+    let snapshot = graded.snapshot();
+    let optimisation: Vec<&str> = snapshot.lines().filter(|l| l.contains("optimisation")).collect();
+    insta::assert_snapshot!("grade_stub", optimisation.join("\n"));
+    Ok(())
+}
+
+/// GitHub Classroom's optimisation line, run in the student's copy of the starter: the tests
+/// digest accepts the student's edit of the kernel, the reference comes from the counts the
+/// starter recorded, and the divergent modulo fails the line.
+fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResult {
+    let starter = starter()?;
+    let autograding = std::fs::read_to_string(starter.join(".github/classroom/autograding.json"))
+        .map_err(|e| format!("the starter's autograding file: {e}"))?;
+    let autograding: serde_json::Value = serde_json::from_str(&autograding).map_err(|e| e.to_string())?;
+    let line = autograding["tests"]
+        .as_array()
+        .and_then(|tests| tests.iter().find(|t| t["name"] == format!("{CRATE} optimisation")))
+        .ok_or("no optimisation line in the autograding file")?;
+    let run = line["run"].as_str().ok_or("no command")?;
+    let digest = run.rsplit(' ').next().ok_or("no digest")?.to_string();
+    if !run.contains("--require-optimised") {
+        return Err(format!("the optimisation line does not require it: {run}").into());
+    }
+    // The student's copy: the starter with the divergent modulo written in. It is graded in the
+    // folder the grader's copies use (their build folder is warm), holding its lock meanwhile.
+    let strided = reference_solutions().remove(0);
+    let kernel = kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?;
+    let mut files = Vec::new();
+    for file in course::classroom::workspace_files(starter)? {
+        let bytes = if file == Path::new(KERNEL) {
+            kernel.clone().into_bytes()
+        } else {
+            std::fs::read(starter.join(&file)).map_err(|e| e.to_string())?
+        };
+        files.push((file, bytes));
+    }
+    let lock = course::classroom::CopyLock::take(&root().join("target/course/copy.lock"), |_| {})?;
+    let copy = root().join("target/course/workspace");
+    course::classroom::sync_tree(&copy, &files)?;
+    let json = tests_folder().join("autograder.json");
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command
+        .args(["run", "--quiet", "--package", "tour", "--", "grade", "--crates", CRATE, "--require-optimised"])
+        .args(["--tests-digest", &digest, "--json"])
+        .arg(&json)
+        .env("CARGO_TARGET_DIR", root().join("target/course/target"))
+        .current_dir(&copy);
+    let graded = run_grade(command, &json)?;
+    drop(lock);
+    check(!graded.success, "the optimisation line fails", &graded)?;
+    check(graded.correctness() == 10.0, "every graded test passes (the tests line passes)", &graded)?;
+    check(graded.optimisation() == 2.5, "the interleaved step has no optimisation points", &graded)?;
+    Ok(())
+}
+
+/// Every graded step of every crate can be counted (its entry found, its result right at its count
+/// case, every counter it names counted), as `grade` and `starter` count them.
+fn every_graded_step_is_counted() -> TestResult {
+    let course = course::registry();
+    let crates: Vec<String> = course
+        .crates()
+        .filter(|c| !course::optimisation::graded_steps(course, c).is_empty())
+        .map(str::to_string)
+        .collect();
+    let counts = counting::count(&crates)?;
+    let mut problems = Vec::new();
+    for crate_name in &crates {
+        for step in course::optimisation::graded_steps(course, crate_name) {
+            let Some(counted) = counts.iter().find(|c| c.crate_name == *crate_name && c.step == step.name()) else {
+                problems.push(format!("{crate_name}/{}: not counted", step.name()));
+                continue;
+            };
+            for improvement in &step.step.improves {
+                if !counted.counts.get(&improvement.label()).is_some_and(|v| v.is_finite() && *v >= 0.0) {
+                    problems.push(format!("{crate_name}/{}: no {} in {counted:?}", step.name(), improvement.label()));
+                }
+            }
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
+}
+
+fn main() -> std::process::ExitCode {
+    TestSuite::new()
+        .nvrtc("count::every_graded_step_is_counted", every_graded_step_is_counted)
+        .nvrtc("grade::reference_gets_full_points", reference_gets_full_points)
+        .nvrtc(
+            "grade::divergent_modulo_gets_no_optimisation_points_for_interleaved",
+            divergent_modulo_gets_no_optimisation_points_for_interleaved,
+        )
+        .nvrtc("grade::another_loop_form_gets_full_points", another_loop_form_gets_full_points)
+        .nvrtc("grade::a_stub_gets_no_points", a_stub_gets_no_points)
+        .nvrtc(
+            "grade::autograder_fails_the_divergent_modulo_on_its_optimisation_line",
+            autograder_fails_the_divergent_modulo_on_its_optimisation_line,
+        )
+        .run()
+}
