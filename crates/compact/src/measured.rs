@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, cached, random_values};
+use gpu_harness::inputs::{Input, cached, random_values, uniform_f32};
 use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
 use gpu_harness::{Case, Checked, Device, DeviceBuffer, GpuError, Prepared, Result, StepEntry};
 use rand::RngExt;
@@ -55,7 +55,7 @@ pub struct CaseInput {
 pub fn input(device: &Device, case: &Case, seed: u64) -> Result<Arc<CaseInput>> {
     cached(device, case, seed, || {
         let (share, n) = (kept_share(case)?, case.elements()?);
-        let host = random_values(n, seed, |rng| rng.random_range(-1.0f32..1.0));
+        let host = random_values(n, seed, uniform_f32);
         let mask = random_values(n, seed ^ 1, |rng| u8::from(rng.random_bool(share)));
         let threshold = (1.0 - 2.0 * share) as f32;
         let kept =

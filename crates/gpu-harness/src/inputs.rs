@@ -10,8 +10,8 @@ use std::any::{Any, TypeId};
 use std::fmt::Display;
 use std::sync::{Arc, Mutex};
 
-use rand::SeedableRng;
 use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
 
 use crate::{Case, Checked, Device, DeviceBuffer, Element, Result};
 
@@ -23,7 +23,7 @@ type Key = (TypeId, u64, Option<String>, u64);
 
 /// The input of type `T` for `case` drawn from `seed`: the kept one if it was made on this device,
 /// else `make()`, kept in place of the oldest. Whoever makes a `T` must draw it the same way (every
-/// family's `Input<f32>` is [`random_input`] uniform in [-1, 1)), or give it a type of its own.
+/// family's `Input<f32>` is [`uniform_f32_input`]), or give it a type of its own.
 pub fn cached<T: Any + Send + Sync>(
     device: &Device,
     case: &Case,
@@ -62,6 +62,17 @@ impl<T: Element> Input<T> {
             Some(why) => Checked::Wrong(format!("{step}: {why} (input {} from seed {})", self.case, self.seed)),
         }
     }
+}
+
+/// The one draw of every family's f32 values: uniform in [-1, 1). The cache holds one
+/// `Input<f32>` per case and seed, so every family must draw them this way.
+pub fn uniform_f32(rng: &mut SmallRng) -> f32 {
+    rng.random_range(-1.0f32..1.0)
+}
+
+/// The f32 input of `case` (values from [`uniform_f32`]), kept by [`cached`].
+pub fn uniform_f32_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<f32>>> {
+    random_input(device, case, seed, uniform_f32)
 }
 
 /// The input of `case`'s element count, each value drawn by `draw` (see [`random_values`]), kept by

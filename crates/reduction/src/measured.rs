@@ -5,10 +5,9 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, random_input};
+use gpu_harness::inputs::{Input, uniform_f32_input};
 use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
 use gpu_harness::{Case, Device, DeviceBuffer, Measured, Result, Stateful, StepEntry};
-use rand::RngExt;
 
 use crate::full::{FullReduction, ReduceOp};
 use crate::host_finished::{HostFinishedStep, HostFinishedSum};
@@ -16,7 +15,7 @@ use crate::reference::{sum_mismatch, tree_chain};
 
 /// The input every step sums: f32 uniform in [-1, 1), shared by the steps measured at a case.
 pub fn random_floats(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<f32>>> {
-    random_input(device, case, seed, |rng| rng.random_range(-1.0f32..1.0))
+    uniform_f32_input(device, case, seed)
 }
 
 /// A host-finished step `S`: what is timed is the kernel (one partial per block), not the host's

@@ -65,7 +65,7 @@ impl ScanElement for f32 {
         f64::from(self)
     }
     fn draw(rng: &mut SmallRng) -> Self {
-        rng.random_range(-1.0f32..1.0)
+        gpu_harness::inputs::uniform_f32(rng)
     }
     fn from_small(k: i32) -> Self {
         k as f32

@@ -4,10 +4,9 @@
 
 use std::ffi::{c_int, c_void};
 
-use gpu_harness::inputs::{Input, random_input};
+use gpu_harness::inputs::{Input, uniform_f32_input};
 use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
 use gpu_harness::{Case, Device, DeviceBuffer, DeviceView, Measured, Result, StepEntry};
-use rand::RngExt;
 
 use crate::{Step, TileCopy, Transposer, first_mismatch};
 
@@ -53,7 +52,7 @@ fn measure(
     transposes: bool,
     make: impl FnOnce(&Input<f32>, &DeviceBuffer<f32>) -> Result<Run>,
 ) -> Result<Measured<f32>> {
-    let input = random_input(device, case, seed, |rng| rng.random_range(-1.0f32..1.0))?;
+    let input = uniform_f32_input(device, case, seed)?;
     let (rows, cols, output) = (case.rows() as usize, case.cols() as usize, device.alloc::<f32>(input.host.len())?);
     let (mut run, data) = (make(&input, &output)?, input.clone());
     let compare = move |got: &[f32]| {
