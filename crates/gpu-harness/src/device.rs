@@ -36,7 +36,7 @@ pub use buffer::{DeviceBuffer, DeviceView, Element};
 pub use facts::{DeviceFacts, GpuShape};
 use launch::KernelBackend;
 pub use launch::{Kernel, KernelArg, Launch, LaunchConfig};
-pub use multi_gpu::Event;
+pub use multi_gpu::{Event, Transfers};
 
 /// A handle to a CUDA GPU (the first, unless opened by ordinal): its context, the one stream all
 /// work queued through this handle goes to, its facts and the kernels loaded on it. Cheap to clone.
@@ -81,6 +81,11 @@ struct CpuBackend {
     last_counters: Arc<Mutex<Option<LaunchCounters>>>,
     /// Shared with the handle's forks, like the counters.
     launched: Arc<Mutex<Vec<(String, LaunchCounters)>>>,
+    /// The copies between this device and others (multi_gpu.rs), shared with the handle's forks.
+    transfers: Arc<Mutex<Transfers>>,
+    /// This handle's stream on the model of those copies' time (multi_gpu.rs): its own, not its
+    /// forks' (each fork is another stream); clones share it.
+    clock: Arc<Mutex<u64>>,
 }
 
 /// What the CPU simulator counted during one launch: warp instructions, divergence, barriers,
@@ -342,6 +347,8 @@ fn open_cpu() -> Result<Device> {
         modules: Arc::new(Mutex::new(HashMap::new())),
         last_counters: Arc::new(Mutex::new(None)),
         launched: Arc::new(Mutex::new(Vec::new())),
+        transfers: Arc::new(Mutex::new(Transfers::default())),
+        clock: Arc::new(Mutex::new(0)),
     };
     Ok(Device { inner: Arc::new(Inner { facts, ordinal: 0, backend: Backend::Cpu(cpu) }) })
 }

@@ -1,7 +1,8 @@
 //! Launches are checked against the kernel's parameters, on the GPU as on the CPU simulator: a
 //! launch with too few or too many arguments, or an argument of the wrong size, is an error naming
 //! the kernel and the parameter, before anything runs. The simulator also records the name of
-//! every kernel it launches, so that a test can check which kernel a step launches.
+//! every kernel it launches, so that a test can check which kernel a step launches, and counts and
+//! times (on a model) the copies between simulated devices.
 
 use gpu_harness::{Device, GpuError, KernelSource, LaunchConfig, kernel_source};
 use gpu_test::{TestResult, TestSuite};
@@ -75,6 +76,40 @@ fn main() -> std::process::ExitCode {
             let again = device.take_launched_kernels();
             if !again.is_empty() {
                 return Err(format!("a second take returned {again:?}, expected nothing").into());
+            }
+            Ok(())
+        })
+        .nvrtc("the_simulator_counts_and_times_copies_between_devices", || {
+            // Three simulated devices; a's copies go through a fork of a (its copy stream).
+            let (a, b, c) = (Device::simulator()?, Device::simulator()?, Device::simulator()?);
+            let copier = a.fork()?;
+            let on_a = a.upload(&[1.0f32; 100])?;
+            let (mut on_b, mut on_c) = (b.alloc::<f32>(100)?, c.alloc::<f32>(100)?);
+            copier.copy_into(on_a.as_view(), &mut on_b, 0)?; // 400 bytes: the copier at 400
+            let sent = copier.event()?;
+            copier.record(&sent)?;
+            b.wait_for(&sent)?; // b at 400
+            b.copy_into(on_b.view(0..50)?, &mut on_c, 0)?; // 200 bytes: b at 600
+            let mut on_a = on_a;
+            c.copy_into(on_c.view(0..25)?, &mut on_a, 0)?; // 100 bytes, waiting for nothing: c at 100
+            // A fork starts where its parent is: 4 bytes from 600.
+            b.fork()?.copy_into(on_b.view(0..1)?, &mut on_a, 99)?;
+            let got = [a.transfers(), copier.transfers(), b.transfers(), c.transfers()];
+            let counted = |copies_sent, bytes_sent, bytes_received, finished_at| {
+                Some(gpu_harness::Transfers { copies_sent, bytes_sent, bytes_received, finished_at })
+            };
+            // By hand: a sent 400 and received 100 + 4, the last ending at 604; the copier is a.
+            let expected = [
+                counted(1, 400, 104, 604),
+                counted(1, 400, 104, 604),
+                counted(2, 204, 400, 604),
+                counted(1, 100, 200, 600),
+            ];
+            if got != expected {
+                return Err(format!("counted {got:?}, expected {expected:?}").into());
+            }
+            if on_a.to_host()?[99] != 1.0 || on_c.to_host()?[..50] != [1.0; 50] {
+                return Err("the copies did not copy".into());
             }
             Ok(())
         })

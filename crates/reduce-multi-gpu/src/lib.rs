@@ -23,7 +23,7 @@
 
 use std::ops::Range;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Result};
+use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, LaunchCounters, Result, Transfers};
 use reduce_atomic::DeterministicReduce;
 use reduction::{FullReduction, ReduceElement, ReduceOp};
 
@@ -305,4 +305,52 @@ impl<T: ReduceElement, A: AllReduce<T>> AcrossGpus<T, A> {
 /// link of a ring carries, so that the numbers of different GPU counts compare.
 pub fn bus_bandwidth(algorithm_gbs: f64, gpus: usize) -> f64 {
     algorithm_gbs * 2.0 * (gpus as f64 - 1.0) / gpus as f64
+}
+
+/// What the course's grader counts of the ring (`cargo course grade`): what moved between the
+/// devices of one all-reduce, and the kernels they launched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RingCounts {
+    /// Each device's copies to and from the others (the simulator's count and its model of their
+    /// time: [`Device::transfers`]).
+    pub transfers: Vec<Transfers>,
+    /// Every kernel launched, device by device.
+    pub launches: Vec<(String, LaunchCounters)>,
+}
+
+/// One ring all-reduce (a u32 sum) of `len` elements per device on a fresh world of `devices` CPU
+/// simulators, each device's input drawn from `seed`, checked against the CPU: what the grader
+/// counts, the same way for the student's ring and the reference's. A fresh world, so the model's
+/// clocks start at 0 and its latest end of a copy is the all-reduce's span.
+pub fn count_ring(devices: usize, len: usize, seed: u64) -> std::result::Result<RingCounts, String> {
+    use rand::SeedableRng;
+    let failed = |e: GpuError| format!("a ring all-reduce on {devices} simulated devices: {e}");
+    let world = World::simulated(devices).map_err(failed)?;
+    let inputs: Vec<Vec<u32>> = (0..devices as u64)
+        .map(|k| u32::random(&mut rand::rngs::SmallRng::seed_from_u64(seed.wrapping_add(k)), len))
+        .collect();
+    let all_reduce = || -> Result<Vec<DeviceBuffer<u32>>> {
+        let mut buffers: Vec<DeviceBuffer<u32>> =
+            world.devices().iter().zip(&inputs).map(|(d, input)| d.upload(input)).collect::<Result<_>>()?;
+        Ring::<u32>::new(&world)?.all_reduce(&world, ReduceOp::Sum, &mut buffers)?;
+        world.synchronize()?;
+        Ok(buffers)
+    };
+    let buffers = all_reduce().map_err(failed)?;
+    let expected: Vec<u32> =
+        (0..len).map(|i| inputs.iter().fold(0u32, |sum, input| sum.wrapping_add(input[i]))).collect();
+    for (k, buffer) in buffers.iter().enumerate() {
+        let got = buffer.to_host().map_err(failed)?;
+        if let Some(i) = (0..len).find(|&i| got[i] != expected[i]) {
+            return Err(format!(
+                "a wrong all-reduce: element {i} on device {k} of {devices} is {}, expected {}",
+                got[i], expected[i]
+            ));
+        }
+    }
+    let devices = world.devices();
+    Ok(RingCounts {
+        transfers: devices.iter().map(|d| d.transfers().unwrap_or_default()).collect(),
+        launches: devices.iter().flat_map(Device::take_launches).collect(),
+    })
 }

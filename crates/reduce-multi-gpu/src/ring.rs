@@ -65,11 +65,12 @@ pub fn ring_schedule(len: usize, gpus: usize) -> Vec<Transfer> {
     for (phase, first_chunk) in [(Phase::ReduceScatter, 0), (Phase::AllGather, 1)] {
         for step in 0..gpus.saturating_sub(1) {
             for from in 0..gpus {
-                // ANCHOR: solution the chunk GPU `from` sends at `step`: (from - step) mod gpus in the reduce-scatter, one further, (from + 1 - step) mod gpus, in the all-gather (first_chunk is 0 or 1)
+                // ANCHOR: solution the chunk GPU `from` sends at `step`, (from - step) mod gpus in the reduce-scatter and one further, (from + 1 - step) mod gpus, in the all-gather (first_chunk is 0 or 1), and its elements (part_range)
                 let chunk = (from + first_chunk + gpus - step) % gpus;
+                let elements = part_range(len, gpus, chunk);
                 // ANCHOR_END: solution
                 // ANCHOR: stub let chunk = (from + first_chunk) % gpus;
-                let elements = part_range(len, gpus, chunk);
+                // ANCHOR: stub let elements = part_range(len, gpus, chunk);
                 transfers.push(Transfer { phase, step, from, to: (from + 1) % gpus, chunk, elements });
             }
         }
@@ -77,6 +78,12 @@ pub fn ring_schedule(len: usize, gpus: usize) -> Vec<Transfer> {
     transfers
 }
 // ANCHOR_END: schedule
+
+/// The most elements one transfer of [`ring_schedule`] moves (the largest chunk): what a landing
+/// slot holds, and what sets how many pieces a chunk moves in.
+pub fn largest_transfer(len: usize, gpus: usize) -> usize {
+    ring_schedule(len, gpus).iter().map(|t| t.elements.len()).max().unwrap_or(0)
+}
 
 /// The launch of the fold over `n` elements: one wave of blocks at most.
 pub(crate) fn fold_config(device: &Device, n: usize) -> LaunchConfig {
@@ -160,8 +167,7 @@ pub struct RingPlan {
 /// `pieces` pieces. Every wait is queued before the event it names is recorded again, so it waits
 /// for the previous step's record.
 pub fn ring_plan(len: usize, gpus: usize, pieces: usize) -> RingPlan {
-    let largest_chunk = part_range(len, gpus, gpus - 1).len();
-    let slot = largest_chunk.div_ceil(pieces);
+    let slot = largest_transfer(len, gpus).div_ceil(pieces);
     let mut ops = Vec::new();
     // Piece p of the chunk a transfer moves, and where it lands in the receiver's `received`.
     let piece = |t: &Transfer, p: usize| {
@@ -295,7 +301,7 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
         if n == 1 || len == 0 {
             return Ok(());
         }
-        let pieces = pieces(part_range(len, n, n - 1).len() * std::mem::size_of::<T>());
+        let pieces = pieces(largest_transfer(len, n) * std::mem::size_of::<T>());
         let plan = ring_plan(len, n, pieces);
         self.reserve(plan.slot * pieces, pieces)?;
         let _queueing = queueing();

@@ -437,25 +437,58 @@ fn main() -> std::process::ExitCode {
             insta::assert_snapshot!("ring_schedule_10_elements_3_gpus", lines.join("\n"));
             Ok(())
         })
-        .cpu("ring::schedule_reduces_every_chunk_once_per_gpu", || {
-            // Replays the schedule on sets of contributors: every GPU must end with every chunk
-            // holding every GPU's contribution exactly once.
+        .cpu("ring::schedule_reduces_every_element_once_per_gpu", || {
+            // Replays the schedule on sets of contributors, element by element, each transfer of
+            // a step sending what its sender held when the step began: every GPU must end with
+            // every element holding every GPU's contribution exactly once.
             for gpus in 1..=8 {
-                let mut held: Vec<Vec<Vec<usize>>> = (0..gpus).map(|g| vec![vec![g]; gpus]).collect();
-                for t in ring_schedule(gpus * 3 + 1, gpus) {
-                    let sent = held[t.from][t.chunk].clone();
-                    match t.phase {
-                        reduce_multi_gpu::Phase::ReduceScatter => held[t.to][t.chunk].extend(sent),
-                        reduce_multi_gpu::Phase::AllGather => held[t.to][t.chunk] = sent,
-                    }
-                }
-                for (g, chunks) in held.iter_mut().enumerate() {
-                    for (c, contributors) in chunks.iter_mut().enumerate() {
-                        contributors.sort_unstable();
-                        if *contributors != (0..gpus).collect::<Vec<_>>() {
-                            return Err(Failed::from(format!("{gpus} GPUs: GPU {g} chunk {c}: {contributors:?}")));
+                let len = gpus * 3 + 1;
+                let mut held: Vec<Vec<Vec<usize>>> = (0..gpus).map(|g| vec![vec![g]; len]).collect();
+                let schedule = ring_schedule(len, gpus);
+                for step in schedule.chunk_by(|a, b| (a.phase, a.step) == (b.phase, b.step)) {
+                    let before = held.clone();
+                    for t in step {
+                        for e in t.elements.clone() {
+                            let sent = before[t.from][e].clone();
+                            match t.phase {
+                                reduce_multi_gpu::Phase::ReduceScatter => held[t.to][e].extend(sent),
+                                reduce_multi_gpu::Phase::AllGather => held[t.to][e] = sent,
+                            }
                         }
                     }
+                }
+                for (g, elements) in held.iter_mut().enumerate() {
+                    for (e, contributors) in elements.iter_mut().enumerate() {
+                        contributors.sort_unstable();
+                        if *contributors != (0..gpus).collect::<Vec<_>>() {
+                            return Err(Failed::from(format!("{gpus} GPUs: GPU {g} element {e}: {contributors:?}")));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .nvrtc("illustration::ring_copies_by_hand", || {
+            // What the grader counts of the ring, by hand: n GPUs and n chunks of c elements (4
+            // bytes each); 2(n - 1) steps, in each of which every GPU sends one chunk to the next
+            // and waits for what the step before sent it, so every GPU sends and receives
+            // 2(n - 1) chunks of 4c bytes, and the longest chain of copies is 2(n - 1) of them.
+            for (gpus, chunk) in [(2u64, 4u64), (3, 3), (4, 5)] {
+                let counts = reduce_multi_gpu::count_ring(gpus as usize, (gpus * chunk) as usize, 7)?;
+                let bytes = 2 * (gpus - 1) * 4 * chunk;
+                let each = gpu_harness::Transfers {
+                    copies_sent: 2 * (gpus - 1),
+                    bytes_sent: bytes,
+                    bytes_received: bytes,
+                    finished_at: bytes,
+                };
+                let folds = counts.launches.iter().filter(|(name, _)| name == "ring_combine_sum_u32").count() as u64;
+                if counts.transfers != vec![each; gpus as usize] || folds != gpus * (gpus - 1) {
+                    return Err(Failed::from(format!(
+                        "{gpus} GPUs, chunks of {chunk}: {:?} and {folds} folds, expected {each:?} each and {} folds",
+                        counts.transfers,
+                        gpus * (gpus - 1)
+                    )));
                 }
             }
             Ok(())

@@ -5,8 +5,15 @@
 //! copies of [`Device::copy_into`] between two GPUs' memories. It stays in gpu-harness because it
 //! reaches into the device's backends (cudarc contexts, streams and the simulator's memory), which
 //! no crate outside this module sees.
+//!
+//! On the simulator, copies between devices are also counted ([`Device::transfers`]) and timed on a
+//! model: a copy takes one tick per byte on the stream it is queued on, anything else (kernels,
+//! copies within a device or with the host) none; recording an event stamps it with its stream's
+//! clock and a wait moves a stream's clock up to the event's. Links are never shared, so the latest
+//! end of a copy is the length, in bytes, of the longest chain of copies that wait for each other:
+//! what a collective's copies cost when every link works at once.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys;
 
@@ -17,9 +24,27 @@ use super::{
 use crate::error::{GpuError, Result};
 
 /// A point in a device's stream that other streams (of any device) can wait for: made by
-/// [`Device::event`], set by [`Device::record`], waited for by [`Device::wait_for`]. A no-op on the
-/// CPU simulator, which finishes every operation before the next starts.
-pub struct Event(Option<cudarc::driver::CudaEvent>);
+/// [`Device::event`], set by [`Device::record`], waited for by [`Device::wait_for`]. The CPU
+/// simulator finishes every operation before the next starts, so there it orders nothing: it
+/// carries its stream's clock on the model of copies' time.
+pub struct Event {
+    cuda: Option<cudarc::driver::CudaEvent>,
+    /// On the simulator: the recording stream's clock at its last record (0 before any).
+    at: Mutex<u64>,
+}
+
+/// What the CPU simulator counted of the copies between one device and the others since it was
+/// opened (shared by its forks): see the module's model of their time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Transfers {
+    /// Copies from this device to another.
+    pub copies_sent: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// The model's time (ticks, one per byte copied) at which the last copy from or into this
+    /// device ended.
+    pub finished_at: u64,
+}
 
 impl Device {
     /// How many CUDA GPUs the driver reports (an error when there is no driver).
@@ -49,6 +74,9 @@ impl Device {
                 modules: cpu.modules.clone(),
                 last_counters: cpu.last_counters.clone(),
                 launched: cpu.launched.clone(),
+                transfers: cpu.transfers.clone(),
+                // A new stream: nothing queued on it yet, so it starts where its parent is now.
+                clock: Arc::new(Mutex::new(*lock(&cpu.clock))),
             }),
         };
         Ok(Device { inner: Arc::new(Inner { facts: self.inner.facts.clone(), ordinal: self.inner.ordinal, backend }) })
@@ -111,24 +139,29 @@ impl Device {
 
     /// A marker to record on this device's stream and wait for on any device's stream.
     pub fn event(&self) -> Result<Event> {
-        match &self.inner.backend {
-            Backend::Cuda(cuda) => Ok(Event(Some(
+        let cuda = match &self.inner.backend {
+            Backend::Cuda(cuda) => Some(
                 cuda.context
                     .new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
                     .map_err(|e| GpuError::driver("cuEventCreate", e))?,
-            ))),
-            Backend::Cpu(_) => Ok(Event(None)),
-        }
+            ),
+            Backend::Cpu(_) => None,
+        };
+        Ok(Event { cuda, at: Mutex::new(0) })
     }
 
     /// Records in `event` the work queued on this handle's stream so far (replacing what it held).
     /// `event` must come from this device or a fork of it.
     pub fn record(&self, event: &Event) -> Result<()> {
-        match (&self.inner.backend, &event.0) {
+        match (&self.inner.backend, &event.cuda) {
             (Backend::Cuda(cuda), Some(event)) => {
                 event.record(&cuda.stream).map_err(|e| GpuError::driver("cuEventRecord", e))
             }
-            (Backend::Cpu(_), None) => Ok(()), // the simulator finishes each operation before the next
+            // The simulator finishes each operation before the next: only the model's clock moves.
+            (Backend::Cpu(cpu), None) => {
+                *lock(&event.at) = *lock(&cpu.clock);
+                Ok(())
+            }
             _ => Err(GpuError::BadInput("an event recorded on another backend's device".into())),
         }
     }
@@ -136,12 +169,26 @@ impl Device {
     /// Makes work queued on this handle's stream from now on wait for what `event` recorded (on
     /// any device). Waiting for an event never recorded waits for nothing.
     pub fn wait_for(&self, event: &Event) -> Result<()> {
-        match (&self.inner.backend, &event.0) {
+        match (&self.inner.backend, &event.cuda) {
             (Backend::Cuda(cuda), Some(event)) => {
                 cuda.stream.wait(event).map_err(|e| GpuError::driver("cuStreamWaitEvent", e))
             }
-            (Backend::Cpu(_), None) => Ok(()),
+            (Backend::Cpu(cpu), None) => {
+                let at = *lock(&event.at);
+                let mut clock = lock(&cpu.clock);
+                *clock = (*clock).max(at);
+                Ok(())
+            }
             _ => Err(GpuError::BadInput("an event waited for on another backend's device".into())),
+        }
+    }
+
+    /// On the CPU simulator, what it counted of the copies between this device and others since
+    /// it was opened (its forks' copies included); `None` on a GPU, which counts nothing.
+    pub fn transfers(&self) -> Option<Transfers> {
+        match &self.inner.backend {
+            Backend::Cpu(cpu) => Some(*lock(&cpu.transfers)),
+            Backend::Cuda(_) => None,
         }
     }
 
@@ -171,9 +218,24 @@ impl Device {
                 }
                 .map_err(|e| GpuError::driver("cuMemcpyPeerAsync", e))
             }
-            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target)) => {
+            (Backend::Cpu(stream), Backend::Cpu(source), Backend::Cpu(target)) => {
                 let data = lock(&source.machine).read(from, bytes).map_err(|e| sim_error("copy", e))?;
-                lock(&target.machine).write(to, &data).map_err(|e| sim_error("copy", e))
+                lock(&target.machine).write(to, &data).map_err(|e| sim_error("copy", e))?;
+                // The model: one tick per byte on the stream the copy is queued on.
+                let end = {
+                    let mut clock = lock(&stream.clock);
+                    *clock += bytes as u64;
+                    *clock
+                };
+                let mut sent = lock(&source.transfers);
+                sent.copies_sent += 1;
+                sent.bytes_sent += bytes as u64;
+                sent.finished_at = sent.finished_at.max(end);
+                drop(sent);
+                let mut received = lock(&target.transfers);
+                received.bytes_received += bytes as u64;
+                received.finished_at = received.finished_at.max(end);
+                Ok(())
             }
             _ => Err(GpuError::BadInput("a copy between buffers of different backends".into())),
         }
