@@ -1,0 +1,438 @@
+//! # softmax: reductions at work, along the rows
+//!
+//! The softmax of every row of a row-major `rows x cols` matrix, as `torch.softmax(x, dim=-1)`
+//! computes it, on the GPU, in the steps of the chapter (kernels in `cuda/softmax.cu`):
+//!
+//! | [`Step`] | kernels | what changes |
+//! |---|---|---|
+//! | [`Step::ThreePass`] | `softmax_max`, `softmax_sum`, `softmax_normalise` | three kernels |
+//! | [`Step::Fused`] | `softmax_fused` | the three passes in one kernel, a block per row |
+//! | [`Step::Online`] | `softmax_online` | the max and the sum in one sweep |
+//! | [`Step::WarpRows`] | `softmax_warp_rows` | a warp per row, 16-byte loads: short rows |
+//! | [`Step::SplitRows`] | `softmax_split_partial`, `softmax_split_normalise` | blocks per row |
+//!
+//! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read and
+//! written as bf16, computed in f32; [`bf16_to_f32`] and [`f32_to_bf16`] convert on the host).
+//! Every step takes both, through the same kernel template (`softmax_<step>` and
+//! `softmax_<step>_bf16`).
+//!
+//! What a row with special values gives is torch's: a NaN anywhere makes the row NaN; -inf entries
+//! (masked logits) give 0; a row of only -inf, or holding +inf, is NaN everywhere; logits of 1e4
+//! do not overflow (the row's max is subtracted before exp).
+//!
+//! ```no_run
+//! # use gpu_harness::Device;
+//! # use softmax::{Softmax, Step};
+//! # fn run(device: &Device) -> gpu_harness::Result<()> {
+//! let logits = device.upload(&[1.0f32, 2.0, 3.0, 0.0, 0.0, f32::NEG_INFINITY])?; // 2 x 3
+//! let mut probabilities = device.alloc::<f32>(6)?;
+//! let mut softmax = Softmax::new(device, Step::WarpRows)?;
+//! softmax.softmax(logits.as_view(), 2, 3, &mut probabilities)?;
+//! let p = probabilities.to_host()?; // [0.090, 0.245, 0.665, 0.5, 0.5, 0.0]
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Any shape with each side below 2^31 works; an empty matrix launches nothing; lengths that do
+//! not match the shape, or shapes past what the kernels' 32-bit indices and the grid hold, are a
+//! [`GpuError::BadInput`] that says why, before a launch.
+
+pub mod measured;
+
+use std::fmt;
+
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result,
+};
+
+pub use measured::steps;
+
+const SOURCE: KernelSource = gpu_harness::kernel_source!("softmax.cu");
+
+/// Threads per block of every kernel (`THREADS` in `cuda/softmax.cu`).
+pub const THREADS: u32 = 256;
+
+/// Rows and columns are each at most this: the kernels index a row's elements with 32-bit
+/// integers (offsets of rows are 64-bit, so the matrix may hold more than 2^32 elements).
+pub const MAX_SIDE: usize = i32::MAX as usize;
+
+/// The most blocks of a one-dimensional grid.
+pub const MAX_BLOCKS: usize = i32::MAX as usize;
+
+/// The element types of a row: `f32`, and `u16` holding bfloat16 bits. Sealed.
+pub trait Value: Element + sealed::Sealed {
+    /// `f32` or `bf16`, in messages.
+    const NAME: &'static str;
+    /// What the bf16 kernels' names end with: `""` or `"_bf16"`.
+    const SUFFIX: &'static str;
+    /// The value as f64 (exact for both).
+    fn to_f64(self) -> f64;
+    /// The nearest value to an f32 (ties to even; a NaN stays a NaN).
+    fn from_f32(x: f32) -> Self;
+}
+mod sealed {
+    pub trait Sealed {}
+}
+impl sealed::Sealed for f32 {}
+impl sealed::Sealed for u16 {}
+impl Value for f32 {
+    const NAME: &'static str = "f32";
+    const SUFFIX: &'static str = "";
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+}
+impl Value for u16 {
+    const NAME: &'static str = "bf16";
+    const SUFFIX: &'static str = "_bf16";
+    fn to_f64(self) -> f64 {
+        f64::from(bf16_to_f32(self))
+    }
+    fn from_f32(x: f32) -> Self {
+        f32_to_bf16(x)
+    }
+}
+
+/// The f32 value of a bfloat16 (its bits are f32's top half).
+pub fn bf16_to_f32(bits: u16) -> f32 {
+    f32::from_bits(u32::from(bits) << 16)
+}
+
+/// The bfloat16 nearest to `x`, ties to even; a NaN stays a quiet NaN (the kernels' rounding).
+pub fn f32_to_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    if b & 0x7fff_ffff > 0x7f80_0000 {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+// ANCHOR: step
+/// A step of the softmax ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// Step 1: three kernels (max, sum of exponentials, normalise), a block per row each.
+    ThreePass,
+    /// Step 2: the three passes in one kernel, a block per row.
+    Fused,
+    /// Step 3: online softmax, the max and the sum in one sweep, then the write.
+    Online,
+    /// Step 4: a warp per row, 16-byte loads.
+    WarpRows,
+    /// Step 5: several blocks per row, and a second kernel that merges and writes.
+    SplitRows,
+}
+
+impl Step {
+    /// Every step, in the chapter's order.
+    pub const ALL: [Step; 5] = [Step::ThreePass, Step::Fused, Step::Online, Step::WarpRows, Step::SplitRows];
+
+    /// The step's name in the registry (`course.toml`), tables and charts.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Step::ThreePass => "three-pass",
+            Step::Fused => "fused",
+            Step::Online => "online",
+            Step::WarpRows => "warp-rows",
+            Step::SplitRows => "split-rows",
+        }
+    }
+
+    /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order.
+    pub const fn kernels(self) -> &'static [&'static str] {
+        match self {
+            Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
+            Step::Fused => &["softmax_fused"],
+            Step::Online => &["softmax_online"],
+            Step::WarpRows => &["softmax_warp_rows"],
+            Step::SplitRows => &["softmax_split_partial", "softmax_split_normalise"],
+        }
+    }
+
+    /// The launches that take the softmax of a `rows x cols` matrix on a GPU of `gpu`'s shape.
+    pub fn plan(self, rows: usize, cols: usize, gpu: GpuShape) -> Result<SoftmaxPlan> {
+        check_shape(rows, cols)?;
+        let kernels = self.kernels();
+        let (grid, parts, chunk, scratch) = match self {
+            Step::ThreePass => (rows, 1, cols, 2 * rows),
+            Step::Fused | Step::Online => (rows, 1, cols, 0),
+            Step::WarpRows => (rows.div_ceil((THREADS / 32) as usize), 1, cols, 0),
+            Step::SplitRows => {
+                let (parts, chunk) = split(rows, cols, gpu);
+                (rows * parts, parts, chunk, 2 * rows * parts)
+            }
+        };
+        if grid > MAX_BLOCKS {
+            return Err(GpuError::BadInput(format!(
+                "{}: a {rows} x {cols} matrix needs {grid} blocks, more than a grid's {MAX_BLOCKS}; \
+                 take the softmax of fewer rows at a time",
+                self.name()
+            )));
+        }
+        let config = LaunchConfig::linear(grid as u32, THREADS, 0);
+        Ok(SoftmaxPlan { kernels, config, parts: parts as u32, chunk: chunk as u32, scratch_floats: scratch })
+    }
+}
+// ANCHOR_END: step
+
+// ANCHOR: split
+/// Blocks per row of the split step, and the elements of each: enough blocks in all to fill the GPU
+/// twice (rows x parts at least two waves of blocks of [`THREADS`]), each chunk at least
+/// [`MIN_CHUNK`] elements and a multiple of 8 (so chunks of a row that starts on a 16-byte boundary
+/// do too).
+fn split(rows: usize, cols: usize, gpu: GpuShape) -> (usize, usize) {
+    let wanted = 2 * gpu.resident_blocks(THREADS) as usize;
+    let most = cols.div_ceil(MIN_CHUNK).max(1);
+    let parts = wanted.div_ceil(rows).clamp(1, most);
+    let chunk = cols.div_ceil(parts).next_multiple_of(8);
+    (cols.div_ceil(chunk).max(1), chunk)
+}
+
+/// The fewest elements a block of the split step takes (32 per thread).
+pub const MIN_CHUNK: usize = 32 * THREADS as usize;
+// ANCHOR_END: split
+
+/// Rows and columns each within [`MAX_SIDE`].
+fn check_shape(rows: usize, cols: usize) -> Result<()> {
+    if rows > MAX_SIDE || cols > MAX_SIDE {
+        return Err(GpuError::BadInput(format!(
+            "a {rows} x {cols} matrix: rows and columns must each be at most {MAX_SIDE} (2^31 - 1), for the \
+             kernels' 32-bit indices; split the matrix"
+        )));
+    }
+    Ok(())
+}
+
+/// The launches of one step on one shape: each kernel in turn, on the same grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SoftmaxPlan {
+    /// The f32 kernels, in launch order.
+    pub kernels: &'static [&'static str],
+    pub config: LaunchConfig,
+    /// Blocks per row, and the elements each takes (the split step; 1 and `cols` otherwise).
+    pub parts: u32,
+    pub chunk: u32,
+    /// Floats of scratch between the kernels (rows' max and sum; the chunks' states).
+    pub scratch_floats: usize,
+}
+
+impl fmt::Display for SoftmaxPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let LaunchConfig { grid, block, .. } = self.config;
+        write!(f, "{}: grid {} of {} threads", self.kernels.join(" + "), grid.0, block.0)?;
+        if self.parts > 1 {
+            write!(f, ", {} blocks per row of {} elements", self.parts, self.chunk)?;
+        }
+        if self.scratch_floats > 0 {
+            write!(f, ", {} floats of scratch", self.scratch_floats)?;
+        }
+        Ok(())
+    }
+}
+
+/// The number of elements of a `rows x cols` matrix, or an error if `input` or `output` holds
+/// another number.
+fn check_lengths(rows: usize, cols: usize, input: usize, output: usize) -> Result<usize> {
+    let n = rows.checked_mul(cols).ok_or_else(|| {
+        GpuError::BadInput(format!("softmax: a {rows} x {cols} matrix has more elements than a usize holds"))
+    })?;
+    if input != n {
+        return Err(GpuError::BadInput(format!(
+            "softmax of a {rows} x {cols} matrix: the input holds {input} elements, not {rows} x {cols} = {n}"
+        )));
+    }
+    if output != n {
+        return Err(GpuError::BadInput(format!(
+            "softmax of a {rows} x {cols} matrix: the output holds {output} elements, not the input's {n}"
+        )));
+    }
+    Ok(n)
+}
+
+/// A word no kernel writes into scratch (a NaN with a payload): scratch is filled with it when it
+/// is allocated, so a kernel that reads scratch nobody wrote gets NaN, not a stale value.
+pub const SCRATCH_POISON: u32 = 0x7fc0_5c0f;
+
+// ANCHOR: softmax
+/// Takes the softmax of rows with one step's kernels.
+pub struct Softmax {
+    device: Device,
+    step: Step,
+    /// The f32 kernels, then the bf16 ones, in launch order.
+    f32_kernels: Vec<Kernel>,
+    bf16_kernels: Vec<Kernel>,
+    /// Between kernels: the rows' max and sum (three passes), the chunks' states (split rows).
+    scratch: Option<DeviceBuffer<f32>>,
+}
+
+impl Softmax {
+    /// Compiles (or takes from the cache) the step's kernels, for f32 and bf16.
+    pub fn new(device: &Device, step: Step) -> Result<Self> {
+        let compile = |suffix: &str| -> Result<Vec<Kernel>> {
+            step.kernels().iter().map(|k| device.kernel(&SOURCE, &format!("{k}{suffix}"))).collect()
+        };
+        Ok(Softmax {
+            device: device.clone(),
+            step,
+            f32_kernels: compile(f32::SUFFIX)?,
+            bf16_kernels: compile(u16::SUFFIX)?,
+            scratch: None,
+        })
+    }
+
+    pub fn step(&self) -> Step {
+        self.step
+    }
+
+    /// The launches this device would run for a `rows x cols` matrix.
+    pub fn plan(&self, rows: usize, cols: usize) -> Result<SoftmaxPlan> {
+        self.step.plan(rows, cols, self.device.facts().shape())
+    }
+
+    /// Writes the softmax of each row of the row-major `rows x cols` matrix `input` into `output`
+    /// (the same shape). Queued on the device's stream; an empty matrix launches nothing.
+    pub fn softmax<T: Value>(
+        &mut self,
+        input: DeviceView<'_, T>,
+        rows: usize,
+        cols: usize,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        check_shape(rows, cols)?;
+        if check_lengths(rows, cols, input.len(), output.len())? == 0 {
+            return Ok(());
+        }
+        let plan = self.plan(rows, cols)?;
+        if self.scratch.as_ref().is_none_or(|s| s.len() < plan.scratch_floats) {
+            let mut scratch = self.device.alloc::<f32>(plan.scratch_floats.max(1))?;
+            scratch.fill_words(SCRATCH_POISON)?;
+            self.scratch = Some(scratch);
+        }
+        let scratch = self.scratch.as_mut().expect("allocated above");
+        let kernels = if T::SUFFIX.is_empty() { &self.f32_kernels } else { &self.bf16_kernels };
+        let (r, c, config) = (rows as u32, cols as u32, plan.config);
+        let launch = |k: usize| self.device.launch(&kernels[k], config);
+        match self.step {
+            Step::ThreePass => {
+                // The kernels write the rows' max and sum through these views (addresses).
+                let (max, sum) = (scratch.view(..rows)?, scratch.view(rows..2 * rows)?);
+                launch(0).arg(input).arg(max).arg(r).arg(c).run()?;
+                launch(1).arg(input).arg(max).arg(sum).arg(r).arg(c).run()?;
+                launch(2).arg(input).arg(max).arg(sum).arg(&mut *output).arg(r).arg(c).run()
+            }
+            Step::Fused | Step::Online | Step::WarpRows => launch(0).arg(input).arg(output).arg(r).arg(c).run(),
+            Step::SplitRows => {
+                let (parts, chunk) = (plan.parts, plan.chunk);
+                launch(0).arg(input).arg(&mut *scratch).arg(r).arg(c).arg(parts).arg(chunk).run()?;
+                launch(1).arg(input).arg(scratch.as_view()).arg(output).arg(r).arg(c).arg(parts).arg(chunk).run()
+            }
+        }
+    }
+
+    /// The softmax of a host matrix, through the device: uploads it, runs the step, downloads the
+    /// result.
+    pub fn softmax_host<T: Value>(&mut self, input: &[T], rows: usize, cols: usize) -> Result<Vec<T>> {
+        check_shape(rows, cols)?;
+        let n = check_lengths(rows, cols, input.len(), input.len())?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let matrix = self.device.upload(input)?;
+        let mut output = self.device.alloc::<T>(n)?;
+        self.softmax(matrix.as_view(), rows, cols, &mut output)?;
+        output.to_host()
+    }
+}
+// ANCHOR_END: softmax
+
+// ANCHOR: reference
+/// The softmax of each row on the CPU, in f64, as torch defines it: `exp(x - max) / sum`, the max
+/// and the sum over the row (a NaN max, or `exp(inf - inf)` and `exp(-inf - -inf)`, make the row
+/// NaN). The reference the tests and the tour compare with.
+pub fn softmax_cpu<T: Value>(input: &[T], rows: usize, cols: usize) -> Vec<f64> {
+    assert_eq!(input.len(), rows * cols, "softmax_cpu: a {rows} x {cols} matrix needs {} elements", rows * cols);
+    let mut out = Vec::with_capacity(input.len());
+    for row in input.chunks(cols.max(1)) {
+        let x: Vec<f64> = row.iter().map(|v| v.to_f64()).collect();
+        let max =
+            if x.iter().any(|v| v.is_nan()) { f64::NAN } else { x.iter().copied().fold(f64::NEG_INFINITY, f64::max) };
+        let e: Vec<f64> = x.iter().map(|&v| (v - max).exp()).collect();
+        let sum: f64 = e.iter().sum();
+        out.extend(e.iter().map(|&v| v / sum));
+    }
+    out
+}
+
+/// How far an element of a step's result may be from [`softmax_cpu`]'s, relative to it:
+/// `(3 h + 16 + |x - max|) 2^-24`, plus bf16's rounding of the result (2^-8) for bf16 rows. `h` is
+/// the longest chain of additions into a row's sum, `ceil(cols / 32) + 64` (a lane of a warp per
+/// row adds a 32nd of the row, then the merges); each addition, and each rescale of an online sum
+/// (an exp, within 2 ulp), may round by 2^-24 of the sum. `|x - max| 2^-24` is the rounding of the
+/// exponent x - max in f32; 16 covers exp (2 ulp), the reciprocal and the product. Beside it an
+/// absolute `2^-148` (f32) or `2^-132` (bf16) for results in the subnormal range.
+pub fn tolerance<T: Value>(cols: usize, x_minus_max: f64) -> (f64, f64) {
+    let h = cols.div_ceil(32) as f64 + 64.0;
+    let rel = (3.0 * h + 16.0 + x_minus_max.abs()) * f64::powi(2.0, -24);
+    if T::SUFFIX.is_empty() { (rel, f64::powi(2.0, -148)) } else { (rel + f64::powi(2.0, -8), f64::powi(2.0, -132)) }
+}
+
+/// The first element (or row sum) where `got`, a step's softmax of the `rows x cols` matrix
+/// `input`, is further from [`softmax_cpu`] than [`tolerance`] allows: a NaN where the reference has
+/// a number or a number where it has NaN, an element off by more than its bound, or a row whose
+/// elements do not add up to 1 within the largest bound of the row plus `cols` absolute bounds.
+/// Rows are checked on every core.
+pub fn first_mismatch<T: Value>(input: &[T], got: &[T], rows: usize, cols: usize) -> Option<String> {
+    if input.len() != rows * cols || got.len() != input.len() {
+        return Some(format!("{rows} x {cols}: the input holds {}, the output {} elements", input.len(), got.len()));
+    }
+    if cols == 0 || rows == 0 {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let rows_per = rows.div_ceil(cores).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..rows)
+            .step_by(rows_per)
+            .map(|first| {
+                scope.spawn(move || {
+                    let last = (first + rows_per).min(rows);
+                    (first..last)
+                        .find_map(|r| row_mismatch(&input[r * cols..(r + 1) * cols], &got[r * cols..(r + 1) * cols], r))
+                })
+            })
+            .collect();
+        handles.into_iter().find_map(|h| h.join().expect("a checking thread panicked"))
+    })
+}
+
+/// The first way row `r` of a result is wrong (see [`first_mismatch`]).
+fn row_mismatch<T: Value>(x: &[T], got: &[T], r: usize) -> Option<String> {
+    let cols = x.len();
+    let expected = softmax_cpu(x, 1, cols);
+    let max = x.iter().map(|v| v.to_f64()).fold(f64::NEG_INFINITY, f64::max);
+    let (mut sum, mut largest_rel, mut nan_row) = (0.0f64, 0.0f64, false);
+    for (c, (&e, g)) in expected.iter().zip(got).enumerate() {
+        let g = g.to_f64();
+        let (rel, abs) = tolerance::<T>(cols, x[c].to_f64() - max);
+        let bad = if e.is_nan() { !g.is_nan() } else { g.is_nan() || (g - e).abs() > e * rel + abs };
+        if bad {
+            return Some(format!(
+                "row {r}, column {c} of {cols}: expected {e:e}, got {g:e} (input {:e}, row max {max:e}, bound {:e})",
+                x[c].to_f64(),
+                e * rel + abs
+            ));
+        }
+        nan_row |= e.is_nan();
+        sum += g;
+        largest_rel = largest_rel.max(rel);
+    }
+    let sum_bound = largest_rel + cols as f64 * tolerance::<T>(cols, 0.0).1;
+    if !nan_row && (sum - 1.0).abs() > sum_bound {
+        return Some(format!("row {r} of {cols} columns sums to {sum}, not 1 within {sum_bound:e}"));
+    }
+    None
+}
+// ANCHOR_END: reference

@@ -1,0 +1,582 @@
+// softmax: the softmax ladder, every step in one file.
+//
+// Every kernel here computes the softmax of each row of a row-major `rows x cols` matrix, as
+// torch.softmax(x, dim=-1) does: y[i] = exp(x[i] - max) / sum_j exp(x[j] - max), the max and the
+// sum taken over the row. Subtracting the max keeps every exponent at or below 0, so exp cannot
+// overflow (logits of 1e4 are fine) and the largest term is 1.
+//
+// Two element types, one code: f32 rows, and bf16 rows (16-bit words holding bfloat16, read and
+// written as bf16, computed in f32 inside). Each step is a template on the element (`F32`, `BF16`)
+// and two entry points: `softmax_<step>` for f32, `softmax_<step>_bf16` for bf16.
+//
+// What the kernels do with special values is torch's: a NaN in a row makes the whole row NaN (the
+// max is NaN); -inf entries (masked logits) come out 0; a row of only -inf is NaN everywhere
+// (exp(-inf - -inf) is exp(NaN)); a row holding +inf is NaN everywhere (exp(inf - inf)).
+//
+// Offsets are 64-bit (`size_t`): a matrix may hold more than 2^32 elements; rows and cols are each
+// below 2^31, which the launcher checks.
+//
+// The steps, each differing from the one before by one technique:
+//   1. softmax_max, softmax_sum,     three passes, three kernels, a block per row each:
+//      softmax_normalise             the max, the sum of exponentials, the normalising write
+//   2. softmax_fused                 one kernel: the three passes inside one block per row
+//   3. softmax_online                online softmax: the max and the sum in one sweep
+//   4. softmax_warp_rows             a warp per row, 16-byte loads: short rows
+//   5. softmax_split_partial,        several blocks per row and a second stage: long rows
+//      softmax_split_normalise
+#include "block_reduce.cuh"
+
+// The threads of a block of every kernel (the launcher uses this many).
+#define THREADS 256
+
+// ANCHOR: exp
+// exp(x) for x <= 0 (and -inf, and NaN), which is all softmax ever exponentiates: x - max.
+//
+// Written out with fused multiply-adds rather than taken from expf, which compiles to the
+// special-function unit's ex2.approx with steps in directed rounding: this form gives the same bits
+// on every GPU and on the CPU simulator, within 2 ulp of exp, subnormal results included. It costs
+// about 15 instructions an element, which a kernel moving 8 bytes per element can afford.
+//
+// x = j ln2 + r with j a whole number and |r| <= ln2 / 2 (ln2 in two parts, Cody and Waite, so
+// j ln2 is exact), e^r by its Taylor series to r^7 (error below 2^-27 of the result), then 2^j by
+// building the exponent's bits, in two factors so that results down to 2^-149 round only once.
+__device__ __forceinline__ float softmax_exp(float x)
+{
+    x = x < -104.0f ? -104.0f : x; // e^-104 rounds to 0; -inf lands here too, NaN does not
+    const float shifter = 12582912.0f; // 1.5 * 2^23: adding it rounds to a whole number
+    const float t = fmaf(x, 1.44269504f, shifter);
+    const float j = t - shifter;                              // round(x / ln2)
+    const int k = __float_as_int(t) - __float_as_int(shifter); // the same, as an integer
+    float r = fmaf(j, -0.693145751953125f, x);               // ln2's first 16 bits: exact
+    r = fmaf(j, -1.42860677e-06f, r);                        // the rest of ln2
+    float p = 1.98412698e-04f;                               // 1 / 7!
+    p = fmaf(p, r, 1.38888889e-03f);                         // 1 / 6!
+    p = fmaf(p, r, 8.33333333e-03f);
+    p = fmaf(p, r, 4.16666667e-02f);
+    p = fmaf(p, r, 1.66666667e-01f);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    const float two_to_k_plus_64 = __int_as_float((k + 127 + 64) << 23); // k >= -150: a normal
+    return (p * two_to_k_plus_64) * 5.42101086e-20f;                     // times 2^-64
+}
+// ANCHOR_END: exp
+
+// ANCHOR: elements
+// The element types. `Word` is what memory holds; values are f32 in registers. A 16-byte vector
+// (uint4) holds PER_VEC elements.
+struct F32 {
+    typedef float Word;
+    enum { PER_VEC = 4 };
+    __device__ static float load(const Word* p, size_t i) { return p[i]; }
+    __device__ static void store(Word* p, size_t i, float y) { p[i] = y; }
+    __device__ static void unpack(uint4 q, float* x)
+    {
+        x[0] = __uint_as_float(q.x), x[1] = __uint_as_float(q.y);
+        x[2] = __uint_as_float(q.z), x[3] = __uint_as_float(q.w);
+    }
+    __device__ static uint4 pack(const float* y)
+    {
+        return make_uint4(__float_as_uint(y[0]), __float_as_uint(y[1]), __float_as_uint(y[2]),
+                          __float_as_uint(y[3]));
+    }
+};
+
+// bfloat16 is the top half of an f32: widening is a shift; narrowing rounds to nearest even (a NaN
+// stays a NaN). Written out rather than taken from cuda_bf16.h, which NVRTC finds only beside a
+// CUDA toolkit.
+__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ unsigned int float_to_bf16(float y)
+{
+    const unsigned int b = __float_as_uint(y);
+    if ((b & 0x7fffffffu) > 0x7f800000u) {
+        return (b >> 16) | 0x40u; // NaN: keep the sign and the top of the payload, made quiet
+    }
+    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+struct BF16 {
+    typedef unsigned short Word;
+    enum { PER_VEC = 8 };
+    __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
+    __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16(y); }
+    __device__ static void unpack(uint4 q, float* x)
+    {
+        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            x[2 * i] = bf16_to_float(w[i] & 0xffffu), x[2 * i + 1] = bf16_to_float(w[i] >> 16);
+        }
+    }
+    __device__ static uint4 pack(const float* y)
+    {
+        unsigned int w[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            w[i] = float_to_bf16(y[2 * i]) | (float_to_bf16(y[2 * i + 1]) << 16);
+        }
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    }
+};
+// ANCHOR_END: elements
+
+// A value every thread of the block gets: thread 0's `value`. Two barriers: the first makes the
+// write visible, the second keeps the slot from being overwritten by a next call before everyone
+// has read it.
+__device__ __forceinline__ float block_broadcast(float value)
+{
+    __shared__ float slot;
+    if (threadIdx.x == 0) {
+        slot = value;
+    }
+    __syncthreads();
+    value = slot;
+    __syncthreads();
+    return value;
+}
+
+// ANCHOR: three_pass
+// Step 1, three passes: softmax_max, softmax_sum, softmax_normalise.
+//
+// What it does: three kernels, one after the other, each with a block of THREADS threads per row
+// walking the row with a block-stride loop (thread t takes elements t, t + THREADS, ...: a warp
+// reads 32 consecutive elements, coalesced). The first writes each row's max, with reduce-shuffle's
+// block reduction; the second reads it back and writes the sum of exp(x - max); the third reads
+// both and writes y = exp(x - max) / sum.
+//
+// What it leaves slow: the row crosses DRAM three times on the way in (3 reads and 1 write of every
+// element, where a softmax needs 1 and 1), and three launches wait for each other.
+//
+// Launch (each kernel): block THREADS, grid rows. The scratch: rows floats of max, rows of sums.
+template <class E>
+__device__ void pass_max(const typename E::Word* __restrict__ in, float* __restrict__ row_max, unsigned int cols)
+{
+    const typename E::Word* x = in + (size_t)blockIdx.x * cols;
+    float m = Max<float>::identity();
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        m = Max<float>::combine(m, E::load(x, i));
+    }
+    m = block_reduce<Max<float> >(m);
+    if (threadIdx.x == 0) {
+        row_max[blockIdx.x] = m;
+    }
+}
+
+template <class E>
+__device__ void pass_sum(const typename E::Word* __restrict__ in, const float* __restrict__ row_max,
+                         float* __restrict__ row_sum, unsigned int cols)
+{
+    const typename E::Word* x = in + (size_t)blockIdx.x * cols;
+    const float m = row_max[blockIdx.x];
+    float s = 0.0f;
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        s += softmax_exp(E::load(x, i) - m);
+    }
+    s = block_reduce<Sum<float> >(s);
+    if (threadIdx.x == 0) {
+        row_sum[blockIdx.x] = s;
+    }
+}
+
+template <class E>
+__device__ void pass_normalise(const typename E::Word* __restrict__ in, const float* __restrict__ row_max,
+                               const float* __restrict__ row_sum, typename E::Word* __restrict__ out,
+                               unsigned int cols)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    const float m = row_max[blockIdx.x], inverse = 1.0f / row_sum[blockIdx.x];
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        E::store(out + offset, i, softmax_exp(E::load(in + offset, i) - m) * inverse);
+    }
+}
+// ANCHOR_END: three_pass
+
+extern "C" __global__ void softmax_max(const float* in, float* row_max, unsigned int rows, unsigned int cols)
+{
+    pass_max<F32>(in, row_max, cols);
+}
+extern "C" __global__ void softmax_sum(const float* in, const float* row_max, float* row_sum, unsigned int rows,
+                                       unsigned int cols)
+{
+    pass_sum<F32>(in, row_max, row_sum, cols);
+}
+extern "C" __global__ void softmax_normalise(const float* in, const float* row_max, const float* row_sum,
+                                             float* out, unsigned int rows, unsigned int cols)
+{
+    pass_normalise<F32>(in, row_max, row_sum, out, cols);
+}
+extern "C" __global__ void softmax_max_bf16(const unsigned short* in, float* row_max, unsigned int rows,
+                                            unsigned int cols)
+{
+    pass_max<BF16>(in, row_max, cols);
+}
+extern "C" __global__ void softmax_sum_bf16(const unsigned short* in, const float* row_max, float* row_sum,
+                                            unsigned int rows, unsigned int cols)
+{
+    pass_sum<BF16>(in, row_max, row_sum, cols);
+}
+extern "C" __global__ void softmax_normalise_bf16(const unsigned short* in, const float* row_max,
+                                                  const float* row_sum, unsigned short* out, unsigned int rows,
+                                                  unsigned int cols)
+{
+    pass_normalise<BF16>(in, row_max, row_sum, out, cols);
+}
+
+// ANCHOR: fused
+// Step 2, softmax_fused: the three passes in one kernel.
+//
+// What it does: one block per row, as in step 1, but one kernel: the block finds the row's max (a
+// block reduction, then a broadcast through shared memory), sweeps the row again for the sum of
+// exp(x - max), and a third time to write y.
+//
+// What changed from three passes: one launch instead of three, and nothing goes through global
+// memory between the passes: the max and the sum stay on the chip.
+//
+// What it leaves slow: the row is still swept three times. A row of 2^14 f32 is 64 KiB, and the
+// 2 x 132 blocks in flight on an H100 hold 17 MiB of rows: more than a row's second and third
+// sweeps can count on finding in L2 while the other blocks stream theirs, so most of those sweeps
+// come from DRAM again.
+//
+// Launch: block THREADS, grid rows.
+template <class E>
+__device__ void fused(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                      unsigned int cols)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    const typename E::Word* x = in + offset;
+    float m = Max<float>::identity();
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        m = Max<float>::combine(m, E::load(x, i));
+    }
+    m = block_broadcast(block_reduce<Max<float> >(m));
+    // ANCHOR: solution the sum of exp(x - m) over the row: each thread its elements (i = threadIdx.x, threadIdx.x + blockDim.x, ...), then a block reduction (block_reduce<Sum<float> >) broadcast to every thread (block_broadcast)
+    float s = 0.0f;
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        s += softmax_exp(E::load(x, i) - m);
+    }
+    s = block_broadcast(block_reduce<Sum<float> >(s));
+    // ANCHOR_END: solution
+    // ANCHOR: stub float s = 0.0f;
+    const float inverse = 1.0f / s;
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        E::store(out + offset, i, softmax_exp(E::load(x, i) - m) * inverse);
+    }
+}
+// ANCHOR_END: fused
+
+extern "C" __global__ void softmax_fused(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    fused<F32>(in, out, cols);
+}
+extern "C" __global__ void softmax_fused_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                              unsigned int cols)
+{
+    fused<BF16>(in, out, cols);
+}
+
+// ANCHOR: online
+// The state of online softmax (Milakov and Gimelshein, 2018): the largest element seen so far, m,
+// and the sum of exp(x - m) over the elements seen so far, s. When an element larger than m comes,
+// the sum so far is rescaled to the new max: s * exp(m - x), plus exp(x - x) = 1 for the element.
+struct Online {
+    float m, s;
+};
+
+// One element into the running state.
+__device__ __forceinline__ void online_add(Online& acc, float x)
+{
+    // ANCHOR: solution if x is larger than acc.m, rescale acc.s to x (times exp(acc.m - x)), add exp(0) = 1 and make x the max; else add exp(x - acc.m) (1 where x equals acc.m, which also covers -inf twice: exp(-inf - -inf) is NaN)
+    if (x > acc.m) {
+        acc.s = acc.s * softmax_exp(acc.m - x) + 1.0f;
+        acc.m = x;
+    } else {
+        acc.s += x == acc.m ? 1.0f : softmax_exp(x - acc.m);
+    }
+    // ANCHOR_END: solution
+}
+
+// Two states into one (the block reductions' operation, block_reduce.cuh's form): the larger max,
+// and each sum rescaled to it. A sum already at the max is not rescaled (exp(0) = 1, and it keeps
+// two -inf maxima from making exp(-inf - -inf), a NaN). A NaN max wins, as in Max.
+struct OnlineOp {
+    typedef Online Value;
+    __device__ static Online identity()
+    {
+        Online empty = {Max<float>::identity(), 0.0f};
+        return empty;
+    }
+    __device__ static float rescale(float part_max, float m) { return part_max == m ? 1.0f : softmax_exp(part_max - m); }
+    __device__ static Online combine(Online a, Online b)
+    {
+        const float m = Max<float>::combine(a.m, b.m);
+        Online merged = {m, a.s * rescale(a.m, m) + b.s * rescale(b.m, m)};
+        return merged;
+    }
+};
+
+// The warp reductions move both fields.
+__device__ __forceinline__ Online shuffle_down(Online value, int offset)
+{
+    Online moved = {__shfl_down_sync(0xffffffffu, value.m, offset), __shfl_down_sync(0xffffffffu, value.s, offset)};
+    return moved;
+}
+
+// What the normalising write multiplies exp(x - m) by: 1 / s. A row holding +inf has m = +inf, and
+// its sum is NaN in the three passes (exp(inf - inf)); online, the +inf entries count 1 each, so
+// the NaN is put back here: the same row gives the same answer in every step, as in torch.
+__device__ __forceinline__ float inverse_sum(Online total)
+{
+    return total.m == Limits<float>::highest() ? __int_as_float(0x7fc00000) : 1.0f / total.s;
+}
+// ANCHOR_END: online
+
+// The block's value of thread 0, for every thread, through shared memory: the first barrier makes
+// the write visible, the second keeps the slot until everyone has read it.
+__device__ __forceinline__ Online block_broadcast(Online value)
+{
+    __shared__ Online slot;
+    if (threadIdx.x == 0) {
+        slot = value;
+    }
+    __syncthreads();
+    value = slot;
+    __syncthreads();
+    return value;
+}
+
+// ANCHOR: online_kernel
+// Step 3, softmax_online: the max and the sum in one sweep.
+//
+// What it does: one block per row; each thread keeps an online state (m, s) over its elements, the
+// block merges the states with a block reduction of OnlineOp, and a second sweep writes
+// y = exp(x - m) / s.
+//
+// What changed from fused: the first two sweeps are one: 2 reads and 1 write of the row instead of
+// 3 and 1. It costs a rescale (one more exp) each time an element beats its thread's max, which
+// after the first few elements of a thread is rare.
+//
+// What it leaves slow: one block per row is the wrong size at both ends. A short row (512
+// elements) leaves most of the block's 256 threads with one or two elements and pays two block
+// reductions for them; a long row (2^16) gives the GPU only `rows` blocks (768 rows: less than one
+// wave of 1,056 blocks of 256 on 132 SMs), each sweeping 256 KiB. And each thread loads 4 bytes at
+// a time.
+//
+// Launch: block THREADS, grid rows.
+template <class E>
+__device__ void online(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                       unsigned int cols)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    const typename E::Word* x = in + offset;
+    Online acc = OnlineOp::identity();
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        online_add(acc, E::load(x, i));
+    }
+    acc = block_broadcast(block_reduce<OnlineOp>(acc));
+    const float inverse = inverse_sum(acc);
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        E::store(out + offset, i, softmax_exp(E::load(x, i) - acc.m) * inverse);
+    }
+}
+// ANCHOR_END: online_kernel
+
+extern "C" __global__ void softmax_online(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    online<F32>(in, out, cols);
+}
+extern "C" __global__ void softmax_online_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                               unsigned int cols)
+{
+    online<BF16>(in, out, cols);
+}
+
+// ANCHOR: spans
+// A span of a row, x[0, len), shared by `threads` cooperating threads (a warp, or a block), with
+// 16-byte loads (uint4: 4 f32 or 8 bf16) where the span starts on a 16-byte boundary, and the
+// elements after the last whole vector one by one. A span that does not start on a boundary (a row
+// of an odd length starts wherever the one before it ended) is read one element at a time, which
+// is correct and slower. Four vectors per thread are in flight per iteration (the unrolled loop's
+// loads do not depend on the state).
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
+
+template <class E>
+__device__ __forceinline__ Online online_span(const typename E::Word* __restrict__ x, unsigned int len,
+                                              unsigned int thread, unsigned int threads)
+{
+    Online acc = OnlineOp::identity();
+    unsigned int done = 0;
+    if (aligned16(x)) {
+        const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x);
+        const unsigned int vectors = len / E::PER_VEC;
+#pragma unroll 4
+        for (unsigned int k = thread; k < vectors; k += threads) {
+            float f[E::PER_VEC];
+            E::unpack(v[k], f);
+#pragma unroll
+            for (int j = 0; j < E::PER_VEC; j++) {
+                online_add(acc, f[j]);
+            }
+        }
+        done = vectors * E::PER_VEC;
+    }
+    for (unsigned int i = done + thread; i < len; i += threads) {
+        online_add(acc, E::load(x, i));
+    }
+    return acc;
+}
+
+// Writes y = exp(x - m) * inverse over the span, 16 bytes at a time where both x and y start on a
+// boundary.
+template <class E>
+__device__ __forceinline__ void write_span(const typename E::Word* __restrict__ x, typename E::Word* __restrict__ y,
+                                           unsigned int len, unsigned int thread, unsigned int threads, float m,
+                                           float inverse)
+{
+    unsigned int done = 0;
+    if (aligned16(x) && aligned16(y)) {
+        const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x);
+        uint4* __restrict__ w = reinterpret_cast<uint4*>(y);
+        const unsigned int vectors = len / E::PER_VEC;
+#pragma unroll 4
+        for (unsigned int k = thread; k < vectors; k += threads) {
+            float f[E::PER_VEC];
+            E::unpack(v[k], f);
+#pragma unroll
+            for (int j = 0; j < E::PER_VEC; j++) {
+                f[j] = softmax_exp(f[j] - m) * inverse;
+            }
+            w[k] = E::pack(f);
+        }
+        done = vectors * E::PER_VEC;
+    }
+    for (unsigned int i = done + thread; i < len; i += threads) {
+        E::store(y, i, softmax_exp(E::load(x, i) - m) * inverse);
+    }
+}
+// ANCHOR_END: spans
+
+// ANCHOR: warp_rows
+// Step 4, softmax_warp_rows: a warp per row, 16-byte loads (short rows).
+//
+// What it does: each warp of the block takes a row (THREADS / 32 = 8 rows per block), keeps an
+// online state per lane over its share of the row read 16 bytes at a time (online_span), and the
+// lanes merge their states with shuffles alone: a butterfly (__shfl_xor_sync) leaves every lane
+// with the row's (m, s), so there is no shared memory and no barrier. Then the lanes write the row.
+//
+// What changed from online: a warp instead of a block per row, so a row of 512 f32 keeps every lane
+// busy with 16 elements and needs no __syncthreads at all; and 16-byte loads and stores.
+//
+// What it leaves slow: long rows. A row of 2^16 elements is 2,048 elements per lane, and 768 such
+// rows are 768 warps: 96 blocks, on a GPU that holds 1,056 blocks of 256 threads at once.
+//
+// Launch: block THREADS, grid ceil(rows / (THREADS / 32)).
+template <class E>
+__device__ void warp_rows(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                          unsigned int rows, unsigned int cols)
+{
+    const unsigned int lane = threadIdx.x % 32;
+    const size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) {
+        return; // the whole warp leaves: there is no barrier below
+    }
+    const size_t offset = row * cols;
+    Online acc = online_span<E>(in + offset, cols, lane, 32);
+    // ANCHOR: solution merge the 32 lanes' states so that every lane holds the row's: a butterfly, combining (OnlineOp::combine) each lane's state with the one of the lane offset apart (__shfl_xor_sync on both fields) for offsets 16, 8, 4, 2, 1
+#pragma unroll
+    for (int lanes = 16; lanes > 0; lanes >>= 1) {
+        Online other = {__shfl_xor_sync(0xffffffffu, acc.m, lanes), __shfl_xor_sync(0xffffffffu, acc.s, lanes)};
+        acc = OnlineOp::combine(acc, other);
+    }
+    // ANCHOR_END: solution
+    write_span<E>(in + offset, out + offset, cols, lane, 32, acc.m, inverse_sum(acc));
+}
+// ANCHOR_END: warp_rows
+
+extern "C" __global__ void softmax_warp_rows(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    warp_rows<F32>(in, out, rows, cols);
+}
+extern "C" __global__ void softmax_warp_rows_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                                  unsigned int cols)
+{
+    warp_rows<BF16>(in, out, rows, cols);
+}
+
+// ANCHOR: split
+// Step 5, softmax_split_partial and softmax_split_normalise: several blocks per row (long rows).
+//
+// What it does: each row is cut into `parts` chunks of `chunk` elements (a multiple of 8, so every
+// chunk of a row that starts on a 16-byte boundary starts on one too), one block per chunk. The
+// first kernel writes each chunk's online state (m, s) to `partial` (2 floats per chunk); the
+// second kernel's block for the same chunk merges its row's `parts` states (a few floats, from L2),
+// and writes its chunk: y = exp(x - m) / s. The chunk it reads again was read by the first kernel a
+// moment before; with chunks of at most 64 KiB, part of it may still be in L2.
+//
+// What changed from warp rows: the work of a row is spread over blocks, so 768 rows of 2^16 make
+// 768 x parts blocks and fill the GPU; a second stage (a second launch) merges the chunks' states,
+// as reduce-multi-level's passes do.
+//
+// What it leaves slow: two reads of the row from DRAM where it does not stay in L2 (the ideal is
+// one), and two launches.
+//
+// Launch (both kernels): block THREADS, grid rows * parts, block b taking chunk b % parts of row
+// b / parts. The scratch: rows * parts * 2 floats.
+template <class E>
+__device__ void split_partial(const typename E::Word* __restrict__ in, float* __restrict__ partial,
+                              unsigned int cols, unsigned int parts, unsigned int chunk)
+{
+    const size_t row = blockIdx.x / parts;
+    const unsigned int begin = (blockIdx.x % parts) * chunk;
+    const unsigned int len = cols - begin < chunk ? cols - begin : chunk;
+    Online acc = online_span<E>(in + row * cols + begin, len, threadIdx.x, blockDim.x);
+    acc = block_reduce<OnlineOp>(acc);
+    if (threadIdx.x == 0) {
+        partial[2 * (size_t)blockIdx.x] = acc.m;
+        partial[2 * (size_t)blockIdx.x + 1] = acc.s;
+    }
+}
+
+template <class E>
+__device__ void split_normalise(const typename E::Word* __restrict__ in, const float* __restrict__ partial,
+                                typename E::Word* __restrict__ out, unsigned int cols, unsigned int parts,
+                                unsigned int chunk)
+{
+    const size_t row = blockIdx.x / parts;
+    const unsigned int begin = (blockIdx.x % parts) * chunk;
+    const unsigned int len = cols - begin < chunk ? cols - begin : chunk;
+    // ANCHOR: solution merge the row's parts states (partial[2 * (row * parts + p)] and the float after it, p = threadIdx.x, threadIdx.x + blockDim.x, ...) with OnlineOp::combine, then a block reduction of OnlineOp broadcast to every thread (block_broadcast)
+    Online acc = OnlineOp::identity();
+    for (unsigned int p = threadIdx.x; p < parts; p += blockDim.x) {
+        const size_t at = 2 * (row * parts + p);
+        Online part = {partial[at], partial[at + 1]};
+        acc = OnlineOp::combine(acc, part);
+    }
+    acc = block_broadcast(block_reduce<OnlineOp>(acc));
+    // ANCHOR_END: solution
+    // ANCHOR: stub Online acc = OnlineOp::identity();
+    const size_t offset = row * cols + begin;
+    write_span<E>(in + offset, out + offset, len, threadIdx.x, blockDim.x, acc.m, inverse_sum(acc));
+}
+// ANCHOR_END: split
+
+extern "C" __global__ void softmax_split_partial(const float* in, float* partial, unsigned int rows,
+                                                 unsigned int cols, unsigned int parts, unsigned int chunk)
+{
+    split_partial<F32>(in, partial, cols, parts, chunk);
+}
+extern "C" __global__ void softmax_split_normalise(const float* in, const float* partial, float* out,
+                                                   unsigned int rows, unsigned int cols, unsigned int parts,
+                                                   unsigned int chunk)
+{
+    split_normalise<F32>(in, partial, out, cols, parts, chunk);
+}
+extern "C" __global__ void softmax_split_partial_bf16(const unsigned short* in, float* partial, unsigned int rows,
+                                                      unsigned int cols, unsigned int parts, unsigned int chunk)
+{
+    split_partial<BF16>(in, partial, cols, parts, chunk);
+}
+extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in, const float* partial,
+                                                        unsigned short* out, unsigned int rows, unsigned int cols,
+                                                        unsigned int parts, unsigned int chunk)
+{
+    split_normalise<BF16>(in, partial, out, cols, parts, chunk);
+}
