@@ -110,6 +110,27 @@ pub struct Chapter {
     /// GPUs (reduce-multi-gpu) lists none: its own bench measures it, and the book renders that.
     #[serde(rename = "step", default)]
     pub steps: Vec<Step>,
+    /// Steps graded on a world of simulated devices (`[[family.chapter.world_step]]`), which the
+    /// tour, on one GPU, does not measure: reduce-multi-gpu's ring all-reduce.
+    #[serde(rename = "world_step", default)]
+    pub world_steps: Vec<WorldStep>,
+}
+
+/// A step whose work needs several GPUs: graded on the CPU simulator, on a world of simulated
+/// devices (its crate counts one run: `reduce_multi_gpu::count_ring`), never measured by the tour.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorldStep {
+    pub name: String,
+    /// The simulated devices it is counted on.
+    pub devices: usize,
+    /// The case it is counted at: each device's buffer.
+    #[serde(deserialize_with = "case")]
+    pub count_case: Case,
+    /// The chapter's section that teaches its technique.
+    pub section: Option<String>,
+    /// What its technique exists to reduce (as a step's `improves`).
+    pub improves: Vec<Improvement>,
 }
 
 /// One measured step.
@@ -315,6 +336,20 @@ impl Course {
                             step.name(),
                             family.id
                         ));
+                    }
+                }
+            }
+            for chapter in &family.chapters {
+                for world in &chapter.world_steps {
+                    if names.contains(&world.name.as_str()) {
+                        return Err(format!("family `{}`: step `{}` twice", family.id, world.name));
+                    }
+                    names.push(&world.name);
+                    if world.devices < 2 || world.improves.is_empty() {
+                        return Err(format!("world step `{}`: two devices or more, and `improves`", world.name));
+                    }
+                    for improvement in &world.improves {
+                        improvement.validate().map_err(|e| format!("step `{}`: {e}", world.name))?;
                     }
                 }
             }

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use gpu_harness::LaunchCounters;
+use gpu_harness::{Case, LaunchCounters, Transfers};
 use serde::{Deserialize, Serialize};
 
 /// The optimisation points of a crate whose graded steps all match the reference.
@@ -80,11 +80,20 @@ pub enum Counter {
     /// chain of instructions issued in order, which no block finishes sooner than.
     #[serde(rename = "longest warp")]
     LongestWarp,
+    /// Of a step on several simulated devices: the latest end of a copy between them on the
+    /// simulator's model (one tick per byte on the stream it is queued on, links never shared), the
+    /// bytes of the longest chain of copies that wait for each other.
+    #[serde(rename = "copy span")]
+    CopySpan,
+    /// Of a step on several simulated devices: the bytes copied into the device that receives the
+    /// most from the others.
+    #[serde(rename = "bytes into the busiest device")]
+    BusiestDeviceBytes,
 }
 
 impl Counter {
     /// Every counter, in the order tables list them.
-    pub const ALL: [Counter; 15] = [
+    pub const ALL: [Counter; 17] = [
         Counter::WarpInstructions,
         Counter::Branches,
         Counter::DivergentBranches,
@@ -100,6 +109,8 @@ impl Counter {
         Counter::Launches,
         Counter::LongestBlock,
         Counter::LongestWarp,
+        Counter::CopySpan,
+        Counter::BusiestDeviceBytes,
     ];
 
     /// Its name in `course.toml` and in tables.
@@ -120,6 +131,8 @@ impl Counter {
             Counter::Launches => "launches",
             Counter::LongestBlock => "longest block",
             Counter::LongestWarp => "longest warp",
+            Counter::CopySpan => "copy span",
+            Counter::BusiestDeviceBytes => "bytes into the busiest device",
         }
     }
 
@@ -147,6 +160,8 @@ impl Counter {
             Counter::Launches => run.launches,
             Counter::LongestBlock => c.longest_block,
             Counter::LongestWarp => c.longest_warp,
+            Counter::CopySpan => run.transfers.iter().map(|t| t.finished_at).max().unwrap_or(0),
+            Counter::BusiestDeviceBytes => run.transfers.iter().map(|t| t.bytes_received).max().unwrap_or(0),
         };
         count as f64
     }
@@ -225,11 +240,12 @@ impl Improvement {
     }
 
     /// Its value over the launches of one run of a step on `elements` elements (those of its
-    /// kernel, if it names one).
-    pub fn value_of(&self, elements: u64, launches: &[(String, LaunchCounters)]) -> f64 {
+    /// kernel, if it names one), and over the copies between devices of a step on several
+    /// (`transfers`, one per device; none for a step on one).
+    pub fn value_of(&self, elements: u64, launches: &[(String, LaunchCounters)], transfers: &[Transfers]) -> f64 {
         let counted: Vec<(String, LaunchCounters)> =
             launches.iter().filter(|(name, _)| self.kernel.as_ref().is_none_or(|k| k == name)).cloned().collect();
-        self.value(&RunCounters::of(elements, &counted))
+        self.value(&RunCounters { transfers: transfers.to_vec(), ..RunCounters::of(elements, &counted) })
     }
 
     /// Its value over one run of a step.
@@ -252,6 +268,9 @@ pub struct RunCounters {
     pub elements: u64,
     pub launches: u64,
     pub counters: LaunchCounters,
+    /// A step on several simulated devices: each device's copies to and from the others, counted
+    /// from a fresh world (so their model's clocks start at 0).
+    pub transfers: Vec<Transfers>,
 }
 
 impl RunCounters {
@@ -261,7 +280,7 @@ impl RunCounters {
         for (_, launch) in launches {
             counters.add(launch);
         }
-        RunCounters { elements, launches: launches.len() as u64, counters }
+        RunCounters { elements, launches: launches.len() as u64, counters, transfers: Vec::new() }
     }
 }
 
@@ -277,21 +296,20 @@ pub struct StepCounts {
 }
 
 impl StepCounts {
-    /// The counts of the improvements of `step` over the `launches` of one run on `elements`
-    /// elements at `case`.
+    /// The counts of the improvements of `step` over the `launches` (and, on several devices, the
+    /// `transfers`) of one run on `elements` elements at `case`.
     pub fn of(
-        crate_name: &str,
-        step: &str,
+        step: &GradedStep,
         case: &str,
-        improves: &[Improvement],
         elements: u64,
         launches: &[(String, LaunchCounters)],
+        transfers: &[Transfers],
     ) -> StepCounts {
         StepCounts {
-            crate_name: crate_name.to_string(),
-            step: step.to_string(),
+            crate_name: step.crate_name.to_string(),
+            step: step.name.to_string(),
             case: case.to_string(),
-            counts: improves.iter().map(|i| (i.label(), i.value_of(elements, launches))).collect(),
+            counts: step.improves.iter().map(|i| (i.label(), i.value_of(elements, launches, transfers))).collect(),
         }
     }
 }
@@ -399,7 +417,7 @@ pub fn score(
 ) -> Result<Vec<StepScore>, String> {
     let mut scores = Vec::new();
     for step in graded_steps(course, crate_name) {
-        let name = step.name();
+        let name = step.name;
         let find = |counts: &[StepCounts], who: &str| {
             counts
                 .iter()
@@ -412,7 +430,7 @@ pub fn score(
             return Err(format!("{crate_name}/{name}: counted at {} and at {}", mine.case, theirs.case));
         }
         let mut counters = Vec::new();
-        for improvement in &step.step.improves {
+        for improvement in step.improves {
             let label = improvement.label();
             let value = |c: &StepCounts, who: &str| {
                 c.counts
@@ -429,23 +447,93 @@ pub fn score(
                 why: improvement.why.clone(),
             });
         }
-        scores.push(StepScore { step: name.to_string(), case: mine.case, counters, see: see(&step) });
+        scores.push(StepScore { step: name.to_string(), case: mine.case, counters, see: step.see() });
     }
     Ok(scores)
 }
 
-/// The steps of `crate_name` that earn optimisation points (those with `improves`), in order.
-pub fn graded_steps<'a>(course: &'a crate::Course, crate_name: &str) -> Vec<crate::StepRef<'a>> {
-    course.steps().filter(|s| s.peer.is_none() && s.crate_name == crate_name && !s.step.improves.is_empty()).collect()
+/// A step that earns optimisation points: its `improves`, and how it is counted.
+#[derive(Debug, Clone)]
+pub struct GradedStep<'a> {
+    pub crate_name: &'a str,
+    pub name: &'a str,
+    pub improves: &'a [Improvement],
+    pub counted: Counted<'a>,
 }
 
-/// Where the book teaches a step: its section of its chapter, or the chapter.
-fn see(step: &crate::StepRef) -> String {
-    let chapter = step.chapter().map_or(step.crate_name.to_string(), |c| c.title.clone());
-    match &step.step.section {
-        Some(section) => format!("\"{section}\" in {chapter}"),
-        None => chapter,
+/// How a graded step is counted.
+#[derive(Debug, Clone)]
+pub enum Counted<'a> {
+    /// A step of the tour, run on one simulated device.
+    OnOneDevice(crate::StepRef<'a>),
+    /// A step of several GPUs, run on a world of simulated devices by its crate.
+    OnAWorld { chapter: &'a crate::Chapter, step: &'a crate::WorldStep },
+}
+
+impl GradedStep<'_> {
+    /// The case it is counted at (see [`crate::StepRef::count_case`]; a world step names its own).
+    pub fn count_case(&self) -> Case {
+        match &self.counted {
+            Counted::OnOneDevice(step) => step.count_case(),
+            Counted::OnAWorld { step, .. } => step.count_case.clone(),
+        }
     }
+
+    /// The section of its chapter that teaches it, if named.
+    pub fn section(&self) -> Option<&str> {
+        match &self.counted {
+            Counted::OnOneDevice(step) => step.step.section.as_deref(),
+            Counted::OnAWorld { step, .. } => step.section.as_deref(),
+        }
+    }
+
+    /// Its chapter.
+    pub fn chapter(&self) -> Option<&crate::Chapter> {
+        match &self.counted {
+            Counted::OnOneDevice(step) => step.chapter(),
+            Counted::OnAWorld { chapter, .. } => Some(chapter),
+        }
+    }
+
+    /// Where the book teaches it: its section of its chapter, or the chapter.
+    fn see(&self) -> String {
+        let chapter = self.chapter().map_or(self.crate_name.to_string(), |c| c.title.clone());
+        match self.section() {
+            Some(section) => format!("\"{section}\" in {chapter}"),
+            None => chapter,
+        }
+    }
+}
+
+/// Every step of the course that earns optimisation points (those with `improves`), in teaching
+/// order: each chapter's steps, then its world steps.
+pub fn all_graded_steps(course: &crate::Course) -> Vec<GradedStep<'_>> {
+    let mut graded = Vec::new();
+    for family in &course.families {
+        for chapter in &family.chapters {
+            for step in family.steps().filter(|s| s.peer.is_none() && s.crate_name == chapter.crate_name) {
+                if !step.step.improves.is_empty() {
+                    let (name, improves) = (step.step.name.as_str(), step.step.improves.as_slice());
+                    let counted = Counted::OnOneDevice(step);
+                    graded.push(GradedStep { crate_name: &chapter.crate_name, name, improves, counted });
+                }
+            }
+            for step in &chapter.world_steps {
+                graded.push(GradedStep {
+                    crate_name: &chapter.crate_name,
+                    name: &step.name,
+                    improves: &step.improves,
+                    counted: Counted::OnAWorld { chapter, step },
+                });
+            }
+        }
+    }
+    graded
+}
+
+/// The steps of `crate_name` that earn optimisation points, in order.
+pub fn graded_steps<'a>(course: &'a crate::Course, crate_name: &str) -> Vec<GradedStep<'a>> {
+    all_graded_steps(course).into_iter().filter(|s| s.crate_name == crate_name).collect()
 }
 
 /// The markdown table of every graded step: its crate, its name, the case it is counted at, each
@@ -454,10 +542,16 @@ fn see(step: &crate::StepRef) -> String {
 pub fn counters_table(course: &crate::Course) -> String {
     let mut out = String::from("| crate | step | counted at | counter | a count above the reference's says |\n");
     out += "|---|---|---|---|---|\n";
-    for step in course.steps().filter(|s| s.peer.is_none() && !s.step.improves.is_empty()) {
-        for (i, improvement) in step.step.improves.iter().enumerate() {
+    for step in all_graded_steps(course) {
+        for (i, improvement) in step.improves.iter().enumerate() {
             let (crate_name, name, case) = if i == 0 {
-                (format!("`{}`", step.crate_name), step.name().to_string(), step.count_case().label)
+                let case = match &step.counted {
+                    Counted::OnOneDevice(_) => step.count_case().label,
+                    Counted::OnAWorld { step: world, .. } => {
+                        format!("{} on {} devices", world.count_case.label, world.devices)
+                    }
+                };
+                (format!("`{}`", step.crate_name), step.name.to_string(), case)
             } else {
                 Default::default()
             };
@@ -550,7 +644,7 @@ mod tests {
             longest_block: 900,
             ..Default::default()
         };
-        let run = RunCounters { elements: 1 << 16, launches: 2, counters };
+        let run = RunCounters { elements: 1 << 16, launches: 2, counters, transfers: Vec::new() };
         let value = |counter, per| Improvement { counter, per, kernel: None, why: "x".into() }.value(&run);
         assert_eq!(value(Counter::DivergentBranches, Some(Per::Block)), 6.0);
         assert_eq!(value(Counter::SectorsPerRequest, None), 4.5);
@@ -568,9 +662,19 @@ mod tests {
                 kernel: kernel.map(str::to_string),
                 why: "x".into(),
             }
-            .value_of(100, &launches)
+            .value_of(100, &launches, &[])
         };
         assert_eq!((atomics(None), atomics(Some("b")), atomics(Some("c"))), (8.0, 5.0, 0.0));
+        // A step on several devices: its longest chain of copies and its busiest receiver.
+        let transfers = [
+            Transfers { copies_sent: 2, bytes_sent: 400, bytes_received: 100, finished_at: 300 },
+            Transfers { copies_sent: 1, bytes_sent: 100, bytes_received: 400, finished_at: 500 },
+        ];
+        let world = |counter| {
+            Improvement { counter, per: Some(Per::Element), kernel: None, why: "x".into() }
+                .value_of(100, &launches, &transfers)
+        };
+        assert_eq!((world(Counter::CopySpan), world(Counter::BusiestDeviceBytes)), (5.0, 4.0));
     }
 
     #[test]

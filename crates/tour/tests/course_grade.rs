@@ -4,7 +4,9 @@
 //! modulo of reduce-naive in sequential addressing's place (full correctness, no optimisation
 //! points for the interleaved step), other loop forms as good as the reference (full points), and
 //! the stubs left in place (no points). The same starter graded in place, as GitHub Classroom's
-//! autograder does, fails the divergent modulo on its optimisation line. The grade tables are
+//! autograder does, fails the divergent modulo on its optimisation line. reduce-multi-gpu's ring,
+//! graded on simulated devices, likewise: the reference (full points), a ring that passes whole
+//! vectors along (correct, no optimisation points) and the stub (no points). The grade tables are
 //! snapshots.
 //!
 //! The copies build in `target/course/target` (what `cargo course check` builds in too, so CI
@@ -85,12 +87,12 @@ fn kernel_with(solutions: Option<[String; 2]>) -> Result<String, String> {
     Ok(out)
 }
 
-/// A submission folder holding `kernel` as the student's file.
-fn submission(name: &str, kernel: &str) -> Result<PathBuf, String> {
+/// A submission folder holding `text` as the student's `file`.
+fn submission(name: &str, file: &str, text: &str) -> Result<PathBuf, String> {
     let folder = tests_folder().join(name);
-    let file = folder.join(KERNEL);
-    std::fs::create_dir_all(file.parent().expect("a folder")).map_err(|e| e.to_string())?;
-    std::fs::write(&file, kernel).map_err(|e| e.to_string())?;
+    let path = folder.join(file);
+    std::fs::create_dir_all(path.parent().expect("a folder")).map_err(|e| e.to_string())?;
+    std::fs::write(&path, text).map_err(|e| e.to_string())?;
     Ok(folder)
 }
 
@@ -153,10 +155,17 @@ fn run_grade(mut command: Command, json: &Path) -> Result<Graded, String> {
 
 /// `tour grade --submission <folder> --crates reduce-interleaved --require-all`.
 fn grade(name: &str, kernel: &str) -> Result<Graded, String> {
-    let folder = submission(name, kernel)?;
+    grade_crate(CRATE, name, KERNEL, kernel)
+}
+
+/// `tour grade --submission <folder> --crates <crate_name> --require-all`, the folder holding
+/// `text` as the student's `file`.
+fn grade_crate(crate_name: &str, name: &str, file: &str, text: &str) -> Result<Graded, String> {
+    let folder = submission(name, file, text)?;
     let json = tests_folder().join(format!("{name}.json"));
     let mut command = Command::new(env!("CARGO_BIN_EXE_tour"));
-    command.args(["grade", "--crates", CRATE, "--require-all", "--submission"]).arg(&folder).arg("--json").arg(&json);
+    command.args(["grade", "--crates", crate_name, "--require-all", "--submission"]).arg(&folder);
+    command.arg("--json").arg(&json);
     run_grade(command, &json)
 }
 
@@ -284,6 +293,73 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     Ok(())
 }
 
+const MULTI_GPU: &str = "reduce-multi-gpu";
+const RING: &str = "crates/reduce-multi-gpu/src/ring.rs";
+
+/// The ring's launcher with its region (the chunk a GPU sends at a step and its elements) written
+/// as `solution` (`None`: the stub, as a starter hands it out); the fold's region, in the kernel,
+/// stays the reference's.
+fn ring_with(solution: Option<&str>) -> Result<String, String> {
+    let text = std::fs::read_to_string(root().join(RING)).map_err(|e| e.to_string())?;
+    let regions = course::regions::regions(&text)?;
+    let [region] = regions.as_slice() else { return Err(format!("{RING}: one region expected")) };
+    let lines: Vec<&str> = text.lines().collect();
+    let solution = match solution {
+        Some(solution) => solution.to_string(),
+        None => region.stub.iter().map(|l| format!("                {l}")).collect::<Vec<_>>().join("\n"),
+    };
+    // The opening marker is line `region.line`; the solution's lines follow it.
+    let (before, after) = (&lines[..region.line], &lines[region.line + region.solution.len()..]);
+    Ok(format!("{}\n{solution}\n{}\n", before.join("\n"), after.join("\n")))
+}
+
+fn multi_gpu_reference_gets_full_points() -> TestResult {
+    let graded = grade_crate(MULTI_GPU, "multi-gpu-reference", RING, &ring_reference()?)?;
+    check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
+    check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
+    insta::assert_snapshot!("grade_multi_gpu_reference", graded.snapshot());
+    Ok(())
+}
+
+/// The reference's ring.rs, as the workspace holds it.
+fn ring_reference() -> Result<String, String> {
+    std::fs::read_to_string(root().join(RING)).map_err(|e| e.to_string())
+}
+
+/// A ring that passes whole vectors along, one GPU at a time: GPU s sends its whole buffer to GPU
+/// s + 1 at step s of the reduce-scatter (so the last GPU ends with the total), and the total goes
+/// round once in the all-gather; the other GPUs send nothing. Correct, and what the ring exists
+/// to avoid: 2(n - 1) copies of the whole buffer one after another.
+const WHOLE_VECTORS: &str = "                let chunk = 0;
+                let sender = if first_chunk == 0 { step } else { (gpus - 1 + step) % gpus };
+                let elements = if from == sender { 0..len } else { 0..0 };";
+
+fn multi_gpu_whole_vectors_get_no_optimisation_points() -> TestResult {
+    let graded = grade_crate(MULTI_GPU, "multi-gpu-whole-vectors", RING, &ring_with(Some(WHOLE_VECTORS))?)?;
+    check(graded.success && graded.correctness() == 10.0, "a correct answer: every graded test passes", &graded)?;
+    check(graded.step_score("ring") == Some(0.0), "no optimisation points for the ring", &graded)?;
+    check(graded.optimisation() == 0.0, "no optimisation points", &graded)?;
+    check(
+        graded.table.contains("ring: 24 copy span per element, the reference has 6: the copies wait for each other"),
+        "advice a student can act on",
+        &graded,
+    )?;
+    insta::assert_snapshot!("grade_multi_gpu_whole_vectors", graded.snapshot());
+    Ok(())
+}
+
+fn multi_gpu_stub_gets_no_points() -> TestResult {
+    let graded = grade_crate(MULTI_GPU, "multi-gpu-stub", RING, &ring_with(None)?)?;
+    check(!graded.success && graded.correctness() < 10.0, "graded tests fail", &graded)?;
+    check(graded.optimisation() == 0.0, "no optimisation points", &graded)?;
+    check(
+        graded.crate_grade()["optimisation"]["not_counted"] == "a graded test fails",
+        "not counted, and why",
+        &graded,
+    )?;
+    Ok(())
+}
+
 /// Every graded step of every crate can be counted (its entry found, its result right at its count
 /// case, every counter it names counted), as `grade` and `starter` count them.
 fn every_graded_step_is_counted() -> TestResult {
@@ -297,13 +373,13 @@ fn every_graded_step_is_counted() -> TestResult {
     let mut problems = Vec::new();
     for crate_name in &crates {
         for step in course::optimisation::graded_steps(course, crate_name) {
-            let Some(counted) = counts.iter().find(|c| c.crate_name == *crate_name && c.step == step.name()) else {
-                problems.push(format!("{crate_name}/{}: not counted", step.name()));
+            let Some(counted) = counts.iter().find(|c| c.crate_name == *crate_name && c.step == step.name) else {
+                problems.push(format!("{crate_name}/{}: not counted", step.name));
                 continue;
             };
-            for improvement in &step.step.improves {
+            for improvement in step.improves {
                 if !counted.counts.get(&improvement.label()).is_some_and(|v| v.is_finite() && *v >= 0.0) {
-                    problems.push(format!("{crate_name}/{}: no {} in {counted:?}", step.name(), improvement.label()));
+                    problems.push(format!("{crate_name}/{}: no {} in {counted:?}", step.name, improvement.label()));
                 }
             }
         }
@@ -325,5 +401,11 @@ fn main() -> std::process::ExitCode {
             "grade::autograder_fails_the_divergent_modulo_on_its_optimisation_line",
             autograder_fails_the_divergent_modulo_on_its_optimisation_line,
         )
+        .nvrtc("grade::multi_gpu_reference_gets_full_points", multi_gpu_reference_gets_full_points)
+        .nvrtc(
+            "grade::multi_gpu_whole_vectors_get_no_optimisation_points",
+            multi_gpu_whole_vectors_get_no_optimisation_points,
+        )
+        .nvrtc("grade::multi_gpu_stub_gets_no_points", multi_gpu_stub_gets_no_points)
         .run()
 }
