@@ -380,8 +380,8 @@ pub fn tolerance<T: Value>(cols: usize, x_minus_max: f64) -> (f64, f64) {
 }
 
 /// The first element (or row sum) where `got`, a step's softmax of the `rows x cols` matrix
-/// `input`, is further from [`softmax_cpu`] than [`tolerance`] allows: a NaN where the reference has
-/// a number or a number where it has NaN, an element off by more than its bound, or a row whose
+/// `input`, is further from [`softmax_cpu`] than [`tolerance`] allows: a NaN where the reference
+/// has a number or a number where it has NaN, an element off by more than its bound, or a row whose
 /// elements do not add up to 1 within the largest bound of the row plus `cols` absolute bounds.
 /// Rows are checked on every core.
 pub fn first_mismatch<T: Value>(input: &[T], got: &[T], rows: usize, cols: usize) -> Option<String> {

@@ -20,6 +20,7 @@ pub fn entries() -> Vec<StepEntry> {
         compact::steps(),
         histogram::steps(),
         transpose::steps(),
+        softmax::steps(),
     ]
     .concat()
 }
