@@ -253,11 +253,15 @@ pub(crate) struct Inst {
     /// `@%p` / `@!%p`: the predicate register and whether it is negated.
     pub guard: Option<(u32, bool)>,
     pub kind: Kind,
+    /// A strong load (`.relaxed`, `.acquire` or `.volatile`): it may read what another block or
+    /// thread wrote meanwhile, as a status word of a look-back is read (counted apart).
+    pub strong_load: bool,
 }
 
 /// Decodes one instruction.
 pub(crate) fn decode(i: &Instr) -> Inst {
-    Inst { guard: i.guard, kind: kind(i).unwrap_or(Kind::PerLane) }
+    let strong_load = i.op == Op::Ld && ["relaxed", "acquire", "volatile"].iter().any(|m| i.has(m));
+    Inst { guard: i.guard, kind: kind(i).unwrap_or(Kind::PerLane), strong_load }
 }
 
 /// Whether the instruction carries a rounding or precision modifier the fast float paths do not
@@ -282,6 +286,7 @@ fn kind(i: &Instr) -> Option<Kind> {
         }
         Op::Bar | Op::Barrier => Some(Kind::Barrier),
         Op::Membar | Op::Fence => Some(Kind::Nop),
+        Op::Mbarrier | Op::Cp => None,
         Op::Ld | Op::St => mem(i, ty?),
         Op::Setp => setp(i, ty?),
         Op::Shfl => shfl(i),

@@ -553,6 +553,9 @@ impl Block<'_> {
         }
         self.stats.warp_instructions += 1;
         self.stats.active_lanes += active.count_ones() as u64;
+        if inst.strong_load && exec != 0 {
+            self.stats.strong_loads += 1;
+        }
         self.issued[w] += 1;
         let flow = self.execute(w, pc as usize, inst, active, exec).map_err(|(thread, fault)| LaneFault {
             thread,
@@ -911,6 +914,20 @@ impl Block<'_> {
             Some(loc) => Ok(loc),
             None => self.resolve(space, addr, size, true).map_err(|f| (w * 32 + l, f)),
         }
+    }
+
+    /// Copies `size` bytes from global address `from` to shared offset `to` (a bulk copy), traced
+    /// as one global request.
+    pub(crate) fn copy_to_shared(&mut self, from: u64, to: u64, size: u64) -> Lane<()> {
+        let Some(bytes) = self.global.slice(from, size as usize) else {
+            return Err(Fault::OutOfBounds { space: "global", addr: from, size: size as u32 });
+        };
+        let Some(end) = to.checked_add(size).filter(|&e| e <= self.shared.len() as u64) else {
+            return Err(Fault::OutOfBounds { space: "shared", addr: to + SHARED_WINDOW, size: size as u32 });
+        };
+        self.shared[to as usize..end as usize].copy_from_slice(bytes);
+        self.trace.global.push((from, size as u32));
+        Ok(())
     }
 
     pub(crate) fn load(&self, loc: Loc, size: usize) -> u64 {

@@ -14,6 +14,21 @@ use crate::ptx::{Instr, Op, Operand, Space, Type};
 const NAN32: u32 = 0x7fff_ffff;
 const NAN64: u64 = 0x7fff_ffff_ffff_ffff;
 
+/// An mbarrier's state word (see `Block::mbarrier`) after `arrivals` arrivals that announce
+/// `expected_bytes` more transaction bytes, and `completed_bytes` bytes of finished copies.
+fn mbarrier_update(word: u64, arrivals: u64, expected_bytes: u64, completed_bytes: u64) -> u64 {
+    const FIELD: u64 = (1 << 21) - 1;
+    let pending = (word & FIELD).wrapping_sub(arrivals) & FIELD;
+    let count = (word >> 21) & FIELD;
+    let bytes = ((word >> 42) & FIELD).wrapping_add(expected_bytes).wrapping_sub(completed_bytes) & FIELD;
+    let phase = word >> 63;
+    if pending == 0 && bytes == 0 {
+        count | (count << 21) | ((phase ^ 1) << 63)
+    } else {
+        pending | (count << 21) | (bytes << 42) | (phase << 63)
+    }
+}
+
 pub(crate) fn sext(v: u64, bits: u32) -> i64 {
     if bits >= 64 { v as i64 } else { ((v << (64 - bits)) as i64) >> (64 - bits) }
 }
@@ -139,6 +154,8 @@ impl Block<'_> {
             }
             Op::Ld | Op::St => self.ld_st(i, t),
             Op::Atom | Op::Red => self.atom(i, t),
+            Op::Mbarrier => self.mbarrier(i, t),
+            Op::Cp => self.bulk_copy(i, t),
             Op::Bfi => {
                 let ty = ty(i)?;
                 let bits = ty.bits();
@@ -671,6 +688,68 @@ impl Block<'_> {
             self.set(t, arg(i, 0)?, old)?;
         }
         Ok(())
+    }
+
+    /// `mbarrier.init`, `.arrive` (with or without `.expect_tx`) and `.try_wait.parity` /
+    /// `.test_wait.parity` on a barrier object in shared memory. The simulator keeps the object's
+    /// state in its 8 bytes: the arrivals still expected in this phase (bits 0..21), the count
+    /// each phase starts with (21..42), the transaction bytes still expected (42..63, wrapping)
+    /// and the phase's parity (bit 63). A phase completes when both pending counts are 0; the
+    /// next phase starts with the full count. Bulk copies complete at once (see `bulk_copy`), so
+    /// a wait that is reached in program order after its copy never spins.
+    fn mbarrier(&mut self, i: &Instr, t: usize) -> Lane<()> {
+        const FIELD: u64 = (1 << 21) - 1;
+        let shared = |i: &Instr| i.has("shared") || i.mods.iter().any(|m| m == "shared::cta");
+        if !shared(i) {
+            return self.unsupported(i);
+        }
+        if i.has("init") {
+            let loc = self.resolve(Space::Shared, self.address(t, arg(i, 0)?)?, 8, false)?;
+            let count = self.get(t, arg(i, 1)?, Type::U(32))? & FIELD;
+            return self.store(loc, 8, count | (count << 21));
+        }
+        if i.has("try_wait") || i.has("test_wait") {
+            if !i.has("parity") {
+                return self.unsupported(i);
+            }
+            let loc = self.resolve(Space::Shared, self.address(t, arg(i, 1)?)?, 8, false)?;
+            let parity = self.get(t, arg(i, 2)?, Type::U(32))? & 1;
+            let phase = self.load(loc, 8) >> 63;
+            // The phase of that parity has completed when the barrier's current one differs.
+            return self.set(t, arg(i, 0)?, u64::from(phase != parity));
+        }
+        if i.has("arrive") {
+            let loc = self.resolve(Space::Shared, self.address(t, arg(i, 1)?)?, 8, false)?;
+            let tx = if i.has("expect_tx") { self.get(t, arg(i, 2)?, Type::U(32))? } else { 0 };
+            let old = self.load(loc, 8);
+            let word = mbarrier_update(old, 1, tx, 0);
+            self.store(loc, 8, word)?;
+            return self.set(t, arg(i, 0)?, old);
+        }
+        self.unsupported(i)
+    }
+
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [to], [from], size,
+    /// [barrier]` (an optional trailing L2 cache hint is ignored): copies at once, then counts
+    /// `size` transaction bytes on the barrier. One global request of `size / 32` sectors.
+    fn bulk_copy(&mut self, i: &Instr, t: usize) -> Lane<()> {
+        let from_global = i.mods.windows(2).any(|w| w[0].starts_with("shared") && w[1] == "global");
+        if !(i.has("async") && i.has("bulk") && from_global && i.has("mbarrier::complete_tx::bytes")) {
+            return self.unsupported(i);
+        }
+        let to = self.address(t, arg(i, 0)?)?;
+        let from = self.address(t, arg(i, 1)?)?;
+        let size = self.get(t, arg(i, 2)?, Type::U(32))?;
+        let barrier = self.address(t, arg(i, 3)?)?;
+        if size == 0 || size % 16 != 0 || to % 16 != 0 || from % 16 != 0 {
+            return Err(Fault::Unsupported(format!(
+                "a bulk copy of {size} bytes from {from:#x} to shared {to:#x}: size and addresses must be multiples of 16"
+            )));
+        }
+        self.copy_to_shared(from, to, size)?;
+        let loc = self.resolve(Space::Shared, barrier, 8, false)?;
+        let word = mbarrier_update(self.load(loc, 8), 0, 0, size);
+        self.store(loc, 8, word)
     }
 
     fn shfl(&mut self, i: &Instr, lo: usize, exec: u32) -> Result<(), (usize, Fault)> {

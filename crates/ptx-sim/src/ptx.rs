@@ -197,6 +197,10 @@ pub(crate) enum Op {
     Shf,
     Bfind,
     Match,
+    /// `mbarrier.*`: a shared-memory barrier object that counts arrivals and bytes (Hopper).
+    Mbarrier,
+    /// `cp.async.bulk.*`: a bulk copy from global to shared memory, completing on an mbarrier.
+    Cp,
     /// Anything else: parses, and fails with a clear error if executed.
     Unknown,
 }
@@ -252,6 +256,8 @@ impl Op {
             "shf" => Op::Shf,
             "bfind" => Op::Bfind,
             "match" => Op::Match,
+            "mbarrier" => Op::Mbarrier,
+            "cp" => Op::Cp,
             _ => Op::Unknown,
         }
     }

@@ -18,6 +18,8 @@ use std::fmt;
 ///   shared atomic, the most lanes whose words lie in one of the 32 banks, minus 1. Unlike loads,
 ///   lanes on the same word are not merged: each read-modify-write takes its own turn, so 32 lanes
 ///   adding to one word cost 31 extra turns, and 32 lanes on 32 banks none.
+/// - `strong_loads` counts warp-level loads marked `.relaxed`, `.acquire` or `.volatile` (any
+///   space): reads of what other blocks publish, such as a look-back's status words.
 /// - `blocks` counts the blocks run, and `longest_block` the warp instructions of the longest one:
 ///   the launch's span, were every block to run at once. `longest_warp` is the most warp
 ///   instructions one warp issued (in any block): a warp issues in order, so it is the length of
@@ -40,6 +42,7 @@ pub struct LaunchStats {
     pub global_atomics: u64,
     pub shared_atomics: u64,
     pub shared_atomic_conflicts: u64,
+    pub strong_loads: u64,
     pub blocks: u64,
     pub longest_block: u64,
     pub longest_warp: u64,
@@ -73,6 +76,7 @@ impl LaunchStats {
             global_atomics,
             shared_atomics,
             shared_atomic_conflicts,
+            strong_loads,
             blocks,
             longest_block,
             longest_warp,
@@ -89,6 +93,7 @@ impl LaunchStats {
         self.atomics += atomics;
         self.global_atomics += global_atomics;
         self.shared_atomics += shared_atomics;
+        self.strong_loads += strong_loads;
         self.shared_atomic_conflicts += shared_atomic_conflicts;
         self.blocks += blocks;
         self.longest_block += longest_block;
@@ -283,6 +288,7 @@ mod tests {
             global_atomics: 3,
             shared_atomics: 4,
             shared_atomic_conflicts: 8,
+            strong_loads: 5,
             blocks: 2,
             longest_block: 6,
             longest_warp: 3,
@@ -292,6 +298,7 @@ mod tests {
         assert_eq!(two.warp_instructions, 20);
         assert_eq!((two.longest_block, two.longest_warp), (12, 6), "launches one after another: their spans add");
         assert_eq!((two.global_atomics, two.shared_atomics, two.shared_atomic_conflicts, two.blocks), (6, 8, 16, 4));
+        assert_eq!(two.strong_loads, 10);
         assert_eq!(two.sectors_per_request(), one.sectors_per_request());
         let mut zero = LaunchStats::default();
         zero.add(&one);

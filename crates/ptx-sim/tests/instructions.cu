@@ -179,3 +179,60 @@ extern "C" __global__ void halves(const unsigned short* h, const unsigned int* h
     asm("{ add.rn.bf16 %0,%1,%2;\n}\n" : "=h"(r16) : "h"(h[t]), "h"(h[(t + 7) % 32]));
     out16[64 + t] = r16;
 }
+
+// Hopper's bulk copy and mbarriers (cuda/bulk_copy.cuh), and one barrier of two arrivals walked
+// through its phases by one thread: waits[k] is whether the phase asked about has completed.
+#include "bulk_copy.cuh"
+
+__device__ unsigned barrier_done(unsigned long long* barrier, unsigned parity)
+{
+    unsigned done;
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(shared_address(barrier)), "r"(parity)
+                 : "memory");
+    return done;
+}
+
+__device__ void barrier_arrive(unsigned long long* barrier, unsigned bytes)
+{
+    if (bytes) {
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)), "r"(bytes)
+                     : "memory");
+    } else {
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier)) : "memory");
+    }
+}
+
+extern "C" __global__ void bulk_copy_and_mbarrier(const unsigned* in, unsigned* out, unsigned* waits)
+{
+    __shared__ __align__(16) unsigned tile[64];
+    __shared__ __align__(8) unsigned long long landed;
+    __shared__ __align__(8) unsigned long long two;
+    if (threadIdx.x == 0) {
+        start_bulk_copy(tile, in + 4, 64 * sizeof(unsigned), &landed);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" ::"r"(shared_address(&two)) : "memory");
+        waits[0] = barrier_done(&two, 0); // no arrival yet
+        barrier_arrive(&two, 0);
+        waits[1] = barrier_done(&two, 0); // one of two
+        barrier_arrive(&two, 0);
+        waits[2] = barrier_done(&two, 0); // phase 0 complete
+        waits[3] = barrier_done(&two, 1); // phase 1 just started
+        barrier_arrive(&two, 32);
+        barrier_arrive(&two, 0);
+        waits[4] = barrier_done(&two, 1); // both arrived, 32 bytes still expected
+    }
+    __syncthreads();
+    wait_bulk_copy(&landed);
+    out[threadIdx.x] = tile[threadIdx.x] * 2u;
+}
+
+// A bulk copy of 20 bytes: the simulator refuses it (sizes are multiples of 16).
+extern "C" __global__ void bulk_copy_of_20_bytes(const unsigned* in, unsigned* out)
+{
+    __shared__ __align__(16) unsigned tile[8];
+    __shared__ __align__(8) unsigned long long landed;
+    start_bulk_copy(tile, in, 20, &landed);
+    wait_bulk_copy(&landed);
+    out[0] = tile[0];
+}

@@ -19,6 +19,7 @@ fn main() -> std::process::ExitCode {
         .nvrtc("warp::ballot_activemask_and_match_any", ballot_activemask_and_match_any)
         .nvrtc("bits::popc_clz_brev_prmt_shf_bfe_bfi_bfind", popc_clz_brev_prmt_shf_bfe_bfi_bfind)
         .nvrtc("halves::f16_and_bf16_conversions_and_arithmetic", f16_and_bf16_conversions_and_arithmetic)
+        .nvrtc("memory::bulk_copy_and_mbarrier_phases", bulk_copy_and_mbarrier_phases)
         .run()
 }
 
@@ -135,7 +136,7 @@ fn conflicts_and_places_counted_by_hand() -> TestResult {
 
 fn scoped_loads_stores_and_fences() -> TestResult {
     let (mut m, b) = machine(&[4 * 128, 4 * 192]);
-    launch(&mut m, "scoped_memory", 1, 64, &b);
+    let stats = launch(&mut m, "scoped_memory", 1, 64, &b);
     let out = u32s(&m, b[1], 192);
     for t in 0..64u32 {
         let t_ = t as usize;
@@ -143,6 +144,9 @@ fn scoped_loads_stores_and_fences() -> TestResult {
         assert_eq!(out[64 + t_], 2 * t, "ld.relaxed.gpu sees st.release.gpu, thread {t}");
         assert_eq!(out[128 + t_], 3 * (t + 1), "ld.volatile, thread {t}");
     }
+    // By hand: an acquire, a relaxed and a volatile load per warp, two warps; the stores and
+    // fences are not loads.
+    assert_eq!(stats.strong_loads, 3 * 2, "{stats:?}");
     Ok(())
 }
 
@@ -160,6 +164,34 @@ fn cache_hint_loads_and_stores() -> TestResult {
         assert_eq!(out[32 + t], v.iter().sum::<f32>() + v[0] + v[1] + v[2] + v[3], "vector loads, thread {t}");
         assert_eq!([out[64 + t], out[96 + t], out[128 + t]], [v[0], v[3], v[1]], "cache-hint stores, thread {t}");
     }
+    Ok(())
+}
+
+fn bulk_copy_and_mbarrier_phases() -> TestResult {
+    let input: Vec<u32> = (0..80).map(|i| 1000 + 7 * i).collect();
+    let (mut m, b) = machine(&[4 * 80, 4 * 64, 4 * 8]);
+    write(&mut m, b[0], &input, |v| v.to_le_bytes().to_vec());
+    let stats = launch(&mut m, "bulk_copy_and_mbarrier", 1, 64, &b);
+    let out = u32s(&m, b[1], 64);
+    for t in 0..64 {
+        assert_eq!(out[t], 2 * input[t + 4], "the bulk copy's element {t}");
+    }
+    assert_eq!(u32s(&m, b[2], 5), [0, 0, 1, 0, 0], "phases: none, one of two, done, the next, bytes due");
+    // The copy is one global request: 256 bytes from byte 16 touch 9 sectors of 32 bytes. Beside
+    // it, the 5 waits' stores (one thread each) and the 64 threads' stores (2 warps of 128 bytes).
+    assert_eq!(stats.global_sectors, 9 + 5 + 2 * 4, "sectors: the copy's 9, 5 single words, 2 warps of 4");
+    assert_eq!(stats.global_requests, 1 + 5 + 2, "requests: the copy, 5 single words, 2 warps");
+    let refused = m
+        .launch(
+            &module(),
+            "bulk_copy_of_20_bytes",
+            (1, 1, 1),
+            (1, 1, 1),
+            0,
+            &[ParamValue::U64(b[0]), ParamValue::U64(b[1])],
+        )
+        .expect_err("a bulk copy of 20 bytes");
+    assert!(refused.to_string().contains("multiples of 16"), "{refused}");
     Ok(())
 }
 
