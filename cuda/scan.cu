@@ -14,7 +14,10 @@
 //      scan_early_loads        the same, a block's loads go out before its tile ticket is back
 //      segmented_scan          the single pass over (value, head flag) pairs
 //      scan_wide_look_back     tried, slower: the look-back reads several predecessors per lane
+//   5. scan_bulk_copy          the tile comes into shared memory by one bulk copy (Hopper), so it
+//                              can be twice as large: half the tiles, half the look-backs
 #include "block_reduce.cuh"
+#include "bulk_copy.cuh"
 #include "look_back.cuh"
 
 // ---------------------------------------------------------------------------------------------
@@ -481,6 +484,123 @@ __device__ __forceinline__ bool both_aligned(const void* a, const void* b)
 }
 
 // ---------------------------------------------------------------------------------------------
+// Step 5: the tile in shared memory, by one bulk copy.
+// ---------------------------------------------------------------------------------------------
+
+// Elements per thread of the bulk-copy tile (BULK_COPY_TILE in crates/scan/src/plan.rs): twice
+// SCAN_ITEMS, scanned from shared memory SCAN_ITEMS at a time.
+#ifndef SCAN_BULK_ITEMS
+#define SCAN_BULK_ITEMS 48
+#endif
+
+// ANCHOR: bulk_copy_pass
+// scan_bulk_copy: the single pass with the tile in shared memory. Step 4's tiles are as large as
+// registers allow (24 elements a thread); the look-back's chain of published prefixes moves about
+// 32 tiles per round trip to L2, so with small tiles the chain, not memory, sets the pace (a
+// version with the look-back taken out runs at 99% of the copy roof). Here thread 0 draws the
+// ticket and starts one bulk copy of the whole tile (bulk_copy.cuh), no register holding the data
+// on its way, so the tile can be twice as large: half the tiles, half the links in the chain.
+// The block sums the tile from shared memory and publishes its aggregate before scanning
+// anything, looks back, then scans the tile from shared memory SCAN_ITEMS elements a thread at a
+// time and writes it. The input is still read once and the output written once.
+// What it leaves slow: the look-back chain still sets the pace at twice the step's tile; larger
+// tiles again cost occupancy (shared memory per block) and measured slower.
+// Without the bulk copy (before compute capability 9.0, an unaligned buffer, the last partial
+// tile) the threads copy the tile into shared memory with ordinary loads.
+// Launch: ceil(n / (THREADS * BULK_ITEMS)) blocks of THREADS threads, tile state as step 4.
+template <class T, int THREADS, int BULK_ITEMS, int ITEMS, bool INCLUSIVE>
+__device__ __forceinline__ void bulk_copy_pass(const T* input, T* output, TileStatus status, unsigned* counter,
+                                               unsigned long long n)
+{
+    typedef ScanSum<T> Op;
+    typedef typename Vec4<T>::Type V;
+    constexpr int WARPS = THREADS / 32;
+    constexpr unsigned long long TILE = THREADS * BULK_ITEMS;
+    __shared__ __align__(128) T tile_data[TILE];
+    __shared__ __align__(8) unsigned long long landed; // the bulk copy's barrier
+    __shared__ unsigned drawn;
+    __shared__ T warp_totals[WARPS];
+    __shared__ T before_tile;
+    const PlainTiles<T> io = {input, output, both_aligned(input, output)};
+    const int warp = threadIdx.x / 32;
+    const int lane = threadIdx.x & 31;
+
+    if (threadIdx.x == 0) {
+        drawn = draw_tile(counter, gridDim.x - 1);
+        if (BULK_COPY && io.vectors && drawn * TILE + TILE <= n) {
+            start_bulk_copy(tile_data, input + drawn * TILE, TILE * sizeof(T), &landed);
+        }
+    }
+    __syncthreads();
+    const unsigned tile = drawn;
+    const bool copied = BULK_COPY && io.vectors && tile * TILE + TILE <= n;
+    // The warp's part of the tile: 32 * BULK_ITEMS elements, rows of 128 as in step 4.
+    T* part = tile_data + warp * 32 * BULK_ITEMS;
+    const unsigned long long part_first = tile * TILE + (unsigned long long)warp * 32 * BULK_ITEMS;
+    if (copied) {
+        wait_bulk_copy(&landed);
+    } else {
+#pragma unroll 1
+        for (int c = 0; c < BULK_ITEMS / ITEMS; ++c) {
+            T x[ITEMS];
+            io.template load<ITEMS>(part_first + c * 32 * ITEMS, n, x);
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                part[c * 32 * ITEMS + 128 * (k / 4) + 4 * lane + k % 4] = x[k];
+            }
+        }
+        __syncwarp();
+    }
+
+    // The tile's sum first: each lane's, then the warp's, then the block's (combine_warps).
+    T sum = Op::identity();
+#pragma unroll
+    for (int j = 0; j < BULK_ITEMS / 4; ++j) {
+        const V v = reinterpret_cast<const V*>(part)[32 * j + lane];
+        sum = Op::combine(sum, Op::combine(Op::combine(v.x, v.y), Op::combine(v.z, v.w)));
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        sum = Op::combine(sum, __shfl_xor_sync(FULL_MASK, sum, offset));
+    }
+    if (lane == 0) {
+        warp_totals[warp] = sum;
+    }
+    __syncthreads();
+    T before_warp, aggregate;
+    combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
+    if (warp == 0) {
+        const T exclusive = tile_prefix<Op, 1, 0>(status, tile, aggregate);
+        if (threadIdx.x == 0) {
+            before_tile = exclusive;
+        }
+    }
+    __syncthreads();
+
+    // Then the scan, ITEMS elements a thread at a time, each chunk continuing the last.
+    T base = Op::combine(before_tile, before_warp);
+#pragma unroll 1
+    for (int c = 0; c < BULK_ITEMS / ITEMS; ++c) {
+        T x[ITEMS];
+#pragma unroll
+        for (int j = 0; j < ITEMS / 4; ++j) {
+            const V v = reinterpret_cast<const V*>(part + c * 32 * ITEMS)[32 * j + lane];
+            x[4 * j] = v.x;
+            x[4 * j + 1] = v.y;
+            x[4 * j + 2] = v.z;
+            x[4 * j + 3] = v.w;
+        }
+        T lane_prefix[ITEMS / 4];
+        const T chunk_total = scan_rows<Op, ITEMS>(x, lane_prefix);
+        T y[ITEMS];
+        finish_rows<PlainTiles<T>, ITEMS, INCLUSIVE>(base, lane_prefix, x, y);
+        io.template store<ITEMS>(part_first + c * 32 * ITEMS, n, x, y);
+        base = Op::combine(base, chunk_total);
+    }
+}
+// ANCHOR_END: bulk_copy_pass
+
+// ---------------------------------------------------------------------------------------------
 // Segmented scan: a scan that starts again at every element whose head flag is set. It is the
 // scan of (value, head) pairs with the operation
 //   (a, fa) then (b, fb) = (fb ? b : a + b, fa | fb),
@@ -888,4 +1008,55 @@ segmented_scan_exclusive_u32(const unsigned* input, const unsigned char* heads, 
                              unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_segmented<unsigned, false>(input, heads, output, status, counter, n, epoch);
+}
+
+// Step 5: the tile in shared memory by one bulk copy, inclusive and exclusive.
+template <class T, bool INCLUSIVE>
+__device__ __forceinline__ void scan_bulk(const T* input, T* output, unsigned long long* status, unsigned* counter,
+                                          unsigned long long n, unsigned epoch)
+{
+    bulk_copy_pass<T, SCAN_THREADS, SCAN_BULK_ITEMS, SCAN_ITEMS, INCLUSIVE>(input, output, TileStatus{status, epoch},
+                                                                            counter, n);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_bulk_copy_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                             unsigned long long n, unsigned epoch)
+{
+    scan_bulk<float, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_bulk_copy_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                             unsigned long long n, unsigned epoch)
+{
+    scan_bulk<int, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_bulk_copy_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
+                             unsigned long long n, unsigned epoch)
+{
+    scan_bulk<unsigned, true>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_bulk_copy_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
+                             unsigned long long n, unsigned epoch)
+{
+    scan_bulk<float, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_bulk_copy_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
+                             unsigned long long n, unsigned epoch)
+{
+    scan_bulk<int, false>(input, output, status, counter, n, epoch);
+}
+
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
+scan_bulk_copy_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
+                             unsigned long long n, unsigned epoch)
+{
+    scan_bulk<unsigned, false>(input, output, status, counter, n, epoch);
 }

@@ -3,7 +3,7 @@
 
 use gpu_harness::{GpuError, GpuShape, LaunchConfig, Result};
 use scan::ScanKind;
-use scan::plan::{LaunchPlan, PlannedLaunch, SINGLE_PASS_TILE, SinglePass, single_pass_plan};
+use scan::plan::{LaunchPlan, PlannedLaunch, SinglePass};
 
 /// The most elements one compaction takes: counts and places are u32 on the device.
 pub const MAX_ELEMENTS: u64 = u32::MAX as u64;
@@ -136,8 +136,7 @@ pub fn compact_plan(
         CompactStep::FlagsScanScatter => {
             let blocks = flag_blocks(n64, gpu);
             launches.push(launch(name("compact_write_flags"), blocks, FLAG_THREADS, format!("{n} flags")));
-            let scan =
-                single_pass_plan(SinglePass::EarlyLoads.kernel(ScanKind::Exclusive, "u32"), n, SINGLE_PASS_TILE)?;
+            let scan = SinglePass::FASTEST.plan(ScanKind::Exclusive, "u32", n)?;
             launches
                 .extend(scan.launches.into_iter().map(|l| PlannedLaunch { note: format!("{n} flags to places"), ..l }));
             launches.push(launch(
@@ -150,8 +149,7 @@ pub fn compact_plan(
         CompactStep::CountScanScatter => {
             launches.push(launch(name("compact_count_tiles"), tiles, threads, format!("{tiles} tile count(s)")));
             let counts = tiles as usize;
-            let scan =
-                single_pass_plan(SinglePass::EarlyLoads.kernel(ScanKind::Inclusive, "u32"), counts, SINGLE_PASS_TILE)?;
+            let scan = SinglePass::FASTEST.plan(ScanKind::Inclusive, "u32", counts)?;
             launches.extend(
                 scan.launches.into_iter().map(|l| PlannedLaunch { note: format!("{tiles} counts to tile ends"), ..l }),
             );

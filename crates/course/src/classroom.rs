@@ -247,10 +247,13 @@ pub struct CopyLock {
 }
 
 impl CopyLock {
-    /// Takes the lock `path` (a file that holds the process id of its holder), waiting while
-    /// another live process holds it; a lock left by a process that is gone is taken over. `wait`
-    /// is told once, when the lock is held by another process.
+    /// Takes the lock `path` (a file that holds the process id of its holder; its folder is made
+    /// where missing), waiting while another live process holds it; a lock left by a process that
+    /// is gone is taken over. `wait` is told once, when the lock is held by another process.
     pub fn take(path: &Path, wait: impl FnOnce(u32)) -> Result<CopyLock> {
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        }
         let mut wait = Some(wait);
         loop {
             let created = std::fs::OpenOptions::new().write(true).create_new(true).open(path);

@@ -66,6 +66,10 @@ pub enum Counter {
     /// Extra turns of shared atomics: lanes of a warp whose words share a bank.
     #[serde(rename = "shared atomic conflicts")]
     SharedAtomicConflicts,
+    /// Warp-level loads marked `.relaxed`, `.acquire` or `.volatile`: reads of what other blocks
+    /// publish (a look-back's status words).
+    #[serde(rename = "strong loads")]
+    StrongLoads,
     /// Blocks launched.
     #[serde(rename = "blocks")]
     Blocks,
@@ -93,7 +97,7 @@ pub enum Counter {
 
 impl Counter {
     /// Every counter, in the order tables list them.
-    pub const ALL: [Counter; 17] = [
+    pub const ALL: [Counter; 18] = [
         Counter::WarpInstructions,
         Counter::Branches,
         Counter::DivergentBranches,
@@ -105,6 +109,7 @@ impl Counter {
         Counter::GlobalAtomics,
         Counter::SharedAtomics,
         Counter::SharedAtomicConflicts,
+        Counter::StrongLoads,
         Counter::Blocks,
         Counter::Launches,
         Counter::LongestBlock,
@@ -127,6 +132,7 @@ impl Counter {
             Counter::GlobalAtomics => "global atomics",
             Counter::SharedAtomics => "shared atomics",
             Counter::SharedAtomicConflicts => "shared atomic conflicts",
+            Counter::StrongLoads => "strong loads",
             Counter::Blocks => "blocks",
             Counter::Launches => "launches",
             Counter::LongestBlock => "longest block",
@@ -156,6 +162,7 @@ impl Counter {
             Counter::GlobalAtomics => c.global_atomics,
             Counter::SharedAtomics => c.shared_atomics,
             Counter::SharedAtomicConflicts => c.shared_atomic_conflicts,
+            Counter::StrongLoads => c.strong_loads,
             Counter::Blocks => c.blocks,
             Counter::Launches => run.launches,
             Counter::LongestBlock => c.longest_block,

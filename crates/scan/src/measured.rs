@@ -35,6 +35,8 @@ pub fn steps() -> Vec<StepEntry> {
         entry::<f32>("early-loads", || single_pass(SinglePass::EarlyLoads, Inclusive)),
         entry::<i32>("early-loads-i32", || single_pass(SinglePass::EarlyLoads, Exclusive)),
         entry::<f32>("wide-look-back", || single_pass(SinglePass::WideLookBack, Inclusive)),
+        entry::<f32>("bulk-copy", || single_pass(SinglePass::BulkCopy, Inclusive)),
+        entry::<i32>("bulk-copy-i32", || single_pass(SinglePass::BulkCopy, Exclusive)),
         entry::<f32>("cub-inclusive-f32", || cub("cub_inclusive_sum_f32", Inclusive)),
         entry::<i32>("cub-exclusive-i32", || cub("cub_exclusive_sum_i32", Exclusive)),
     ]

@@ -211,19 +211,23 @@ pub fn multi_pass_scratch(n: u64) -> u64 {
 
 // ANCHOR: tile_shape
 /// The shape of a single-pass tile: threads per block and elements per thread (a multiple of 4:
-/// the 16-byte vectors), and how many predecessors each lane of the look-back warp reads per round
-/// trip in the wide look-back (the form that was tried). The kernels are compiled with these values
-/// (`-D SCAN_THREADS=...`).
+/// the 16-byte vectors), the elements per thread of the bulk-copy form's tile (which lives in
+/// shared memory, a multiple of `items`), and how many predecessors each lane of the look-back
+/// warp reads per round trip in the wide look-back (the form that was tried). The kernels are
+/// compiled with these values (`-D SCAN_THREADS=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileShape {
     pub threads: u32,
     pub items: u32,
+    pub bulk_items: u32,
     pub look_back_per_lane: u32,
 }
 
 /// The tile of the single-pass scans: 128 threads of 24 elements (a 12 KiB tile of 4-byte
-/// values, as CUB's tuning for Hopper), and a look-back of 4 x 32 tiles per round trip.
-pub const SINGLE_PASS_TILE: TileShape = TileShape { threads: 128, items: 24, look_back_per_lane: 4 };
+/// values, as CUB's tuning for Hopper); the bulk copy's tile of 48 elements a thread (24 KiB of
+/// shared memory; 96 measured slower on an H100, scripts/scan-pipeline-tuning.cu); and a
+/// look-back of 4 x 32 tiles per round trip.
+pub const SINGLE_PASS_TILE: TileShape = TileShape { threads: 128, items: 24, bulk_items: 48, look_back_per_lane: 4 };
 
 impl TileShape {
     /// Elements per tile.
@@ -241,6 +245,7 @@ impl TileShape {
         vec![
             ("SCAN_THREADS", self.threads.to_string()),
             ("SCAN_ITEMS", self.items.to_string()),
+            ("SCAN_BULK_ITEMS", self.bulk_items.to_string()),
             ("LOOK_BACK_PER_LANE", self.look_back_per_lane.to_string()),
         ]
     }
@@ -257,10 +262,25 @@ pub enum SinglePass {
     /// Tried, slower: the look-back warp reads [`TileShape::look_back_per_lane`] predecessors per
     /// lane.
     WideLookBack,
+    /// The tile comes into shared memory by one bulk copy, so it can be twice as large
+    /// ([`TileShape::bulk_items`] a thread): the crate's scan.
+    BulkCopy,
 }
 
 impl SinglePass {
-    pub const ALL: [SinglePass; 3] = [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack];
+    pub const ALL: [SinglePass; 4] =
+        [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack, SinglePass::BulkCopy];
+
+    /// The fastest form: what [`crate::Scan::new`] runs.
+    pub const FASTEST: SinglePass = SinglePass::BulkCopy;
+
+    /// The form's tile: [`SINGLE_PASS_TILE`], with `items` = `bulk_items` for the bulk copy.
+    pub fn tile(self) -> TileShape {
+        match self {
+            SinglePass::BulkCopy => TileShape { items: SINGLE_PASS_TILE.bulk_items, ..SINGLE_PASS_TILE },
+            _ => SINGLE_PASS_TILE,
+        }
+    }
 
     /// The step's name in the registry.
     pub fn step(self) -> &'static str {
@@ -268,6 +288,7 @@ impl SinglePass {
             SinglePass::Classic => "single-pass",
             SinglePass::WideLookBack => "wide-look-back",
             SinglePass::EarlyLoads => "early-loads",
+            SinglePass::BulkCopy => "bulk-copy",
         }
     }
 
@@ -277,8 +298,14 @@ impl SinglePass {
             SinglePass::Classic => "scan_single_pass",
             SinglePass::WideLookBack => "scan_wide_look_back",
             SinglePass::EarlyLoads => "scan_early_loads",
+            SinglePass::BulkCopy => "scan_bulk_copy",
         };
         format!("{form}_{}_{suffix}", kind.name())
+    }
+
+    /// The launch plan of a scan of `n` elements of type `suffix` (`"f32"`, ...) in this form.
+    pub fn plan(self, kind: crate::ScanKind, suffix: &str, n: usize) -> Result<LaunchPlan> {
+        single_pass_plan(self.kernel(kind, suffix), n, self.tile())
     }
 }
 

@@ -9,7 +9,7 @@ use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelArg,
 
 use crate::compile;
 use crate::element::{ScanElement, ScanKind};
-use crate::plan::{LaunchPlan, SINGLE_PASS_TILE, SinglePass, TileShape, single_pass_plan};
+use crate::plan::{LaunchPlan, SinglePass, TileShape};
 use crate::tile_state::TileState;
 
 // ANCHOR: launcher
@@ -36,9 +36,10 @@ pub struct Scan<T: ScanElement> {
 }
 
 impl<T: ScanElement> Scan<T> {
-    /// The single pass with decoupled look-back and early loads ([`SinglePass::EarlyLoads`]).
+    /// The fastest single pass ([`SinglePass::FASTEST`]: the tile in shared memory by one bulk
+    /// copy).
     pub fn new(device: &Device) -> Result<Self> {
-        Self::with_form(device, SinglePass::EarlyLoads)
+        Self::with_form(device, SinglePass::FASTEST)
     }
 
     /// The given form of the single pass (the segmented scans always use early loads).
@@ -48,7 +49,7 @@ impl<T: ScanElement> Scan<T> {
         Ok(Scan {
             device: device.clone(),
             form,
-            shape: SINGLE_PASS_TILE,
+            shape: form.tile(),
             inclusive: kernel(form.kernel(ScanKind::Inclusive, T::SUFFIX))?,
             exclusive: kernel(form.kernel(ScanKind::Exclusive, T::SUFFIX))?,
             segmented_inclusive: kernel(segmented(ScanKind::Inclusive))?,
@@ -156,7 +157,7 @@ impl<T: ScanElement> Scan<T> {
         }
         let plan = plan(SinglePass::EarlyLoads, kind, T::SUFFIX, n)?;
         let Some(planned) = plan.launches.first() else { return Ok(()) };
-        self.state.reserve(self.shape.tiles(n as u64) as usize)?;
+        self.state.reserve(SinglePass::EarlyLoads.tile().tiles(n as u64) as usize)?;
         let kernel = match kind {
             ScanKind::Inclusive => &self.segmented_inclusive,
             ScanKind::Exclusive => &self.segmented_exclusive,
@@ -190,5 +191,5 @@ impl<T: ScanElement> Scan<T> {
 
 /// The plan of a single-pass scan of `n` elements of type `suffix`.
 fn plan(form: SinglePass, kind: ScanKind, suffix: &str, n: usize) -> Result<LaunchPlan> {
-    single_pass_plan(form.kernel(kind, suffix), n, SINGLE_PASS_TILE)
+    form.plan(kind, suffix, n)
 }

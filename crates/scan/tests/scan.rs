@@ -7,13 +7,14 @@ use gpu_harness::{Device, DeviceBuffer, GpuError};
 use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, test_size};
 use rand::RngExt;
 use scan::measured::POISON_WORD;
-use scan::plan::{SINGLE_PASS_TILE, multi_pass_plan, one_block_plan, single_pass_plan};
+use scan::plan::{SINGLE_PASS_TILE, multi_pass_plan, one_block_plan};
 use scan::reference::{scan_mismatch, segmented_mismatch};
 use scan::{MultiPass, MultiPassScan, OneBlock, OneBlockScan, Scan, ScanElement, ScanKind, SinglePass};
 
-/// Elements per single-pass tile, and about one wave of tiles on an H100/H200 (132 SMs, 8 blocks
-/// each).
+/// Elements per single-pass tile (the bulk copy's is twice as large), and about one wave of tiles
+/// on an H100/H200 (132 SMs, 8 blocks each).
 const TILE: usize = (SINGLE_PASS_TILE.threads * SINGLE_PASS_TILE.items) as usize;
+const BULK_TILE: usize = (SINGLE_PASS_TILE.threads * SINGLE_PASS_TILE.bulk_items) as usize;
 const WAVE_TILES: usize = 132 * 8;
 
 /// Sizes every single-pass scan is tested at: empty, one, around a warp, a block, a warp's part of
@@ -22,6 +23,7 @@ fn single_pass_sizes() -> Vec<usize> {
     let warp_part = 32 * SINGLE_PASS_TILE.items as usize;
     let mut sizes = vec![0, 1, 2, 3, 5, 31, 32, 33, 255, 256, 257];
     sizes.extend([warp_part - 1, warp_part, warp_part + 1, TILE - 1, TILE, TILE + 1, 2 * TILE + 3, 33 * TILE + 1]);
+    sizes.extend([BULK_TILE - 1, BULK_TILE, BULK_TILE + 1, 2 * BULK_TILE - 1]);
     sizes.extend([WAVE_TILES * TILE - 1, WAVE_TILES * TILE + 1, (1 << 20) + 3, (1 << 26) + 7]);
     sizes
 }
@@ -142,9 +144,17 @@ fn typed_suite<T: ScanElement>(mut suite: TestSuite) -> TestSuite {
             })
             .gpu(format!("other_forms::{t}::{k}"), move |device| {
                 let mut rng = TestRng::new();
-                for form in [SinglePass::Classic, SinglePass::WideLookBack] {
+                for form in [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack] {
                     let mut scan = Scan::<T>::with_form(device, form)?;
-                    for n in [1, 33, TILE - 1, TILE + 1, 40 * TILE + 5, test_size(device, (1 << 24) + 3, 1 << 20)] {
+                    for n in [
+                        1,
+                        33,
+                        TILE - 1,
+                        TILE + 1,
+                        BULK_TILE + 1,
+                        40 * TILE + 5,
+                        test_size(device, (1 << 24) + 3, 1 << 20),
+                    ] {
                         let host = exact_input::<T>(&mut rng, n + 1);
                         check_scan(device, &rng, &mut scan, kind, &host, 0)?;
                         check_scan(device, &rng, &mut scan, kind, &host, 1)?;
@@ -312,7 +322,7 @@ fn plans() -> gpu_harness::Result<String> {
     for form in SinglePass::ALL {
         text += &format!("## {}\n", form.step());
         for &n in PLAN_SIZES {
-            text += &single_pass_plan(form.kernel(ScanKind::Inclusive, "f32"), n, SINGLE_PASS_TILE)?.to_string();
+            text += &form.plan(ScanKind::Inclusive, "f32", n)?.to_string();
         }
     }
     Ok(text)

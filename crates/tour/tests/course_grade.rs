@@ -360,6 +360,71 @@ fn multi_gpu_stub_gets_no_points() -> TestResult {
     Ok(())
 }
 
+const LOOK_BACK: &str = "cuda/look_back.cuh";
+
+/// What a scan tile publishes once its look-back is done: its inclusive prefix.
+const PUBLISH_PREFIX: &str = "    if (lane == 0) {
+        publish<Op>(status, tile, TILE_PREFIX, Op::combine(exclusive, aggregate));
+    }
+";
+
+/// A scan tile that never publishes its inclusive prefix is still right (a later tile looks back
+/// past it, to tile 0), but every tile then reads tens of status words where one would do. Only
+/// counted (`tour count` in the grader's copy, the look-back's region so written): the scan's
+/// tests are the lead's business, and the count shows the points.
+fn scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass() -> TestResult {
+    let text = std::fs::read_to_string(root().join(LOOK_BACK)).map_err(|e| e.to_string())?;
+    if !text.contains(PUBLISH_PREFIX) {
+        return Err(format!("{LOOK_BACK} no longer publishes the prefix as this test expects").into());
+    }
+    let skipped = text.replace(PUBLISH_PREFIX, "");
+    let mut files = Vec::new();
+    for file in course::classroom::workspace_files(&root())? {
+        let bytes = if file == Path::new(LOOK_BACK) {
+            skipped.clone().into_bytes()
+        } else {
+            std::fs::read(root().join(&file)).map_err(|e| e.to_string())?
+        };
+        files.push((file, bytes));
+    }
+    std::fs::create_dir_all(tests_folder()).map_err(|e| e.to_string())?;
+    let json = tests_folder().join("scan-skipped-prefix.json");
+    let _ = std::fs::remove_file(&json);
+    let lock = course::classroom::CopyLock::take(&root().join("target/course/copy.lock"), |_| {})?;
+    let copy = root().join("target/course/workspace");
+    course::classroom::sync_tree(&copy, &files)?;
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["run", "--quiet", "--package", "tour", "--", "count", "--crates", "scan", "--json"])
+        .arg(&json)
+        .env("CARGO_TARGET_DIR", root().join("target/course/target"))
+        .current_dir(&copy)
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    drop(lock);
+    if !output.status.success() {
+        return Err(format!("tour count failed: {}", String::from_utf8_lossy(&output.stderr)).into());
+    }
+    let text = std::fs::read_to_string(&json).map_err(|e| e.to_string())?;
+    let student: Vec<course::optimisation::StepCounts> = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let reference = counting::count(&["scan".to_string()])?;
+    let scores = course::optimisation::score(course::registry(), "scan", &student, &reference)?;
+    let report = format!("{scores:#?}");
+    for step in &scores {
+        let expected = if step.step == "single-pass" { 0.0 } else { 1.0 };
+        if step.score() != expected {
+            return Err(format!("{}: score {}, expected {expected}:\n{report}", step.step, step.score()).into());
+        }
+    }
+    let single = scores.iter().find(|s| s.step == "single-pass").ok_or("no single-pass")?;
+    let strong = single.counters.iter().find(|c| c.counter == "strong loads per block").ok_or("no strong loads")?;
+    if strong.student < 10.0 * strong.reference {
+        return Err(
+            format!("strong loads per block: {} against {}:\n{report}", strong.student, strong.reference).into()
+        );
+    }
+    Ok(())
+}
+
 /// Every graded step of every crate can be counted (its entry found, its result right at its count
 /// case, every counter it names counted), as `grade` and `starter` count them.
 fn every_graded_step_is_counted() -> TestResult {
@@ -407,5 +472,9 @@ fn main() -> std::process::ExitCode {
             multi_gpu_whole_vectors_get_no_optimisation_points,
         )
         .nvrtc("grade::multi_gpu_stub_gets_no_points", multi_gpu_stub_gets_no_points)
+        .nvrtc(
+            "count::scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass",
+            scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass,
+        )
         .run()
 }

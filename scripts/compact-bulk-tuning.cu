@@ -1,0 +1,369 @@
+// The single-pass compaction with its tile brought into shared memory by one bulk copy (as the
+// scan's step 5), beside the chapter's single pass and CUB's DeviceSelect::If and ::Flagged, in one
+// run. Every variant is checked against a CPU compaction (bit for bit) before it is timed; times are
+// the median of 15 batches of CUDA-event timings, as in the tour.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o compact-bulk-tuning scripts/compact-bulk-tuning.cu
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../cuda/bulk_copy.cuh"
+#include "../cuda/compact.cu"
+
+#include "tuning.cuh"
+
+template <int THREADS, int ITEMS, bool MASKED>
+__global__ void __launch_bounds__(THREADS)
+    chapter(const float* input, const unsigned char* mask, float threshold, float* output, unsigned long long capacity,
+            unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    if (MASKED) {
+        const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+        single_pass<THREADS, ITEMS, float>(select, output, capacity, kept, TileStatus{status, epoch}, counter, n);
+    } else {
+        const ByTest<float> select = {input, KEEP_GREATER, threshold, aligned(input, 16)};
+        single_pass<THREADS, ITEMS, float>(select, output, capacity, kept, TileStatus{status, epoch}, counter, n);
+    }
+}
+
+template <int THREADS, int ITEMS, bool MASKED, bool LOOK>
+__global__ void __launch_bounds__(THREADS)
+    bulk(const float* input, const unsigned char* mask, float threshold, float* output, unsigned long long capacity,
+         unsigned* kept, unsigned long long* status_words, unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    constexpr unsigned long long TILE = THREADS * ITEMS;
+    typedef float4 V;
+    __shared__ __align__(128) float tile_data[TILE]; // the tile, then its kept elements in order
+    __shared__ __align__(16) unsigned char tile_mask[MASKED ? TILE : 16];
+    __shared__ __align__(8) unsigned long long landed;
+    __shared__ unsigned drawn;
+    __shared__ unsigned warp_counts[THREADS / 32];
+    __shared__ unsigned before_tile;
+    const TileStatus status{status_words, epoch};
+    const bool vectors = aligned(input, 16) && (!MASKED || aligned(mask, 16));
+    const int lane = threadIdx.x & 31;
+    const unsigned long long warp_offset = (threadIdx.x / 32) * 32 * ITEMS;
+    if (threadIdx.x == 0) {
+        drawn = draw_tile(counter, gridDim.x - 1);
+        if (vectors && drawn * TILE + TILE <= n) {
+            const unsigned a = shared_address(&landed);
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(a) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            const unsigned bytes = TILE * 4 + (MASKED ? TILE : 0);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                             shared_address(tile_data)),
+                         "l"(input + drawn * TILE), "r"((unsigned)(TILE * 4)), "r"(a)
+                         : "memory");
+            if (MASKED) {
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                                 shared_address(tile_mask)),
+                             "l"(mask + drawn * TILE), "r"((unsigned)TILE), "r"(a)
+                             : "memory");
+            }
+        }
+    }
+    __syncthreads();
+    const unsigned tile = drawn;
+    const bool copied = vectors && tile * TILE + TILE <= n;
+    float x[ITEMS];
+    bool keep[ITEMS];
+    if (copied) {
+        wait_bulk_copy(&landed);
+#pragma unroll
+        for (int j = 0; j < ITEMS / 4; ++j) {
+            const V v = reinterpret_cast<const V*>(tile_data + warp_offset)[32 * j + lane];
+            x[4 * j] = v.x;
+            x[4 * j + 1] = v.y;
+            x[4 * j + 2] = v.z;
+            x[4 * j + 3] = v.w;
+            if (MASKED) {
+                const uchar4 m = reinterpret_cast<const uchar4*>(tile_mask + warp_offset)[32 * j + lane];
+                keep[4 * j] = m.x != 0;
+                keep[4 * j + 1] = m.y != 0;
+                keep[4 * j + 2] = m.z != 0;
+                keep[4 * j + 3] = m.w != 0;
+            } else {
+#pragma unroll
+                for (int c = 0; c < 4; ++c) keep[4 * j + c] = x[4 * j + c] > threshold;
+            }
+        }
+    } else if (MASKED) {
+        const ByMask<float> select = {input, mask, false};
+        load_tile<ITEMS>(select, tile * TILE + warp_offset, n, x, keep);
+    } else {
+        const ByTest<float> select = {input, KEEP_GREATER, threshold, false};
+        load_tile<ITEMS>(select, tile * TILE + warp_offset, n, x, keep);
+    }
+    unsigned rank[ITEMS];
+    const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts); // ends with a barrier
+    if (threadIdx.x < 32) {
+        unsigned earlier = 0;
+        if (LOOK) earlier = tile_prefix<ScanSum<unsigned>, 1, 0>(status, tile, tile_count);
+        if (threadIdx.x == 0) before_tile = earlier;
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        if (keep[k]) tile_data[rank[k]] = x[k];
+    }
+    __syncthreads();
+    const unsigned long long start = before_tile;
+    for (unsigned i = threadIdx.x; i < tile_count; i += THREADS) {
+        if (start + i < capacity) output[start + i] = tile_data[i];
+    }
+    if (threadIdx.x == 0 && tile == gridDim.x - 1) *kept = (unsigned)start + tile_count;
+}
+
+
+// The chapter's single pass (cuda/compact.cu: single_pass) with PER_LANE predecessors per lane of
+// the look-back warp (32 * PER_LANE tiles per round trip to L2).
+template <int THREADS, int ITEMS, int PER_LANE, bool MASKED>
+__global__ void __launch_bounds__(THREADS)
+    wide(const float* input, const unsigned char* mask, float threshold, float* output, unsigned long long capacity,
+         unsigned* kept, unsigned long long* status_words, unsigned* counter, unsigned long long n, unsigned epoch)
+{
+    constexpr unsigned long long TILE = THREADS * ITEMS;
+    __shared__ unsigned drawn;
+    __shared__ unsigned warp_counts[THREADS / 32];
+    __shared__ unsigned before_tile;
+    __shared__ float staged[TILE];
+    const TileStatus status{status_words, epoch};
+    const unsigned long long warp_offset = (threadIdx.x / 32) * 32 * ITEMS;
+    const ByMask<float> by_mask = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    const ByTest<float> by_test = {input, KEEP_GREATER, threshold, aligned(input, 16)};
+    if (threadIdx.x == 0) {
+        drawn = draw_tile(counter, gridDim.x - 1);
+    }
+    float x[ITEMS];
+    bool keep[ITEMS];
+    if (MASKED) load_tile<ITEMS>(by_mask, blockIdx.x * TILE + warp_offset, n, x, keep);
+    else load_tile<ITEMS>(by_test, blockIdx.x * TILE + warp_offset, n, x, keep);
+    __syncthreads();
+    const unsigned tile = drawn;
+    if (tile != blockIdx.x) {
+        if (MASKED) load_tile<ITEMS>(by_mask, tile * TILE + warp_offset, n, x, keep);
+        else load_tile<ITEMS>(by_test, tile * TILE + warp_offset, n, x, keep);
+    }
+    unsigned rank[ITEMS];
+    const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
+    if (threadIdx.x < 32) {
+        const unsigned earlier = tile_prefix<ScanSum<unsigned>, PER_LANE, 0>(status, tile, tile_count);
+        if (threadIdx.x == 0) before_tile = earlier;
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        if (keep[k]) staged[rank[k]] = x[k];
+    }
+    __syncthreads();
+    const unsigned long long start = before_tile;
+    for (unsigned i = threadIdx.x; i < tile_count; i += THREADS) {
+        if (start + i < capacity) output[start + i] = staged[i];
+    }
+    if (threadIdx.x == 0 && tile == gridDim.x - 1) *kept = (unsigned)start + tile_count;
+}
+
+// Buffers and launches.
+// CUB's test: x > t.
+struct Above {
+    float t;
+    __host__ __device__ bool operator()(float x) const { return x > t; }
+};
+
+struct Buffers {
+    float* in;
+    unsigned char* mask;
+    float* out;
+    unsigned* kept;
+    unsigned long long* status;
+    unsigned* counter;
+};
+
+static unsigned epoch = 0;
+// (buffers, n, masked, threshold)
+using Launch = std::function<void(Buffers&, unsigned long long, bool, float)>;
+
+struct Variant {
+    std::string name;
+    Launch launch;
+    int regs, occupancy;
+};
+
+template <int THREADS, int ITEMS>
+static Variant chapter_variant(std::string name)
+{
+    Variant v{name, {}, 0, 0};
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, chapter<THREADS, ITEMS, false>));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, chapter<THREADS, ITEMS, false>, THREADS, 0));
+    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+        ++epoch;
+        if (masked)
+            chapter<THREADS, ITEMS, true><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                         b.status, b.counter, n, epoch);
+        else
+            chapter<THREADS, ITEMS, false><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                          b.status, b.counter, n, epoch);
+    };
+    return v;
+}
+
+template <int THREADS, int ITEMS, bool LOOK = true>
+static Variant bulk_variant(std::string name)
+{
+    Variant v{name, {}, 0, 0};
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, bulk<THREADS, ITEMS, false, LOOK>));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, bulk<THREADS, ITEMS, false, LOOK>, THREADS, 0));
+    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+        ++epoch;
+        if (masked)
+            bulk<THREADS, ITEMS, true, LOOK><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                            b.status, b.counter, n, epoch);
+        else
+            bulk<THREADS, ITEMS, false, LOOK><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                             b.status, b.counter, n, epoch);
+    };
+    return v;
+}
+
+template <int THREADS, int ITEMS, int PER_LANE>
+static Variant wide_variant(std::string name)
+{
+    Variant v{name, {}, 0, 0};
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, wide<THREADS, ITEMS, PER_LANE, false>));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, wide<THREADS, ITEMS, PER_LANE, false>, THREADS, 0));
+    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+        ++epoch;
+        if (masked)
+            wide<THREADS, ITEMS, PER_LANE, true><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n,
+                                                                                b.kept, b.status, b.counter, n, epoch);
+        else
+            wide<THREADS, ITEMS, PER_LANE, false><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n,
+                                                                                 b.kept, b.status, b.counter, n, epoch);
+    };
+    return v;
+}
+
+int main()
+{
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    const unsigned long long max_n = 1ull << 28;
+    Buffers b;
+    CHECK(cudaMalloc(&b.in, max_n * 4));
+    CHECK(cudaMalloc(&b.mask, max_n));
+    CHECK(cudaMalloc(&b.out, max_n * 4));
+    CHECK(cudaMalloc(&b.kept, 4));
+    CHECK(cudaMalloc(&b.status, (max_n / 256 + 1024) * 8));
+    CHECK(cudaMemset(b.status, 0, (max_n / 256 + 1024) * 8));
+    CHECK(cudaMalloc(&b.counter, 4));
+    CHECK(cudaMemset(b.counter, 0, 4));
+    std::vector<float> values(max_n);
+    std::vector<unsigned char> mask(max_n);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : values) x = u(rng);
+    for (unsigned long long i = 0; i < max_n; ++i) mask[i] = values[i] > 0.0f ? (unsigned char)(1 + (i & 7)) : 0;
+    CHECK(cudaMemcpy(b.in, values.data(), max_n * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(b.mask, mask.data(), max_n, cudaMemcpyHostToDevice));
+    void* temp = nullptr;
+    size_t t1 = 0, t2 = 0;
+    cub::DeviceSelect::Flagged(temp, t1, b.in, b.mask, b.out, b.kept, (long long)max_n);
+    cub::DeviceSelect::If(temp, t2, b.in, b.out, b.kept, (long long)max_n, Above{0.0f});
+    size_t temp_bytes = std::max(t1, t2);
+    CHECK(cudaMalloc(&temp, temp_bytes));
+
+    std::vector<Variant> variants;
+    variants.push_back(chapter_variant<512, 16>("chapter 512x16"));
+    variants.push_back(wide_variant<512, 16, 1>("wide1 512x16 (= chapter)"));
+    variants.push_back(wide_variant<512, 16, 2>("wide2 512x16"));
+    variants.push_back(wide_variant<512, 16, 4>("wide4 512x16"));
+    variants.push_back(wide_variant<256, 16, 4>("wide4 256x16"));
+    variants.push_back(wide_variant<256, 16, 1>("wide1 256x16"));
+    variants.push_back(wide_variant<256, 24, 1>("wide1 256x24"));
+    variants.push_back(wide_variant<128, 32, 1>("wide1 128x32"));
+    variants.push_back(wide_variant<128, 32, 4>("wide4 128x32"));
+    variants.push_back(bulk_variant<128, 32>("bulk 128x32"));
+
+    // Check: by a test at three thresholds, and by the mask, at awkward sizes.
+    std::vector<float> got(max_n);
+    for (auto& v : variants) {
+        for (unsigned long long n : {(1ull << 24) + 77, 3ull * 8192 * 7 + 5, 5ull}) {
+            for (int form = 0; form < 4; ++form) {
+                const bool masked = form == 3;
+                const float threshold = form == 0 ? 0.0f : form == 1 ? 0.9f : -0.9f;
+                CHECK(cudaMemset(b.out, 0xff, n * 4));
+                v.launch(b, n, masked, threshold);
+                CHECK(cudaDeviceSynchronize());
+                unsigned count = 0;
+                CHECK(cudaMemcpy(&count, b.kept, 4, cudaMemcpyDeviceToHost));
+                CHECK(cudaMemcpy(got.data(), b.out, n * 4, cudaMemcpyDeviceToHost));
+                unsigned long long j = 0;
+                bool ok = true;
+                for (unsigned long long i = 0; i < n && ok; ++i) {
+                    const bool keep = masked ? mask[i] != 0 : values[i] > threshold;
+                    if (keep) {
+                        ok = got[j] == values[i];
+                        ++j;
+                    }
+                }
+                if (!ok || count != j)
+                    std::printf("WRONG %s n=%llu form %d (count %u, expected %llu)\n", v.name.c_str(), n, form, count, j);
+            }
+        }
+    }
+
+    // Columns: 2^28 by test at 50%, 5%, 95%; by mask 50%; 2^24 test 50%; 2^20 test 50%.
+    struct Column {
+        const char* name;
+        unsigned long long n;
+        bool masked;
+        float threshold;
+    };
+    const Column columns[] = {{"2^28 if50", 1ull << 28, false, 0.0f},  {"2^28 if5", 1ull << 28, false, 0.9f},
+                              {"2^28 if95", 1ull << 28, false, -0.9f}, {"2^28 mask50", 1ull << 28, true, 0.0f},
+                              {"2^24 if50", 1ull << 24, false, 0.0f},  {"2^24 mask50", 1ull << 24, true, 0.0f},
+                              {"2^20 if50", 1ull << 20, false, 0.0f}};
+    std::printf("%-26s %4s %4s", "variant (ms; x = cub/ours)", "regs", "occ");
+    for (auto& c : columns) std::printf(" | %-16s", c.name);
+    std::printf("\n");
+    std::vector<double> cub_ms;
+    for (auto& c : columns) {
+        cub_ms.push_back(median_ms([&] {
+            size_t t = temp_bytes;
+            if (c.masked)
+                cub::DeviceSelect::Flagged(temp, t, b.in, b.mask, b.out, b.kept, (long long)c.n);
+            else
+                cub::DeviceSelect::If(temp, t, b.in, b.out, b.kept, (long long)c.n, Above{c.threshold});
+        }));
+    }
+    std::printf("%-26s %4d %4d", "cub", 0, 0);
+    for (auto ms : cub_ms) std::printf(" | %7.4f        ", ms);
+    std::printf("\n");
+    for (auto& v : variants) {
+        std::printf("%-26s %4d %4d", v.name.c_str(), v.regs, v.occupancy);
+        for (size_t i = 0; i < sizeof(columns) / sizeof(columns[0]); ++i) {
+            const auto& c = columns[i];
+            const double ms = median_ms([&] { v.launch(b, c.n, c.masked, c.threshold); });
+            std::printf(" | %7.4f %5.3fx ", ms, cub_ms[i] / ms);
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+    }
+    CHECK(cudaDeviceSynchronize());
+    return 0;
+}
