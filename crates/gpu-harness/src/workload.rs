@@ -26,8 +26,9 @@ use crate::{Device, DeviceBuffer, Element, GpuError, Result};
 /// One measured case of a family: a size, a matrix shape, and optionally a kind of input.
 ///
 /// Written as text in the registry and in results files: `2^28` (elements), `1000000`,
-/// `2^20x256` or `16384x16384` (rows x columns), each optionally followed by a word naming the
-/// input (`2^30 all-equal`, `2^28 50%`).
+/// `2^20x256` or `16384x16384` (rows x columns), `32x64x56x56` (an NCHW tensor: batch, channels,
+/// height, width), each optionally followed by a word naming the input (`2^30 all-equal`,
+/// `2^28 50%`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Case {
     /// The text the case was written as, used as its name in results and tables.
@@ -44,6 +45,9 @@ pub enum Shape {
     Elements(u64),
     /// A row-major matrix.
     Matrix { rows: u64, cols: u64 },
+    /// A four-dimensional NCHW tensor (batch, channels, height, width; `w` varies fastest). As a
+    /// matrix it is its `n * c` planes of `h * w` elements each.
+    Tensor4 { n: u64, c: u64, h: u64, w: u64 },
 }
 
 impl Case {
@@ -52,22 +56,27 @@ impl Case {
         match self.shape {
             Shape::Elements(n) => n,
             Shape::Matrix { rows, cols } => rows.saturating_mul(cols),
+            Shape::Tensor4 { .. } => self.rows().saturating_mul(self.cols()),
         }
     }
 
-    /// Rows of a matrix case; a one-dimensional case is one row.
+    /// Rows of a matrix case; a one-dimensional case is one row; an NCHW tensor has a row per
+    /// plane, `n * c`.
     pub fn rows(&self) -> u64 {
         match self.shape {
             Shape::Elements(_) => 1,
             Shape::Matrix { rows, .. } => rows,
+            Shape::Tensor4 { n, c, .. } => n.saturating_mul(c),
         }
     }
 
-    /// Columns of a matrix case; a one-dimensional case is one row of `n` columns.
+    /// Columns of a matrix case; a one-dimensional case is one row of `n` columns; an NCHW tensor's
+    /// rows are its planes of `h * w`.
     pub fn cols(&self) -> u64 {
         match self.shape {
             Shape::Elements(n) => n,
             Shape::Matrix { cols, .. } => cols,
+            Shape::Tensor4 { h, w, .. } => h.saturating_mul(w),
         }
     }
 
@@ -77,19 +86,23 @@ impl Case {
             .map_err(|_| GpuError::BadInput(format!("case {}: too many elements for this machine", self.label)))
     }
 
-    /// The case with the same shape and kind, but `n` elements (for the simulator's small runs).
+    /// The case with the same shape and kind, but `n` elements (for the simulator's small runs): a
+    /// matrix keeps its columns and an NCHW tensor its channels and planes (`c x h x w`), each with
+    /// at least one row or batch, so either may keep more than `n`.
     pub fn with_elements(&self, n: u64) -> Case {
         let shape = match self.shape {
             Shape::Elements(_) => Shape::Elements(n),
             Shape::Matrix { cols, .. } => Shape::Matrix { rows: (n / cols.max(1)).max(1), cols },
+            Shape::Tensor4 { c, h, w, .. } => {
+                let per_batch = c.saturating_mul(h).saturating_mul(w).max(1);
+                Shape::Tensor4 { n: (n / per_batch).max(1), c, h, w }
+            }
         };
-        let mut label = count_label(match shape {
-            Shape::Elements(n) => n,
-            Shape::Matrix { rows, .. } => rows,
-        });
-        if let Shape::Matrix { cols, .. } = shape {
-            label = format!("{label}x{}", count_label(cols));
-        }
+        let mut label = match shape {
+            Shape::Elements(n) => count_label(n),
+            Shape::Matrix { rows, cols } => format!("{}x{}", count_label(rows), count_label(cols)),
+            Shape::Tensor4 { n, c, h, w } => [n, c, h, w].map(count_label).join("x"),
+        };
         if let Some(variant) = &self.variant {
             label = format!("{label} {variant}");
         }
@@ -105,8 +118,8 @@ pub fn count_label(n: u64) -> String {
 impl std::str::FromStr for Case {
     type Err = GpuError;
 
-    /// Parses `2^28`, `1000000`, `2^20x256`, `16384x16384`, each optionally followed by a space and
-    /// a word naming the input.
+    /// Parses `2^28`, `1000000`, `2^20x256`, `16384x16384`, `32x64x56x56` (N x C x H x W), each
+    /// optionally followed by a space and a word naming the input.
     fn from_str(text: &str) -> Result<Case> {
         let label = text.trim().to_string();
         let bad = |why: &str| GpuError::BadInput(format!("case `{label}`: {why}"));
@@ -126,9 +139,12 @@ impl std::str::FromStr for Case {
             };
             if value == 0 { Err(bad("a size must be at least 1")) } else { Ok(value) }
         };
-        let shape = match size.split_once('x') {
-            Some((rows, cols)) => Shape::Matrix { rows: count(rows)?, cols: count(cols)? },
-            None => Shape::Elements(count(size)?),
+        let sides: Vec<&str> = size.split('x').collect();
+        let shape = match sides[..] {
+            [n] => Shape::Elements(count(n)?),
+            [rows, cols] => Shape::Matrix { rows: count(rows)?, cols: count(cols)? },
+            [n, c, h, w] => Shape::Tensor4 { n: count(n)?, c: count(c)?, h: count(h)?, w: count(w)? },
+            _ => return Err(bad("a size is a number, 2^k, RxC (a matrix) or NxCxHxW (an NCHW tensor)")),
         };
         Ok(Case { label, shape, variant })
     }
@@ -303,5 +319,34 @@ mod tests {
         let small = case.with_elements(1 << 16);
         assert_eq!((small.rows(), small.cols(), small.label.as_str()), (256, 256, "256x256 skewed"));
         assert_eq!("2^28".parse::<Case>().unwrap().with_elements(1 << 16).label, "2^16");
+    }
+
+    #[test]
+    fn nchw_tensors_are_planes_of_h_times_w() {
+        let case: Case = "32x64x56x56".parse().unwrap();
+        assert_eq!(case.shape, Shape::Tensor4 { n: 32, c: 64, h: 56, w: 56 });
+        assert_eq!((case.n(), case.rows(), case.cols()), (32 * 64 * 56 * 56, 32 * 64, 56 * 56));
+        let case: Case = "2^10x3x7x1 all-equal".parse().unwrap();
+        assert_eq!(
+            (case.n(), case.rows(), case.cols(), case.variant.as_deref()),
+            (1024 * 21, 3072, 7, Some("all-equal"))
+        );
+        for bad in ["2x3x4", "1x2x3x4x5", "0x3x4x5", "2x3xx5", "2x3x4x5 a b"] {
+            assert!(bad.parse::<Case>().is_err(), "{bad:?} parsed");
+        }
+        // The matrix form is unchanged: `x` twice is a matrix, three times an error.
+        assert!(matches!("4x5".parse::<Case>().unwrap().shape, Shape::Matrix { rows: 4, cols: 5 }));
+    }
+
+    #[test]
+    fn smaller_tensors_keep_their_channels_and_planes() {
+        let case: Case = "256x64x56x56 normal".parse().unwrap();
+        let small = case.with_elements(1 << 20);
+        assert_eq!(small.shape, Shape::Tensor4 { n: 5, c: 64, h: 56, w: 56 });
+        assert_eq!(small.label, "5x64x56x56 normal");
+        // Fewer elements than one batch: one batch, as a matrix keeps at least one row.
+        let one = "64x512x14x14".parse::<Case>().unwrap().with_elements(1 << 14);
+        assert_eq!((one.label.as_str(), one.n()), ("1x512x14x14", 512 * 196));
+        assert_eq!("2^11x2048x1x1".parse::<Case>().unwrap().with_elements(1 << 12).label, "2x2^11x1x1");
     }
 }

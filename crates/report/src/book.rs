@@ -264,11 +264,17 @@ fn tabbed(name: &str, tabs: &[(&Gpu, String)]) -> String {
 }
 
 /// `SUMMARY.md` with its generated part (between [`BEGIN`] and [`END`]) rendered from the registry:
-/// a part per family, a line per chapter, then the family's summary page.
+/// a part per family, a line per chapter, then the family's summary page. Consecutive families of
+/// one title (the chapters of "Reductions at work", each measured at its own cases) share a part.
 fn table_of_contents(course: &Course, path: &Path) -> Result<String, BookError> {
     let mut generated = String::new();
-    for family in &course.families {
-        let _ = writeln!(generated, "# {}\n", family.title);
+    for (i, family) in course.families.iter().enumerate() {
+        if i == 0 || course.families[i - 1].title != family.title {
+            let _ = writeln!(generated, "# {}\n", family.title);
+        } else {
+            generated.truncate(generated.trim_end().len());
+            generated += "\n";
+        }
         for chapter in &family.chapters {
             let _ = writeln!(generated, "- [{}]({})", chapter.title, chapter.file);
         }

@@ -157,11 +157,12 @@ pub fn summary_chart(family: &Family, results: &[Results]) -> Result<Option<Stri
 }
 
 /// Whether two cases have the same input: the same number of elements and kind, and, when both are
-/// matrices, the same shape (16384x16384 and 2^20x256 are different inputs of as many elements).
+/// matrices or tensors, the same shape (16384x16384 and 2^20x256 are different inputs of as many
+/// elements, and so are 32x64x56x56 and 64x512x14x14).
 fn same_input(a: &Case, b: &Case) -> bool {
-    let different_matrices =
-        matches!((a.shape, b.shape), (Shape::Matrix { .. }, Shape::Matrix { .. })) && a.shape != b.shape;
-    a.n() == b.n() && a.variant == b.variant && !different_matrices
+    let shaped = |case: &Case| !matches!(case.shape, Shape::Elements(_));
+    let different_shapes = shaped(a) && shaped(b) && a.shape != b.shape;
+    a.n() == b.n() && a.variant == b.variant && !different_shapes
 }
 
 fn lines(record: &Record, results: &[Results]) -> Lines {
@@ -862,6 +863,8 @@ mod tests {
         assert!(same_input(&case("16384x16384"), &case("16384x16384")));
         assert!(!same_input(&case("16384x16384"), &case("2^20x256")));
         assert!(!same_input(&case("2^28"), &case("2^28 all-equal")));
+        assert!(!same_input(&case("32x64x56x56"), &case("64x512x14x14")));
+        assert!(same_input(&case("64x512x14x14"), &case("64x512x14x14")));
     }
 
     #[test]
