@@ -1,0 +1,584 @@
+//! # batch-stats: reductions at work, across a strided axis
+//!
+//! The mean and the variance of every channel of an NCHW tensor, as
+//! `torch.var_mean(x, dim=(0, 2, 3), correction=k)` computes them (the statistics batch
+//! normalisation normalises with), on the GPU, in the steps of the chapter (kernels in
+//! `cuda/batch_stats.cu`):
+//!
+//! | [`Step`] | kernel | what changes |
+//! |---|---|---|
+//! | [`Step::Naive`] | `batch_stats_naive` | a thread per channel: strided loads, C threads |
+//! | [`Step::Coalesced`] | `batch_stats_coalesced` | a block per channel, coalesced loads |
+//! | [`Step::Split`] | `batch_stats_split` | several blocks per channel, the last combines |
+//! | [`Step::Vectors`] | `batch_stats_vectors` | step 3 with loads of up to 16 bytes |
+//!
+//! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read as
+//! bf16, computed in f32); the statistics are f32 either way. Every step takes both (`<kernel>` and
+//! `<kernel>_bf16`).
+//!
+//! Which variance ([`Variance`]): [`Variance::Unbiased`] divides the sum of squared deviations by
+//! `count - 1`, torch.var_mean's default (`correction=1`); [`Variance::Population`] by `count`,
+//! what BatchNorm normalises with (`correction=0`). What special inputs give is torch's: a NaN in a
+//! channel makes its mean and variance NaN; an infinity makes its variance NaN (and its mean that
+//! infinity, or NaN where both signs meet); a channel of one element has an unbiased variance of
+//! NaN (0 / 0) and a population variance of 0; a tensor with no elements per channel (N, H or W of
+//! 0) has NaN statistics; one with no channels has none. Constant data has a variance of exactly 0,
+//! at 1e38 too (no sum of squares overflows).
+//!
+//! ```no_run
+//! # use gpu_harness::Device;
+//! # use batch_stats::{BatchStats, Nchw, Step, Variance};
+//! # fn run(device: &Device) -> gpu_harness::Result<()> {
+//! // 2 x 2 x 1 x 2: channel 0 holds 1, 2, 5, 6; channel 1 holds 3, 4, 7, 8.
+//! let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+//! let mut stats = BatchStats::new(device, Step::Vectors)?;
+//! let (mean, var) = stats.stats_host(&x, Nchw::new(2, 2, 1, 2), Variance::Unbiased)?;
+//! // mean [3.5, 5.5], var [5.667, 5.667]
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! N, C and H x W each below 2^31 work (and N x ceil(H x W / 512) below 2^31); lengths that do not
+//! match the shape, or shapes past the kernels' 32-bit indices, are a [`GpuError::BadInput`] that
+//! says why, before a launch.
+
+pub mod measured;
+
+use std::fmt;
+
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result,
+};
+
+pub use measured::steps;
+
+const SOURCE: KernelSource = gpu_harness::kernel_source!("batch_stats.cu");
+
+/// Threads per block of every kernel (`THREADS` in `cuda/batch_stats.cu`).
+pub const THREADS: u32 = 256;
+
+/// The elements of a piece, the most a warp takes at a time (`PIECE`: 32 lanes x 16 values).
+pub const PIECE: usize = 512;
+
+/// N, C and H x W are each at most this, and so are a channel's pieces (N x ceil(H x W / 512)):
+/// the kernels index them with 32-bit integers (offsets are 64-bit).
+pub const MAX_SIDE: usize = i32::MAX as usize;
+
+/// The most blocks of a one-dimensional grid.
+pub const MAX_BLOCKS: usize = i32::MAX as usize;
+
+/// The element types of a tensor: `f32`, and `u16` holding bfloat16 bits. Sealed.
+pub trait Value: Element + sealed::Sealed {
+    /// `f32` or `bf16`, in messages.
+    const NAME: &'static str;
+    /// What the bf16 kernels' names end with: `""` or `"_bf16"`.
+    const SUFFIX: &'static str;
+    /// The value as f64 (exact for both).
+    fn to_f64(self) -> f64;
+    /// The nearest value to an f32 (ties to even; a NaN stays a NaN).
+    fn from_f32(x: f32) -> Self;
+}
+mod sealed {
+    pub trait Sealed {}
+}
+impl sealed::Sealed for f32 {}
+impl sealed::Sealed for u16 {}
+impl Value for f32 {
+    const NAME: &'static str = "f32";
+    const SUFFIX: &'static str = "";
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+}
+impl Value for u16 {
+    const NAME: &'static str = "bf16";
+    const SUFFIX: &'static str = "_bf16";
+    fn to_f64(self) -> f64 {
+        f64::from(bf16_to_f32(self))
+    }
+    fn from_f32(x: f32) -> Self {
+        f32_to_bf16(x)
+    }
+}
+
+/// The f32 value of a bfloat16 (its bits are f32's top half).
+pub fn bf16_to_f32(bits: u16) -> f32 {
+    f32::from_bits(u32::from(bits) << 16)
+}
+
+/// The bfloat16 nearest to `x`, ties to even; a NaN stays a quiet NaN.
+pub fn f32_to_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    if b & 0x7fff_ffff > 0x7f80_0000 {
+        return ((b >> 16) | 0x40) as u16;
+    }
+    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// The shape of an NCHW tensor: `batch` planes of each of `channels` channels, each plane `height x
+/// width` contiguous elements; element `(n, c, h, w)` is at `((n * C + c) * H + h) * W + w`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Nchw {
+    pub batch: usize,
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+}
+
+impl Nchw {
+    pub const fn new(batch: usize, channels: usize, height: usize, width: usize) -> Nchw {
+        Nchw { batch, channels, height, width }
+    }
+
+    /// Elements of a plane, `H x W` (saturating).
+    pub fn plane(&self) -> usize {
+        self.height.saturating_mul(self.width)
+    }
+
+    /// Elements of a channel, `N x H x W` (saturating).
+    pub fn per_channel(&self) -> usize {
+        self.batch.saturating_mul(self.plane())
+    }
+
+    /// Elements of the tensor, or `None` past a usize.
+    pub fn elements(&self) -> Option<usize> {
+        self.batch.checked_mul(self.channels)?.checked_mul(self.height)?.checked_mul(self.width)
+    }
+
+    /// A channel's pieces (`N x ceil(H x W / 512)`, saturating), the units the warps of steps 2 to
+    /// 4 take.
+    pub fn pieces(&self) -> usize {
+        self.batch.saturating_mul(self.plane().div_ceil(PIECE))
+    }
+}
+
+impl fmt::Display for Nchw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}x{}", self.batch, self.channels, self.height, self.width)
+    }
+}
+
+/// What the sum of squared deviations is divided by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Variance {
+    /// By `count`: the population variance, what BatchNorm normalises with (`correction=0`).
+    Population,
+    /// By `count - 1`: the unbiased estimate, torch.var_mean's default (`correction=1`).
+    Unbiased,
+}
+
+impl Variance {
+    /// torch's `correction`: what is taken from the count.
+    pub const fn correction(self) -> u32 {
+        match self {
+            Variance::Population => 0,
+            Variance::Unbiased => 1,
+        }
+    }
+}
+
+// ANCHOR: step
+/// A step of the batch-stats ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// Step 1: a thread per channel walks its planes.
+    Naive,
+    /// Step 2: a block per channel, consecutive lanes on consecutive elements.
+    Coalesced,
+    /// Step 3: several blocks per channel; the last one of a channel to finish combines.
+    Split,
+    /// Step 4: step 3 with loads of up to 16 bytes.
+    Vectors,
+}
+
+impl Step {
+    /// Every step, in the chapter's order.
+    pub const ALL: [Step; 4] = [Step::Naive, Step::Coalesced, Step::Split, Step::Vectors];
+
+    /// The step's name in the registry (`course.toml`), tables and charts.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Step::Naive => "naive",
+            Step::Coalesced => "coalesced",
+            Step::Split => "split",
+            Step::Vectors => "vectors",
+        }
+    }
+
+    /// Its kernel in `cuda/batch_stats.cu` (f32; the bf16 one ends in `_bf16`).
+    pub const fn kernel(self) -> &'static str {
+        match self {
+            Step::Naive => "batch_stats_naive",
+            Step::Coalesced => "batch_stats_coalesced",
+            Step::Split => "batch_stats_split",
+            Step::Vectors => "batch_stats_vectors",
+        }
+    }
+
+    /// Whether the step ends with the last-block finish (partials and a counter per channel).
+    pub const fn finishes_on_the_last_block(self) -> bool {
+        matches!(self, Step::Split | Step::Vectors)
+    }
+
+    /// The launch that takes the statistics of a tensor of `shape` on a GPU of `gpu`'s shape.
+    pub fn plan(self, shape: Nchw, gpu: GpuShape) -> Result<StatsPlan> {
+        check_shape(shape)?;
+        let (channels, pieces) = (shape.channels, shape.pieces());
+        let (grid, slices) = match self {
+            Step::Naive => (channels.div_ceil(THREADS as usize), 1),
+            Step::Coalesced => (channels, 1),
+            Step::Split | Step::Vectors => {
+                let slices = slices(channels, pieces, gpu);
+                (channels * slices, slices)
+            }
+        };
+        if grid > MAX_BLOCKS {
+            return Err(GpuError::BadInput(format!(
+                "{}: {shape} needs {grid} blocks, more than a grid's {MAX_BLOCKS}; take fewer channels at a time",
+                self.name()
+            )));
+        }
+        let per_slice = pieces.div_ceil(slices) as u32;
+        let partials = if self.finishes_on_the_last_block() { grid } else { 0 };
+        let config = LaunchConfig::linear(grid as u32, THREADS, 0);
+        Ok(StatsPlan { step: self, config, pieces: pieces as u32, slices: slices as u32, per_slice, partials })
+    }
+}
+// ANCHOR_END: step
+
+// ANCHOR: slices
+/// Blocks per channel of steps 3 and 4: as many as fill the GPU once with the channels' blocks
+/// together (C x slices at most the blocks of [`THREADS`] the SMs hold at once, so every block
+/// starts at once and none waits for a second wave), at least one, and at most a channel's pieces.
+fn slices(channels: usize, pieces: usize, gpu: GpuShape) -> usize {
+    let resident = gpu.resident_blocks(THREADS) as usize;
+    (resident / channels.max(1)).clamp(1, pieces.max(1))
+}
+// ANCHOR_END: slices
+
+/// N, C, H x W and a channel's pieces each within [`MAX_SIDE`].
+fn check_shape(shape: Nchw) -> Result<()> {
+    let sides = [shape.batch, shape.channels, shape.plane(), shape.pieces()];
+    if sides.iter().any(|&side| side > MAX_SIDE) || shape.elements().is_none() {
+        return Err(GpuError::BadInput(format!(
+            "a {shape} tensor: N, C, H x W and N x ceil(H x W / {PIECE}) must each be at most {MAX_SIDE} (2^31 - 1), \
+             for the kernels' 32-bit indices; take the statistics of fewer samples at a time and combine them"
+        )));
+    }
+    Ok(())
+}
+
+/// The launch of one step on one shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsPlan {
+    pub step: Step,
+    pub config: LaunchConfig,
+    /// A channel's pieces (units of at most [`PIECE`] elements of a plane).
+    pub pieces: u32,
+    /// Blocks per channel (1 for steps 1 and 2), and the pieces each takes.
+    pub slices: u32,
+    pub per_slice: u32,
+    /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 and 4: one per block).
+    pub partials: usize,
+}
+
+impl StatsPlan {
+    /// The longest chain of combinations of accumulators a value goes through on its way to its
+    /// channel's statistics: what the tolerance of the result grows with ([`tolerance`]). Step 1
+    /// folds a channel's values one at a time; the others fold a lane's pieces one after another
+    /// (every [`THREADS`] / 32-th piece of the block's), then 5 levels of a warp and 3 of a block
+    /// (8 warps); the last-block finish adds a thread's partials and 8 more levels.
+    pub fn longest_chain(&self, shape: Nchw) -> u64 {
+        let warps = (THREADS / 32) as u64;
+        match self.step {
+            Step::Naive => shape.per_channel() as u64,
+            Step::Coalesced => u64::from(self.pieces).div_ceil(warps) + 8,
+            Step::Split | Step::Vectors => {
+                u64::from(self.per_slice).div_ceil(warps) + 8 + u64::from(self.slices).div_ceil(THREADS.into()) + 8
+            }
+        }
+    }
+}
+
+impl fmt::Display for StatsPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let LaunchConfig { grid, block, .. } = self.config;
+        write!(f, "{}: grid {} of {} threads", self.step.kernel(), grid.0, block.0)?;
+        match self.step {
+            Step::Naive => write!(f, ", a thread per channel"),
+            Step::Coalesced => write!(f, ", a block per channel of {} pieces", self.pieces),
+            Step::Split | Step::Vectors => write!(
+                f,
+                ", {} blocks per channel of {} pieces each (of {}), {} partials",
+                self.slices, self.per_slice, self.pieces, self.partials
+            ),
+        }
+    }
+}
+
+/// The elements of a tensor of `shape`, or an error if `input`, `mean` or `var` holds another
+/// number of elements than the shape says.
+fn check_lengths(shape: Nchw, input: usize, mean: usize, var: usize) -> Result<usize> {
+    let n = shape.elements().ok_or_else(|| {
+        GpuError::BadInput(format!("batch statistics: a {shape} tensor has more elements than a usize holds"))
+    })?;
+    if input != n {
+        return Err(GpuError::BadInput(format!(
+            "batch statistics of a {shape} tensor: the input holds {input} elements, not N x C x H x W = {n}"
+        )));
+    }
+    for (what, len) in [("mean", mean), ("variance", var)] {
+        if len != shape.channels {
+            return Err(GpuError::BadInput(format!(
+                "batch statistics of a {shape} tensor: the {what} holds {len} elements, not one per channel ({})",
+                shape.channels
+            )));
+        }
+    }
+    Ok(n)
+}
+
+/// A word no kernel writes into the partials (a NaN with a payload): they are filled with it when
+/// allocated, so a finish that reads a partial nobody wrote gets NaN, not a stale value.
+pub const SCRATCH_POISON: u32 = 0x7fc0_5c0f;
+
+// ANCHOR: launcher
+/// Takes the statistics of NCHW tensors with one step's kernel.
+pub struct BatchStats {
+    device: Device,
+    step: Step,
+    f32_kernel: Kernel,
+    bf16_kernel: Kernel,
+    /// Steps 3 and 4: the blocks' accumulators (16 bytes each, as two u64 words) and one counter
+    /// per channel (0 between launches).
+    partials: Option<DeviceBuffer<u64>>,
+    tickets: Option<DeviceBuffer<u32>>,
+}
+
+impl BatchStats {
+    /// Compiles (or takes from the cache) the step's kernels, for f32 and bf16.
+    pub fn new(device: &Device, step: Step) -> Result<Self> {
+        let kernel = |suffix: &str| device.kernel(&SOURCE, &format!("{}{suffix}", step.kernel()));
+        Ok(BatchStats {
+            device: device.clone(),
+            step,
+            f32_kernel: kernel(f32::SUFFIX)?,
+            bf16_kernel: kernel(u16::SUFFIX)?,
+            partials: None,
+            tickets: None,
+        })
+    }
+
+    pub fn step(&self) -> Step {
+        self.step
+    }
+
+    /// The launch this device would run for a tensor of `shape`.
+    pub fn plan(&self, shape: Nchw) -> Result<StatsPlan> {
+        self.step.plan(shape, self.device.facts().shape())
+    }
+
+    /// Writes each channel's mean of the NCHW tensor `input` into `mean`, and its variance into
+    /// `var` (each `C` floats). Queued on the device's stream. No channels: nothing to do; no
+    /// elements per channel: NaN statistics, written without a launch.
+    pub fn stats<T: Value>(
+        &mut self,
+        input: DeviceView<'_, T>,
+        shape: Nchw,
+        variance: Variance,
+        mean: &mut DeviceBuffer<f32>,
+        var: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
+        check_shape(shape)?;
+        check_lengths(shape, input.len(), mean.len(), var.len())?;
+        if shape.channels == 0 {
+            return Ok(());
+        }
+        if shape.per_channel() == 0 {
+            mean.fill(f32::NAN)?;
+            return var.fill(f32::NAN);
+        }
+        let plan = self.plan(shape)?;
+        let (n, c, plane) = (shape.batch as u32, shape.channels as u32, shape.plane() as u32);
+        let correction = variance.correction();
+        let kernel = if T::SUFFIX.is_empty() { &self.f32_kernel } else { &self.bf16_kernel };
+        if !self.step.finishes_on_the_last_block() {
+            let launch = self.device.launch(kernel, plan.config).arg(input);
+            return launch.arg(&mut *mean).arg(&mut *var).arg(n).arg(c).arg(plane).arg(correction).run();
+        }
+        if self.partials.as_ref().is_none_or(|p| p.len() < 2 * plan.partials) {
+            let mut partials = self.device.alloc::<u64>(2 * plan.partials)?;
+            partials.fill_words(SCRATCH_POISON)?;
+            self.partials = Some(partials);
+        }
+        if self.tickets.as_ref().is_none_or(|t| t.len() < shape.channels) {
+            let mut tickets = self.device.alloc::<u32>(shape.channels)?;
+            tickets.fill_words(0)?;
+            self.tickets = Some(tickets);
+        }
+        let partials = self.partials.as_mut().expect("allocated above");
+        let tickets = self.tickets.as_mut().expect("allocated above");
+        self.device
+            .launch(kernel, plan.config)
+            .arg(input)
+            .arg(partials)
+            .arg(tickets)
+            .arg(&mut *mean)
+            .arg(&mut *var)
+            .arg(n)
+            .arg(c)
+            .arg(plane)
+            .arg(plan.slices)
+            .arg(correction)
+            .run()
+    }
+
+    /// The statistics of a host tensor, through the device: uploads it, runs the step, downloads
+    /// the means and the variances.
+    pub fn stats_host<T: Value>(
+        &mut self,
+        input: &[T],
+        shape: Nchw,
+        variance: Variance,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        check_shape(shape)?;
+        check_lengths(shape, input.len(), shape.channels, shape.channels)?;
+        if shape.channels == 0 {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let tensor = self.device.upload(input)?;
+        let (mut mean, mut var) =
+            (self.device.alloc::<f32>(shape.channels)?, self.device.alloc::<f32>(shape.channels)?);
+        self.stats(tensor.as_view(), shape, variance, &mut mean, &mut var)?;
+        Ok((mean.to_host()?, var.to_host()?))
+    }
+}
+// ANCHOR_END: launcher
+
+// ANCHOR: reference
+/// Each channel's mean and variance on the CPU, in f64, by two passes (the sum, then the squared
+/// deviations from the mean), as torch defines them: the variance is `m2 / (count - correction)`,
+/// NaN where that is not positive; an empty channel's mean is NaN; NaN and infinities propagate as
+/// IEEE arithmetic does (an infinity's deviation is `inf - inf`, NaN). The reference the tests and
+/// the tour compare with.
+pub fn stats_cpu<T: Value>(input: &[T], shape: Nchw, variance: Variance) -> Vec<(f64, f64)> {
+    assert_eq!(Some(input.len()), shape.elements(), "stats_cpu: a {shape} tensor needs N x C x H x W elements");
+    (0..shape.channels).map(|c| channel_stats(&channel(input, shape, c), variance)).collect()
+}
+
+/// Channel `c`'s values, plane after plane.
+pub fn channel<T: Value>(input: &[T], shape: Nchw, c: usize) -> Vec<f64> {
+    let plane = shape.plane();
+    let mut values = Vec::with_capacity(shape.per_channel());
+    for n in 0..shape.batch {
+        let start = (n * shape.channels + c) * plane;
+        values.extend(input[start..start + plane].iter().map(|x| x.to_f64()));
+    }
+    values
+}
+
+/// The mean and variance of `values` in f64 (see [`stats_cpu`]).
+pub fn channel_stats(values: &[f64], variance: Variance) -> (f64, f64) {
+    let count = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / count;
+    let m2: f64 = values.iter().map(|x| (x - mean) * (x - mean)).sum();
+    let dof = count - f64::from(variance.correction());
+    (mean, if dof > 0.0 { m2 / dof } else { f64::NAN })
+}
+
+/// How far a step's mean and variance of `values` may be from [`channel_stats`]'s: `(mean, var)`
+/// bounds, for a longest chain of `chain` combinations ([`StatsPlan::longest_chain`]).
+///
+/// With u = 2^-24, X = max |x|, D = max |x - mean| and h = chain + 6 (the 6 for a lane's 16 values
+/// added as a tree, 4 levels, and the divisions): each combination rounds the mean it makes by at
+/// most u |mean| + 3u |d| nb / n (|d| <= 2D: the move, d times the share, in three roundings), and
+/// the rounding of the inputs passes on with weights that add to 1, so the mean is within
+/// `u h (X + 6D)`. The variance's bound is the first-order one of Chan, Golub and LeVeque (1983)
+/// for the updating and pairwise algorithms, a relative error of at most c h u κ with κ the
+/// condition number sqrt(1 + mean² / variance): in absolute terms c h u σ rms <= c h u D X, plus 3
+/// roundings of m2 per level, so `u h (8 X D + 3 var) n / (n - correction)` (c = 8, generous:
+/// their constant is about 1 for a chain, and errors add up as a random walk in practice).
+/// Beside both, `2^-149 h` for results in the subnormal range.
+pub fn tolerance(values: &[f64], chain: u64, variance: Variance) -> (f64, f64) {
+    let (mean, var) = channel_stats(values, Variance::Population);
+    let largest = values.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let spread = values.iter().fold(0.0f64, |m, x| m.max((x - mean).abs()));
+    let u = f64::powi(2.0, -24);
+    let h = chain as f64 + 6.0;
+    let tiny = f64::powi(2.0, -149) * h;
+    let n = values.len() as f64;
+    let scale = n / (n - f64::from(variance.correction())).max(1.0);
+    (u * h * (largest + 6.0 * spread) + tiny, u * h * (8.0 * largest * spread + 3.0 * var) * scale + tiny)
+}
+
+/// The first channel whose `got_mean` or `got_var` (a step's statistics of the NCHW tensor `input`,
+/// by a step whose longest chain is `chain`) is further from [`stats_cpu`] than [`tolerance`]
+/// allows: a NaN where the reference has a number or a number where it has NaN, a different
+/// infinity, a negative variance, a value off by more than its bound. A variance whose m2 is past
+/// f32's range must come back +inf (the kernels keep m2, not the variance, in f32). Channels are
+/// checked on every core.
+pub fn first_mismatch<T: Value>(
+    input: &[T],
+    shape: Nchw,
+    variance: Variance,
+    chain: u64,
+    got_mean: &[f32],
+    got_var: &[f32],
+) -> Option<String> {
+    if shape.elements() != Some(input.len()) || got_mean.len() != shape.channels || got_var.len() != shape.channels {
+        return Some(format!(
+            "{shape}: the input holds {}, the means {} and the variances {} elements",
+            input.len(),
+            got_mean.len(),
+            got_var.len()
+        ));
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_core = shape.channels.div_ceil(cores).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..shape.channels)
+            .step_by(per_core)
+            .map(|first| {
+                scope.spawn(move || {
+                    let last = (first + per_core).min(shape.channels);
+                    (first..last).find_map(|c| {
+                        let values = channel(input, shape, c);
+                        channel_mismatch(&values, variance, chain, got_mean[c], got_var[c])
+                            .map(|why| format!("channel {c} of {shape} ({} values): {why}", values.len()))
+                    })
+                })
+            })
+            .collect();
+        handles.into_iter().find_map(|h| h.join().expect("a checking thread panicked"))
+    })
+}
+
+/// Why `(mean, var)` are not acceptable statistics of `values` (see [`first_mismatch`]).
+pub fn channel_mismatch(values: &[f64], variance: Variance, chain: u64, mean: f32, var: f32) -> Option<String> {
+    let (want_mean, want_var) = channel_stats(values, variance);
+    let (mean_bound, var_bound) = tolerance(values, chain, variance);
+    let (mean, var) = (f64::from(mean), f64::from(var));
+    let agrees = |got: f64, want: f64, bound: f64| match want {
+        w if w.is_nan() => got.is_nan(),
+        w if w.is_infinite() => got == w,
+        w => (got - w).abs() <= bound,
+    };
+    let bad_mean = !agrees(mean, want_mean, mean_bound);
+    let m2 = want_var * (values.len() as f64 - f64::from(variance.correction()));
+    let bad_var = if want_var.is_finite() && m2 + var_bound * values.len() as f64 > f64::from(f32::MAX) {
+        // m2 is past f32's range, or near enough that its rounding may take it there.
+        !(var == f64::INFINITY || m2 <= f64::from(f32::MAX) && agrees(var, want_var, var_bound))
+    } else {
+        !agrees(var, want_var, var_bound) || var < 0.0
+    };
+    (bad_mean || bad_var).then(|| {
+        format!(
+            "mean {mean:e} (reference {want_mean:e}, bound {mean_bound:e}), variance {var:e} (reference {want_var:e}, \
+             bound {var_bound:e}), chain of {chain}"
+        )
+    })
+}
+// ANCHOR_END: reference

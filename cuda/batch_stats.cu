@@ -1,0 +1,448 @@
+// batch-stats: batch-norm statistics, every step in one file.
+//
+// Every kernel here computes, for each channel c of an NCHW tensor x (batch N, channels C, planes
+// of H x W elements, W varying fastest), the mean and the variance of its N * H * W elements, as
+// torch.var_mean(x, dim=(0, 2, 3), correction=k) does: a reduction across a strided axis. Channel c
+// is the N planes x[n][c] (n = 0 .. N - 1), each H * W contiguous elements, one every C planes:
+//
+//   element (n, c, i) is at ((n * C + c) * H * W + i),   i = h * W + w
+//
+// The variance is m2 / (count - correction): correction 1 is torch.var_mean's default (the unbiased
+// estimate), 0 the population variance BatchNorm normalises with. A channel of one element has an
+// unbiased variance of 0 / 0, NaN, as in torch; an empty channel (N * H * W = 0) has a NaN mean and
+// variance (the launcher writes those without a launch).
+//
+// Two element types, one code: f32, and bf16 (16-bit words holding bfloat16, read as bf16, computed
+// in f32 inside); the statistics are always f32. Each step is a template on the element (`F32`,
+// `BF16`) with two entry points, `batch_stats_<step>` and `batch_stats_<step>_bf16`. The
+// accumulator is reduce-numerics' (moments.cuh): (count, mean, m2) and Chan's combination, which
+// never goes negative, gives exactly 0 for constant data, and does not overflow where a sum of
+// squares would (values of 1e38).
+//
+// Sizes: N, C and H * W each below 2^31, and N * ceil(H * W / PIECE) below 2^31 (the launcher
+// checks); offsets are 64-bit, so the tensor may hold more than 2^32 elements.
+//
+// The steps, each differing from the one before by one technique:
+//   1. batch_stats_naive      a thread per channel walks its planes: strided, and C threads in all
+//   2. batch_stats_coalesced  a block per channel, consecutive lanes on consecutive elements
+//   3. batch_stats_split      several blocks per channel, the last one to finish combines
+//   4. batch_stats_vectors    step 3 with loads of up to 16 bytes where the planes allow
+#include "block_reduce.cuh"
+#include "moments.cuh"
+
+// The threads of a block of every kernel (the launcher uses this many), and its warps.
+#define THREADS 256
+#define WARPS (THREADS / 32)
+
+// ANCHOR: elements
+// The element types. `Word` is what memory holds; values are f32 in registers. `unpack` turns a
+// 32-bit word of memory into its PER_WORD values; MAX_VEC elements make 16 bytes.
+struct F32 {
+    typedef float Word;
+    enum { PER_WORD = 1, MAX_VEC = 4 };
+    __device__ static float load(const Word* p) { return *p; }
+    __device__ static void unpack(unsigned int w, float* x) { x[0] = __uint_as_float(w); }
+};
+
+// bfloat16 is the top half of an f32: widening is a shift.
+__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+struct BF16 {
+    typedef unsigned short Word;
+    enum { PER_WORD = 2, MAX_VEC = 8 };
+    __device__ static float load(const Word* p) { return bf16_to_float(*p); }
+    __device__ static void unpack(unsigned int w, float* x)
+    {
+        x[0] = bf16_to_float(w & 0xffffu);
+        x[1] = bf16_to_float(w >> 16);
+    }
+};
+// ANCHOR_END: elements
+
+// ANCHOR: stats
+// What a channel's accumulator gives: its mean, and m2 / (count - correction). A channel with no
+// elements has a NaN mean; where count - correction is not positive (one element, unbiased; or
+// none) the variance is NaN, as torch's is (0 / 0).
+__device__ __forceinline__ void write_stats(Moments m, unsigned int c, unsigned int correction, float* __restrict__ mean,
+                                            float* __restrict__ var)
+{
+    const float nan = __int_as_float(0x7fc00000);
+    const float dof = (float)m.count - (float)correction;
+    mean[c] = m.count == 0 ? nan : m.mean;
+    var[c] = dof > 0.0f ? m.m2 / dof : nan;
+}
+// ANCHOR_END: stats
+
+// ANCHOR: naive
+// Step 1, batch_stats_naive: a thread per channel.
+//
+// What it does: thread c walks channel c plane by plane, element by element, folding each value
+// into its accumulator (Chan's combination with a one-element accumulator: Welford's update), and
+// writes the channel's mean and variance.
+//
+// What it leaves slow: everything. The lanes of a warp are 32 channels, so one load instruction
+// reads 32 addresses H * W elements apart: 32 sectors of 32 bytes for 128 useful bytes, where a
+// coalesced load needs 4. And there are only C threads: 64 channels are 64 threads, two warps, on
+// a GPU that runs 270,336 threads at once, each walking 100,352 elements in a row.
+//
+// Launch: block THREADS, grid ceil(C / THREADS).
+template <class E>
+__device__ void naive(const typename E::Word* __restrict__ in, float* __restrict__ mean, float* __restrict__ var,
+                      unsigned int batch, unsigned int channels, unsigned int plane, unsigned int correction)
+{
+    typedef MomentsOf<float> Op;
+    const unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= channels) {
+        return;
+    }
+    Moments acc = Op::identity();
+    for (unsigned int n = 0; n < batch; n++) {
+        const typename E::Word* x = in + ((size_t)n * channels + c) * plane;
+        for (unsigned int i = 0; i < plane; i++) {
+            acc = Op::combine(acc, moments1(E::load(x + i)));
+        }
+    }
+    write_stats(acc, c, correction, mean, var);
+}
+// ANCHOR_END: naive
+
+extern "C" __global__ void batch_stats_naive(const float* in, float* mean, float* var, unsigned int batch,
+                                             unsigned int channels, unsigned int plane, unsigned int correction)
+{
+    naive<F32>(in, mean, var, batch, channels, plane, correction);
+}
+extern "C" __global__ void batch_stats_naive_bf16(const unsigned short* in, float* mean, float* var,
+                                                  unsigned int batch, unsigned int channels, unsigned int plane,
+                                                  unsigned int correction)
+{
+    naive<BF16>(in, mean, var, batch, channels, plane, correction);
+}
+
+// ANCHOR: pieces
+// The walk of steps 2 to 4. A channel's planes are cut into pieces of at most PIECE elements (a
+// plane of 3136 is six pieces of 512 and one of 64; a plane of 196 is one piece), and a warp takes
+// a piece at a time: lane l reads elements l * V, (32 + l) * V, (64 + l) * V, ... of the piece, V
+// at a time (V = 1 in steps 2 and 3), so the 32 lanes of one load read 32 V consecutive elements,
+// and each lane has PER_LANE / V loads in flight before it adds anything.
+#define PER_LANE 16
+#define PIECE (32 * PER_LANE)
+
+// The number of bytes of V elements, as a type a load can move at once, and its 32-bit words.
+template <int BYTES> struct Bytes;
+template <> struct Bytes<16> { typedef uint4 Type; };
+template <> struct Bytes<8> { typedef uint2 Type; };
+template <> struct Bytes<4> { typedef unsigned int Type; };
+__device__ __forceinline__ unsigned int word(uint4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+__device__ __forceinline__ unsigned int word(uint2 v, int i) { return i == 0 ? v.x : v.y; }
+__device__ __forceinline__ unsigned int word(unsigned int v, int) { return v; }
+
+// V elements at p into x[0 .. V): one load (of up to 16 bytes; p must be aligned to its size).
+template <class E, int V>
+__device__ __forceinline__ void load_vector(const typename E::Word* __restrict__ p, float* x)
+{
+    if constexpr (V * sizeof(typename E::Word) == 2) {
+        x[0] = E::load(p); // one bf16
+    } else {
+        // ANCHOR: solution one load of V * sizeof(typename E::Word) bytes at p (typename Bytes<...>::Type), unpacked word by word into x[0 .. V) with E::unpack (E::PER_WORD values per 32-bit word)
+        typedef typename Bytes<V * sizeof(typename E::Word)>::Type Vector;
+        const Vector v = *reinterpret_cast<const Vector*>(p);
+#pragma unroll
+        for (int i = 0; i < (int)(sizeof(Vector) / 4); i++) {
+            E::unpack(word(v, i), x + i * E::PER_WORD);
+        }
+        // ANCHOR_END: solution
+        // ANCHOR: stub for (int i = 0; i < V; i++) x[i] = 0.0f;
+    }
+}
+
+// s[0] becomes the sum of s[0 .. 2 W), added as a tree: s[i] += s[i + W], then the same for W / 2,
+// down to 1 (every index a constant, so the values stay in registers).
+template <int W>
+__device__ __forceinline__ void add_halves(float* s)
+{
+#pragma unroll
+    for (int i = 0; i < W; i++) {
+        s[i] += s[i + W];
+    }
+    if constexpr (W > 1) {
+        add_halves<W / 2>(s);
+    }
+}
+
+// The accumulator of the first m of K values in registers (1 <= m <= K; x[m .. K) hold 0): their
+// mean, the first value plus the mean of their differences from it (so that constant data gives
+// that value exactly, and a variance of exactly 0), or, where the differences' sum overflows
+// (values near f32's limit, of both signs), the sum of x / m; then the squares of their deviations
+// from it. Both sums are trees; one division for up to K elements.
+template <int K>
+__device__ __forceinline__ Moments moments_of(const float* x, unsigned int m)
+{
+    const float pivot = x[0];
+    float s[K];
+#pragma unroll
+    for (int i = 0; i < K; i++) {
+        s[i] = i < (int)m ? x[i] - pivot : 0.0f;
+    }
+    add_halves<K / 2>(s);
+    const float count = (float)m;
+    float mean = pivot + s[0] / count;
+    if (!isfinite(s[0])) {
+#pragma unroll
+        for (int i = 0; i < K; i++) {
+            s[i] = x[i] / count;
+        }
+        add_halves<K / 2>(s);
+        mean = s[0];
+    }
+#pragma unroll
+    for (int i = 0; i < K; i++) {
+        const float d = i < (int)m ? x[i] - mean : 0.0f;
+        s[i] = d * d;
+    }
+    add_halves<K / 2>(s);
+    return Moments{m, mean, s[0]};
+}
+
+// This lane's accumulator of a piece of `len` elements at `piece` (len a multiple of V).
+template <class E, int V>
+__device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict__ piece, unsigned int len,
+                                              unsigned int lane)
+{
+    float x[PER_LANE];
+#pragma unroll
+    for (int k = 0; k < PER_LANE / V; k++) {
+        // ANCHOR: solution the element of the piece where this lane's k-th load starts: lanes next to each other read vectors next to each other (32 lanes x V elements per load, then the next 32 V)
+        const unsigned int at = (k * 32 + lane) * V;
+        // ANCHOR_END: solution
+        // ANCHOR: stub const unsigned int at = k * V;
+        if (at < len) {
+            load_vector<E, V>(piece + at, x + k * V);
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                x[k * V + j] = 0.0f;
+            }
+        }
+    }
+    // The loads that landed inside the piece are this lane's first ones: k * 32 + lane < len / V.
+    const unsigned int vectors = len / V;
+    const unsigned int loads = vectors > lane ? (vectors - lane + 31) / 32 : 0;
+    const unsigned int mine = loads < PER_LANE / V ? loads : PER_LANE / V;
+    if (mine == 0) {
+        return MomentsOf<float>::identity();
+    }
+    return moments_of<PER_LANE>(x, mine * V);
+}
+
+// The accumulator of pieces [first, last) of channel c, the warps of the block taking every
+// WARPS-th piece. Piece p is piece q = p % per_plane of plane n = p / per_plane of the channel.
+template <class E, int V>
+__device__ __forceinline__ Moments walk_pieces(const typename E::Word* __restrict__ in, unsigned int c,
+                                               unsigned int channels, unsigned int plane, unsigned int first,
+                                               unsigned int last)
+{
+    typedef MomentsOf<float> Op;
+    const unsigned int per_plane = (plane + PIECE - 1) / PIECE;
+    const unsigned int lane = threadIdx.x % 32;
+    Moments acc = Op::identity();
+    for (unsigned int p = first + threadIdx.x / 32; p < last; p += WARPS) {
+        const unsigned int n = per_plane == 1 ? p : p / per_plane;
+        const unsigned int begin = (p - n * per_plane) * PIECE;
+        const unsigned int len = plane - begin < PIECE ? plane - begin : PIECE;
+        acc = Op::combine(acc, lane_piece<E, V>(in + ((size_t)n * channels + c) * plane + begin, len, lane));
+    }
+    return acc;
+}
+// ANCHOR_END: pieces
+
+// ANCHOR: coalesced
+// Step 2, batch_stats_coalesced: a block per channel, coalesced.
+//
+// What it does: block c takes channel c; its warps take the channel's pieces in turn (walk_pieces),
+// each lane keeping an accumulator, and a block reduction (block_reduce.cuh, with moments.cuh's
+// shuffle and combination) gives thread 0 the channel's.
+//
+// What changed from naive: the lanes of a load read 32 consecutive elements of one plane, 4 sectors
+// per request instead of 32, and a lane folds 16 values at once (one division instead of 16).
+//
+// What it leaves slow: C blocks. 64 channels are 64 blocks on 132 SMs: half the SMs have nothing
+// to do, and the others hold one block of 256 threads where they could hold eight. 512 channels are
+// half a wave. Each block walks its whole channel (100,352 or 802,816 elements) alone.
+//
+// Launch: block THREADS, grid C.
+template <class E>
+__device__ void coalesced(const typename E::Word* __restrict__ in, float* __restrict__ mean, float* __restrict__ var,
+                          unsigned int batch, unsigned int channels, unsigned int plane, unsigned int correction)
+{
+    const unsigned int c = blockIdx.x;
+    const unsigned int pieces = batch * ((plane + PIECE - 1) / PIECE);
+    Moments acc = walk_pieces<E, 1>(in, c, channels, plane, 0, pieces);
+    acc = block_reduce<MomentsOf<float> >(acc);
+    if (threadIdx.x == 0) {
+        write_stats(acc, c, correction, mean, var);
+    }
+}
+// ANCHOR_END: coalesced
+
+extern "C" __global__ void batch_stats_coalesced(const float* in, float* mean, float* var, unsigned int batch,
+                                                 unsigned int channels, unsigned int plane, unsigned int correction)
+{
+    coalesced<F32>(in, mean, var, batch, channels, plane, correction);
+}
+extern "C" __global__ void batch_stats_coalesced_bf16(const unsigned short* in, float* mean, float* var,
+                                                      unsigned int batch, unsigned int channels, unsigned int plane,
+                                                      unsigned int correction)
+{
+    coalesced<BF16>(in, mean, var, batch, channels, plane, correction);
+}
+
+// ANCHOR: finish
+// The end of a block of steps 3 and 4: the block's accumulator (a block reduction) goes to its
+// slot among its channel's `slices` partials, and the block takes a ticket from the channel's
+// counter; the block that draws the channel's last ticket combines the partials in a fixed order
+// (thread t takes partials t, t + THREADS, ..., then a block reduction), writes the statistics and
+// puts the counter back to 0 for the next launch. reduce-atomic's last-block finish, one counter
+// per channel: the same input gives the same bits every run, and one launch does it all.
+__device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict__ partial,
+                                               unsigned int* __restrict__ ticket, unsigned int slices,
+                                               unsigned int slice, unsigned int c, unsigned int correction,
+                                               float* __restrict__ mean, float* __restrict__ var)
+{
+    typedef MomentsOf<float> Op;
+    __shared__ bool is_last;
+    acc = block_reduce<Op>(acc);
+    if (threadIdx.x == 0) {
+        // ANCHOR: solution publish the block's partial (partial[slice], then __threadfence), take a ticket from the channel's counter (atomicAdd), and set is_last in the block that draws the channel's last one, which fences again before reading the partials
+        partial[slice] = acc;
+        __threadfence();
+        const unsigned int arrived = atomicAdd(ticket, 1);
+        is_last = arrived == slices - 1;
+        if (is_last) {
+            __threadfence(); // order the reads below after every other block's fence
+        }
+        // ANCHOR_END: solution
+        // ANCHOR: stub is_last = false;
+    }
+    __syncthreads();
+    if (is_last) {
+        Moments total = Op::identity();
+        for (unsigned int i = threadIdx.x; i < slices; i += blockDim.x) {
+            total = Op::combine(total, load_from_l2(&partial[i]));
+        }
+        total = block_reduce<Op>(total);
+        if (threadIdx.x == 0) {
+            write_stats(total, c, correction, mean, var);
+            *ticket = 0;
+        }
+    }
+}
+// ANCHOR_END: finish
+
+// ANCHOR: split
+// Step 3, batch_stats_split: several blocks per channel, and the last one combines.
+//
+// What it does: each channel's pieces are cut into `slices` runs of consecutive pieces, one block
+// per run (block b takes run b % slices of channel b / slices), with as many slices as fill the GPU
+// once (the launcher: C x slices blocks, at most the blocks the SMs hold at once). Each block walks
+// its run as step 2 walks a channel, and finish_channel combines the channel's runs.
+//
+// What changed from coalesced: the work of a channel is spread over blocks, so 64 channels of
+// 100,352 elements make 1,024 blocks of 6,272 elements, and every SM streams; the second stage
+// costs C x slices accumulators of 16 bytes and one atomic per block, in the same launch.
+//
+// What it leaves slow: each lane loads 4 bytes at a time. That takes 16 load instructions for 16
+// values, and at four times the requests per byte of 16-byte loads, the load units, not the
+// memory, come close to their limit.
+//
+// Launch: block THREADS, grid C * slices. partial: C * slices accumulators; ticket: C counters, 0
+// before the first launch (each launch leaves them 0).
+template <class E, int V>
+__device__ void split(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
+                      unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
+                      unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
+                      unsigned int correction)
+{
+    const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
+    const unsigned int pieces = batch * ((plane + PIECE - 1) / PIECE);
+    const unsigned int per_slice = (pieces + slices - 1) / slices;
+    const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
+    const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
+    const Moments acc = walk_pieces<E, V>(in, c, channels, plane, first, last);
+    finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, correction, mean, var);
+}
+// ANCHOR_END: split
+
+extern "C" __global__ void __launch_bounds__(THREADS, 8)
+batch_stats_split(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var, unsigned int batch,
+                  unsigned int channels, unsigned int plane, unsigned int slices, unsigned int correction)
+{
+    split<F32, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 8)
+batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
+                       unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
+                       unsigned int correction)
+{
+    split<BF16, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+}
+
+// ANCHOR: vectors
+// Step 4, batch_stats_vectors: step 3 with loads of up to 16 bytes.
+//
+// What it does: step 3, with each lane loading V elements at once: 16 bytes (4 f32, 8 bf16) where
+// every plane starts on a 16-byte boundary, i.e. where the tensor does and H * W is a multiple of
+// V; otherwise the widest V that divides H * W and the tensor's alignment (8, 4 or 2 bytes), down
+// to single elements for odd H * W (195, 197). The whole grid takes the same V, so no plane has
+// edges to read one by one: a piece starts at a multiple of PIECE and holds a multiple of V
+// elements.
+//
+// What changed from split: a lane's 16 values come in PER_LANE / V loads instead of 16 (4 for
+// f32, 2 for bf16); the walk, the slices and the finish are step 3's.
+//
+// What it leaves slow: odd planes (H * W = 195) fall back to step 3's single loads, and planes
+// shorter than a piece (14 x 14 = 196) leave the lanes past their end idle: a warp reads 196 of its
+// piece's 512 elements.
+//
+// Launch: step 3's.
+template <class E>
+__device__ __forceinline__ unsigned int vector_width(const typename E::Word* in, unsigned int plane)
+{
+    unsigned int v = E::MAX_VEC;
+    while (v > 1 && (plane % v != 0 || reinterpret_cast<size_t>(in) % (v * sizeof(typename E::Word)) != 0)) {
+        v /= 2;
+    }
+    return v;
+}
+
+template <class E>
+__device__ void vectors(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
+                        unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
+                        unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
+                        unsigned int correction)
+{
+    const unsigned int v = vector_width<E>(in, plane);
+    if (E::MAX_VEC >= 8 && v == 8) {
+        split<E, E::MAX_VEC >= 8 ? 8 : 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+    } else if (v == 4) {
+        split<E, 4>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+    } else if (v == 2) {
+        split<E, 2>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+    } else {
+        split<E, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+    }
+}
+// ANCHOR_END: vectors
+
+extern "C" __global__ void __launch_bounds__(THREADS, 8)
+batch_stats_vectors(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
+                    unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
+                    unsigned int correction)
+{
+    vectors<F32>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 8)
+batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
+                         unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
+                         unsigned int correction)
+{
+    vectors<BF16>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+}
