@@ -4,7 +4,7 @@
 //! chapters (one crate each) and each chapter's steps, with what the tour and the benches need to
 //! measure them: the cases to run, the kernel, whether the step only reads or reads and writes
 //! (which roof it is compared with), and a formula for the bytes it must move. Peers (CUB, the
-//! seeds' kernels) are listed beside the family's chapters.
+//! seeds' kernels, PyTorch's ops) are listed beside the family's chapters.
 //!
 //! Everything that lists steps is generated from this registry or checked against it: the tour, the
 //! benches, the summary pages, `book/src/SUMMARY.md` and the README's status table.
@@ -34,6 +34,10 @@ use serde::{Deserialize, Deserializer};
 
 pub use formula::Formula;
 pub use optimisation::{Counter, Improvement, Per};
+
+/// The script that measures the peers declared with `torch` (PyTorch's ops), which the tour does
+/// not time: it runs without torch.
+pub const TORCH_SCRIPT: &str = "scripts/torch_reductions.py";
 
 /// The registry's text, embedded at build time.
 pub const REGISTRY: &str = include_str!("../../../course.toml");
@@ -139,7 +143,8 @@ pub struct WorldStep {
 pub struct Step {
     pub name: String,
     /// The kernel in `cuda/<crate_name>.cu` (or the file of `kernel_from`); for a peer, its C
-    /// function in `scripts/peers/`.
+    /// function in `scripts/peers/`. Empty only for a peer measured by [`TORCH_SCRIPT`].
+    #[serde(default)]
     pub kernel: String,
     /// The chapter (crate) of the family whose kernel file defines `kernel`, where it is not the
     /// step's own: a step that measures another chapter's kernel beside its own (reduce-numerics
@@ -185,6 +190,9 @@ pub struct Peer {
     pub source: String,
     /// The course's step it is the counterpart of, if any (the summary puts them side by side).
     pub counterpart: Option<String>,
+    /// For a PyTorch op, which the tour does not time: the op and type [`TORCH_SCRIPT`] measures
+    /// it as, the second and third words of its output's lines (`softmax f32`).
+    pub torch: Option<String>,
 }
 
 /// What a step moves, and so which roof it is compared with.
@@ -233,6 +241,17 @@ impl<'a> StepRef<'a> {
         !self.step.extra && self.peer.is_none()
     }
 
+    /// For a peer measured by [`TORCH_SCRIPT`], not by the tour: its op and type (`softmax f32`).
+    pub fn torch(&self) -> Option<&'a str> {
+        self.peer.and_then(|p| p.torch.as_deref())
+    }
+
+    /// Whether the tour and the benches time the step: every step and peer but those measured by
+    /// [`TORCH_SCRIPT`].
+    pub fn timed_by_tour(&self) -> bool {
+        self.torch().is_none()
+    }
+
     /// The file under `cuda/` that defines the step's kernel: its chapter's, or that of the chapter
     /// named by `kernel_from`. `None` for a peer, whose kernel is a C function in `scripts/peers/`.
     pub fn kernel_file(&self) -> Option<String> {
@@ -276,6 +295,19 @@ impl<'a> StepRef<'a> {
     }
 }
 
+/// A peer's `torch`: two words, the op and the type, as [`TORCH_SCRIPT`]'s lines write them.
+fn validate_torch(peer: &Peer, torch: &str) -> Result<(), String> {
+    let name = &peer.step.name;
+    let words: Vec<&str> = torch.split(' ').collect();
+    if words.len() != 2 || words.iter().any(|w| w.is_empty()) {
+        return Err(format!("peer `{name}`: `torch` is an op and a type, `softmax f32`, not `{torch}`"));
+    }
+    if !peer.step.kernel.is_empty() {
+        return Err(format!("peer `{name}`: measured by {TORCH_SCRIPT} (`torch`), it has no `kernel`"));
+    }
+    Ok(())
+}
+
 impl Course {
     /// Parses and validates a registry.
     pub fn parse(text: &str) -> Result<Course, String> {
@@ -302,6 +334,7 @@ impl Course {
     /// Names unique within a family, cases and formulas that make sense.
     fn validate(&self) -> Result<(), String> {
         let mut ids = Vec::new();
+        let mut torch_ops: Vec<&str> = Vec::new();
         for family in &self.families {
             if ids.contains(&family.id) {
                 return Err(format!("family `{}` twice", family.id));
@@ -314,6 +347,17 @@ impl Course {
                     return Err(format!("family `{}`: step `{}` twice", family.id, step.name()));
                 }
                 names.push(step.name());
+                match (step.peer, step.torch()) {
+                    (Some(peer), Some(torch)) => {
+                        validate_torch(peer, torch)?;
+                        if torch_ops.contains(&torch) {
+                            return Err(format!("peer `{}`: `torch = \"{torch}\"` twice", step.name()));
+                        }
+                        torch_ops.push(torch);
+                    }
+                    _ if step.step.kernel.is_empty() => return Err(format!("step `{}`: no `kernel`", step.name())),
+                    _ => {}
+                }
                 if let Some(formula) = &step.step.input_bytes {
                     formula.eval(|name| ["n", "rows", "cols"].contains(&name).then_some(1))?;
                 }
@@ -444,4 +488,83 @@ fn optional_case<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Ca
 
 fn optional_cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<Case>>, D::Error> {
     cases(deserializer).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A family of one step and a peer measured by the torch script (`peer` is the peer's lines).
+    fn registry_with_peer(peer: &str) -> String {
+        format!(
+            r#"
+[[family]]
+id = "rows"
+title = "Rows"
+cases = ["64x2^10", "2^10x64"]
+summary_case = "64x2^10"
+simulator_case = "2^12"
+input_bytes = "4*n"
+
+[[family.chapter]]
+crate = "rows"
+title = "Rows"
+file = "rows.md"
+
+[[family.chapter.step]]
+name = "fast"
+kernel = "rows_fast"
+about = "fast"
+moves = "read-write"
+bytes = "8*n"
+
+[[family.peer]]
+crate = "rows"
+name = "torch-rows"
+about = "torch.rows"
+source = "torch.rows"
+counterpart = "fast"
+moves = "read-write"
+bytes = "8*n"
+{peer}
+"#
+        )
+    }
+
+    #[test]
+    fn a_peer_measured_by_the_torch_script_has_an_op_and_a_type_and_no_kernel() {
+        let course = Course::parse(&registry_with_peer("torch = \"rows f32\"")).unwrap();
+        let family = course.family("rows").unwrap();
+        let peer = family.step("torch-rows").unwrap();
+        assert_eq!(peer.torch(), Some("rows f32"));
+        assert!(!peer.timed_by_tour());
+        assert_eq!(peer.cases(), &family.cases[..]);
+        let fast = family.step("fast").unwrap();
+        assert!(fast.timed_by_tour() && fast.torch().is_none());
+        // The registry's own torch peers parse the same way.
+        for step in registry().steps().filter(|s| s.torch().is_some()) {
+            assert!(step.peer.is_some() && step.step.kernel.is_empty(), "{}", step.name());
+        }
+    }
+
+    #[test]
+    fn torch_peers_that_make_no_sense_are_refused() {
+        for (peer, error) in [
+            ("torch = \"rows\"", "`torch` is an op and a type"),
+            ("torch = \"rows f32 x\"", "`torch` is an op and a type"),
+            ("torch = \"rows  f32\"", "`torch` is an op and a type"),
+            ("torch = \"rows f32\"\nkernel = \"cub_rows\"", "it has no `kernel`"),
+            ("", "step `torch-rows`: no `kernel`"),
+        ] {
+            match Course::parse(&registry_with_peer(peer)) {
+                Err(e) => assert!(e.contains(error), "{peer:?}: {e}"),
+                Ok(_) => panic!("{peer:?} was accepted"),
+            }
+        }
+        let twice = registry_with_peer("torch = \"rows f32\"")
+            + "\n[[family.peer]]\ncrate = \"rows\"\nname = \"torch-again\"\nabout = \"a\"\nsource = \"s\"\n\
+               moves = \"read\"\nbytes = \"4*n\"\ntorch = \"rows f32\"\n";
+        let error = Course::parse(&twice).map(|_| ()).unwrap_err();
+        assert!(error.contains("peer `torch-again`: `torch = \"rows f32\"` twice"), "{error}");
+    }
 }

@@ -55,6 +55,10 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     let mut ok = true;
     let course = course::registry();
     for step in course.steps().filter(|s| s.crate_name == crate_name) {
+        if let Some(torch) = step.torch() {
+            println!("{crate_name}: peer `{}` ({torch}) is measured by {}", step.name(), course::TORCH_SCRIPT);
+            continue;
+        }
         // A peer (cuBLAS, CUB) needs the peer library; without it the row is skipped, as in the
         // tour.
         if step.peer.is_some() {

@@ -13,7 +13,7 @@ use gpu_harness::{Case, GpuError};
 
 use crate::charts::{ChartError, chapter_chart, summary_chart};
 use crate::headline::{self, GpuResults};
-use crate::results::{Results, load_results, results_by_gpu};
+use crate::results::{Results, load_results_by_gpu};
 use crate::tables::{chapter_table, find_record, peers_table, share_of_roof, summary_table};
 
 /// Why the book could not be rendered.
@@ -47,7 +47,7 @@ struct Gpu {
 /// Every file the registry and the data under `root` (the workspace) render, as `(path, text)`.
 pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     let data = root.join("book/src/data");
-    let gpus: Vec<Gpu> = results_by_gpu(&load_results(&data)?)
+    let gpus: Vec<Gpu> = load_results_by_gpu(course, &data)?
         .into_iter()
         .map(|(folder, results)| Gpu {
             slug: folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),

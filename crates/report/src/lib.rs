@@ -9,7 +9,8 @@
 //! - [`headline`]: the front page's table and chart: each family's final step beside its peers;
 //! - [`book`]: every generated page of the book and the README, from the registry and the data;
 //! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones;
-//! - [`accuracy`]: the accuracy studies (relative error against n) and their charts.
+//! - [`accuracy`]: the accuracy studies (relative error against n) and their charts;
+//! - [`torch`]: PyTorch's ops as peers, read from `scripts/torch_reductions.py`'s output.
 
 pub mod accuracy;
 pub mod book;
@@ -20,8 +21,11 @@ pub mod prose;
 pub mod results;
 pub mod session;
 pub mod tables;
+pub mod torch;
 
 pub use book::{BookError, render_book};
-pub use results::{Record, Results, book_data_dir, gpu_slug, load_results, workspace_root, write_results};
+pub use results::{
+    Record, Results, book_data_dir, gpu_slug, load_results, load_results_by_gpu, workspace_root, write_results,
+};
 pub use session::{Failure, Session, find_entry};
 pub use tables::Table;

@@ -10,19 +10,20 @@
 //! `data <gpu folder> <crate>/<step> <case> <value>`, where `<value>` is one of `gbs`, `tbs`, `ms`,
 //! `us`, `roof%` (percent of the step's own roof), `copy%`, `read%`, `read-roof` and `copy-roof`
 //! (the roofs of that case, GB/s), `peak` (theoretical GB/s), or `speedup:<crate>/<step>` (that
-//! step's time over this one's). reduce-multi-gpu's numbers come from its sessions
-//! (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine> <kind>/<method> <gpus> <bytes>
-//! <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `ratio:<method>` (this bus bandwidth
-//! over that method's) or `speedup` (one GPU's time over this one's). The rendered page does not
-//! show the comment; [`check_book`] checks that the number before it, rounded as written, equals
-//! the data. A number written as a measurement (followed by `GB/s`, `TB/s`, `% of copy`, `% of its
-//! roof`, `% of read`) must carry such a comment, or `<!-- not measured here -->` when it is quoted
-//! from elsewhere (a paper, the seeds).
+//! step's time over this one's). A PyTorch peer is named like any peer (`softmax/torch-softmax`):
+//! its records come from the folder's `torch-reductions.txt` ([`crate::torch`]). reduce-multi-gpu's
+//! numbers come from its sessions (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine>
+//! <kind>/<method> <gpus> <bytes> <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`,
+//! `ratio:<method>` (this bus bandwidth over that method's) or `speedup` (one GPU's time over this
+//! one's). The rendered page does not show the comment; [`check_book`] checks that the number
+//! before it, rounded as written, equals the data. A number written as a measurement (followed by
+//! `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry such a comment, or
+//! `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the seeds).
 
 use std::path::{Path, PathBuf};
 
 use crate::multi_gpu::{MachineFile, load_machines};
-use crate::results::{Record, Results, load_results, results_by_gpu};
+use crate::results::{Record, Results, load_results_by_gpu};
 
 const MARKER: &str = "<!-- data ";
 const UNITS: &[&str] = &["GB/s", "TB/s", "ms", "µs", "%", "x", "×"];
@@ -32,8 +33,8 @@ const MEASUREMENT_WORDS: &[&str] = &[" GB/s", " TB/s", "% of copy", "% of its ro
 /// folder, whose files are generated): a marker that names nothing measured, a number that differs
 /// from the data, or a measurement-like number without a marker.
 pub fn check_book(book_src: &Path) -> Vec<String> {
-    let data = match load_results(&book_src.join("data")) {
-        Ok(all) => results_by_gpu(&all),
+    let data = match load_results_by_gpu(course::registry(), &book_src.join("data")) {
+        Ok(gpus) => gpus,
         Err(e) => return vec![e.to_string()],
     };
     let machines = match load_machines(&book_src.join("data")) {

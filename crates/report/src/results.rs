@@ -107,6 +107,17 @@ pub fn load_results(data_dir: &Path) -> Result<Vec<(PathBuf, Results)>> {
     Ok(all)
 }
 
+/// Every GPU folder's results under `data_dir` ([`load_results`], [`results_by_gpu`]), with the
+/// records of the course's torch peers read from each folder's script output
+/// ([`crate::torch::merge`]): what the book and its checks show.
+pub fn load_results_by_gpu(course: &course::Course, data_dir: &Path) -> Result<Vec<(PathBuf, Vec<Results>)>> {
+    let mut gpus = results_by_gpu(&load_results(data_dir)?);
+    for (folder, results) in &mut gpus {
+        crate::torch::merge(course, folder, results)?;
+    }
+    Ok(gpus)
+}
+
 /// The results grouped by the GPU folder they are in: `(folder, its results)`, sorted by folder.
 pub fn results_by_gpu(all: &[(PathBuf, Results)]) -> Vec<(PathBuf, Vec<Results>)> {
     let mut by_gpu: Vec<(PathBuf, Vec<Results>)> = Vec::new();

@@ -149,6 +149,22 @@ fn in_l2_note(rows: &[Vec<String>], l2_cache_bytes: u64) -> String {
     )
 }
 
+/// What a caption adds where a table shows peers that the tour does not time (PyTorch's ops, timed
+/// by their script in the tour's session: [`crate::torch`]).
+fn script_note(shown: &[StepRef]) -> String {
+    let mut sources: Vec<&str> = Vec::new();
+    for step in shown.iter().filter(|s| !s.timed_by_tour()) {
+        let source = step.peer.map_or(step.name(), |p| p.source.as_str());
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
+    }
+    if sources.is_empty() {
+        return String::new();
+    }
+    format!(" {}: timed by {} in the same session, by the same rule.", sources.join(", "), course::TORCH_SCRIPT)
+}
+
 /// The two roofs of a record's case: `(name, GB/s, % of copy)`.
 fn roofs_of(record: &Record) -> [(&'static str, f64, f64); 2] {
     let percent_of_copy = |gbs: f64| 100.0 * gbs / record.copy_gbs;
@@ -202,9 +218,10 @@ pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) ->
     }
     let mut rows = Vec::new();
     let mut first = None;
+    let mut shown = Vec::new();
     for case in cases {
-        let found: Vec<(String, &Record)> =
-            steps.iter().filter_map(|s| Some((peer_label(s), find_record(results, s, case)?))).collect();
+        let found: Vec<(StepRef, &Record)> =
+            steps.iter().filter_map(|s| Some((*s, find_record(results, s, case)?))).collect();
         let Some((_, any)) = found.first() else { continue };
         first.get_or_insert(results.iter().find(|r| r.records.contains(any))?);
         for (name, gbs, of_copy) in roofs_of(any) {
@@ -218,8 +235,9 @@ pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) ->
                 percent(of_copy),
             ]);
         }
-        for (label, record) in found {
-            rows.push([vec![case.to_string(), label], measured_cells(record, l2).to_vec()].concat());
+        for (step, record) in found {
+            rows.push([vec![case.to_string(), peer_label(&step)], measured_cells(record, l2).to_vec()].concat());
+            shown.push(step);
         }
     }
     let columns = vec![
@@ -231,7 +249,7 @@ pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) ->
         ("% of its roof", Align::Right),
         ("% of copy", Align::Right),
     ];
-    let caption = measured_on(first?) + &in_l2_note(&rows, l2);
+    let caption = measured_on(first?) + &script_note(&shown) + &in_l2_note(&rows, l2);
     Some(Table { caption, columns, rows })
 }
 
@@ -284,10 +302,12 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
         ("step speedup", Align::Right),
         ("cumulative speedup", Align::Right),
     ];
+    let peer_steps: Vec<StepRef> = peers.iter().map(|(s, _)| *s).collect();
     let caption = format!(
-        "{} {} at {case}, every step in one run against the roofs of the same run.{}",
+        "{} {} at {case}, every step in one run against the roofs of the same run.{}{}",
         measured_on(origin),
         family.title,
+        script_note(&peer_steps),
         in_l2_note(&rows, l2)
     );
     Some(Table { caption, columns, rows })
@@ -299,6 +319,7 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
 pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
     let mut rows = Vec::new();
     let mut origin = None;
+    let mut shown = Vec::new();
     let l2 = l2_of(results);
     for case in &family.cases {
         for peer_step in family.steps().filter(|s| s.peer.is_some()) {
@@ -310,6 +331,7 @@ pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
                 continue;
             };
             origin.get_or_insert(mine);
+            shown.push(peer_step);
             rows.push(vec![
                 case.label.clone(),
                 format!("**{}**", ours.name()),
@@ -334,7 +356,11 @@ pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
         ("peer % of its roof", Align::Right),
         ("peer time / step time", Align::Right),
     ];
-    let caption =
-        format!("{} Each step and its peer measured in the same run.{}", measured_on(origin), in_l2_note(&rows, l2));
+    let caption = format!(
+        "{} Each step and its peer measured in the same run.{}{}",
+        measured_on(origin),
+        script_note(&shown),
+        in_l2_note(&rows, l2)
+    );
     Some(Table { caption, columns, rows })
 }

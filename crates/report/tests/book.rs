@@ -119,7 +119,7 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     }
 
     let data = root.join("book/src/data");
-    let gpus = report::results::results_by_gpu(&report::load_results(&data).unwrap());
+    let gpus = report::load_results_by_gpu(course::registry(), &data).unwrap();
     let mut expected: Vec<[String; 7]> = Vec::new();
     for family in &course::registry().families {
         let summary = &family.summary_case;

@@ -4,10 +4,12 @@
 //! same path as the benches (`report::Session`): each step is prepared on a random input, checked
 //! against the CPU, timed (median of CUDA-event-timed batches) and recorded next to the read and
 //! copy roofs of its case, measured in the same run. Peers (CUB, the seeds' kernels) run too when
-//! `COURSE_PEERS` names their library. It prints each chapter's table and each family's summary,
-//! writes one results file per crate into `book/src/data/<gpu>/`, and redraws the book's tables and
-//! charts. Without a GPU it runs every step on the CPU simulator and prints what each launch did.
-//! `--charts` only redraws the book from the committed data.
+//! `COURSE_PEERS` names their library; PyTorch's are measured by `scripts/torch_reductions.py`
+//! instead (the tour runs without torch), and the book reads that script's output beside ours. It
+//! prints each chapter's table and each family's summary, writes one results file per crate into
+//! `book/src/data/<gpu>/`, and redraws the book's tables and charts. Without a GPU it runs every
+//! step on the CPU simulator and prints what each launch did. `--charts` only redraws the book from
+//! the committed data.
 
 mod classroom;
 mod cli;
@@ -56,7 +58,7 @@ struct Run<'a> {
 fn runs<'a>(family: &'a Family, options: &Options, entries: &[StepEntry], peers: bool) -> Vec<Run<'a>> {
     let steps: Vec<(StepRef, StepEntry)> = family
         .steps()
-        .filter(|s| options.wants(&family.id, s.crate_name) && (peers || s.peer.is_none()))
+        .filter(|s| options.wants(&family.id, s.crate_name) && s.timed_by_tour() && (peers || s.peer.is_none()))
         .filter_map(|s| Some((s, find_entry(entries, &s)?.clone())))
         .collect();
     let mut cases: Vec<&Case> = Vec::new();
@@ -114,6 +116,9 @@ fn tour(options: &Options) -> bool {
     let mut session = Session::new(&device);
     let mut failures = Vec::new();
     for (family, runs) in &families {
+        if let Some(note) = script_peers(family, options) {
+            bar.suspend(|| println!("{note}"));
+        }
         for run in runs {
             bar.set_message(format!("{}/{} at {}", run.step.crate_name, run.step.name(), run.case.label));
             if let Err(failure) = session.measure(&run.step, &run.entry, run.case, seed) {
@@ -145,6 +150,20 @@ fn tour(options: &Options) -> bool {
         eprintln!("tour: {} step run(s) failed and were not recorded (see above)", failures.len());
     }
     ok
+}
+
+/// The line that says which of the family's peers the tour does not time, where it has some:
+/// PyTorch's ops, measured by their script (`course::TORCH_SCRIPT`), which needs torch.
+fn script_peers(family: &Family, options: &Options) -> Option<String> {
+    let mut sources: Vec<&str> = Vec::new();
+    for step in family.steps().filter(|s| !s.timed_by_tour() && options.wants(&family.id, s.crate_name)) {
+        let source = step.peer.map_or(step.name(), |p| p.source.as_str());
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
+    }
+    (!sources.is_empty())
+        .then(|| format!("{}: measured by {}, not by the tour", sources.join(", "), course::TORCH_SCRIPT))
 }
 
 /// Each chapter's table and the family's summary, as text.
