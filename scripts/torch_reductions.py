@@ -15,10 +15,13 @@ counted too), so a reader gets GB/s as bytes / ms / 1e6.
 Prints one line per measurement, after a header line naming the versions and the GPU:
 
     # torch <version> CUDA <version> on <GPU name>
-    torch <op> <dtype> <shape> <bytes> <ms per call>
+    torch <op> <dtype> <case> <bytes> <ms per call>
 
-The chapters' data files are this output, committed as book/src/data/<gpu folder>/torch-reductions.txt
-(the gpu folder is the tour's, e.g. nvidia-h200):
+where <case> is the shape as course.toml writes the case (4096x2^14, 32x64x56x56). The chapters'
+data files are this output, committed as book/src/data/<gpu folder>/torch-reductions.txt (the gpu
+folder is the tour's, e.g. nvidia-h200), run in the tour's session: the book reads each line of
+an op and dtype that a peer of course.toml names (torch = "softmax f32") as that peer's record,
+beside the tour's steps and against the roofs the tour measured at the same case.
 
     python3 scripts/torch_reductions.py > book/src/data/nvidia-h200/torch-reductions.txt
     python3 scripts/torch_reductions.py softmax        # only the ops named
@@ -34,18 +37,16 @@ import torch.nn.functional as F
 
 SAMPLES = 15
 
-SOFTMAX = [(768, 1 << 16), (4096, 1 << 14), (32768, 1 << 11), (131072, 512)]
-NORMS = [(8192, 4096), (65536, 1024)]
+# Each shape with its case as course.toml writes it (the chapters match lines by these labels).
+SOFTMAX = [((768, 1 << 16), "768x2^16"), ((4096, 1 << 14), "4096x2^14"), ((32768, 1 << 11), "32768x2^11"),
+           ((131072, 512), "131072x512")]
+NORMS = [((8192, 4096), "8192x4096"), ((65536, 1024), "65536x1024")]
 STATS = [(32, 64, 56, 56), (256, 64, 56, 56), (64, 512, 14, 14)]
 
 
 def label(shape) -> str:
-    """The shape as the registry writes cases: 2^k for powers of two of 1024 and more."""
-
-    def count(n: int) -> str:
-        return f"2^{n.bit_length() - 1}" if n >= 1024 and n & (n - 1) == 0 else str(n)
-
-    return "x".join(count(n) for n in shape)
+    """A tensor's shape as the registry writes its cases: its sides joined by x."""
+    return "x".join(str(n) for n in shape)
 
 
 def batch_ms(call, calls: int) -> float:
@@ -76,32 +77,34 @@ def main() -> None:
     for dtype, word in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
         size = torch.tensor([], dtype=dtype).element_size()
 
-        def report(op: str, shape, bytes_moved: int, call) -> None:
-            print(f"torch {op} {word} {label(shape)} {bytes_moved} {median_ms(call):.6f}", flush=True)
+        def report(op: str, case: str, bytes_moved: int, call) -> None:
+            print(f"torch {op} {word} {case} {bytes_moved} {median_ms(call):.6f}", flush=True)
 
         def random(*shape) -> torch.Tensor:
             return torch.randn(*shape, device="cuda", dtype=dtype, generator=generator)
 
         if "softmax" in ops:
-            for rows, cols in SOFTMAX:
+            for (rows, cols), case in SOFTMAX:
                 x = random(rows, cols)
-                report("softmax", (rows, cols), 2 * size * rows * cols, lambda: torch.softmax(x, dim=-1))
+                report("softmax", case, 2 * size * rows * cols, lambda: torch.softmax(x, dim=-1))
                 del x
         if "layer-norm" in ops or "rms-norm" in ops:
-            for rows, cols in NORMS:
+            # x read and y written; the weight (and the layer norm's bias) read once, of x's type:
+            # course.toml's bytes, 8*n + 8*cols and 8*n + 4*cols for f32, half for bf16.
+            for (rows, cols), case in NORMS:
                 x, w, b = random(rows, cols), random(cols), random(cols)
                 moved = 2 * size * rows * cols
                 if "layer-norm" in ops:
-                    report("layer-norm", (rows, cols), moved + 2 * size * cols,
+                    report("layer-norm", case, moved + 2 * size * cols,
                            lambda: F.layer_norm(x, (cols,), w, b))
                 if "rms-norm" in ops:
-                    report("rms-norm", (rows, cols), moved + size * cols, lambda: F.rms_norm(x, (cols,), w))
+                    report("rms-norm", case, moved + size * cols, lambda: F.rms_norm(x, (cols,), w))
                 del x, w, b
         if "var-mean" in ops:
             for shape in STATS:
                 x = random(*shape)
                 channels = shape[1]
-                report("var-mean", shape, size * x.numel() + 2 * size * channels,
+                report("var-mean", label(shape), size * x.numel() + 2 * size * channels,
                        lambda: torch.var_mean(x, dim=(0, 2, 3)))
                 del x
         torch.cuda.empty_cache()
