@@ -190,6 +190,8 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
     if !gpus.is_empty() {
         let _ = write!(caption, " {}.", gpus.join(", "));
     }
+    let peers: Vec<StepRef> = measured.iter().flat_map(|m| m.peers.iter().map(|(p, _)| *p)).collect();
+    caption += &crate::tables::script_note(&peers);
     if !all_reduces.is_empty() {
         caption += " Across GPUs, the GB/s are the all-reduce's bus bandwidth (as nccl-tests reports it).";
     }

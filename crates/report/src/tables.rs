@@ -151,7 +151,7 @@ fn in_l2_note(rows: &[Vec<String>], l2_cache_bytes: u64) -> String {
 
 /// What a caption adds where a table shows peers that the tour does not time (PyTorch's ops, timed
 /// by their script in the tour's session: [`crate::torch`]).
-fn script_note(shown: &[StepRef]) -> String {
+pub(crate) fn script_note(shown: &[StepRef]) -> String {
     let mut sources: Vec<&str> = Vec::new();
     for step in shown.iter().filter(|s| !s.timed_by_tour()) {
         let source = step.peer.map_or(step.name(), |p| p.source.as_str());

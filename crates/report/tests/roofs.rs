@@ -58,9 +58,9 @@ fn scan_results() -> Vec<Results> {
         vec![
             record("blelloch-padded", "2^11", 1 << 11, 1.29),
             record("cub-inclusive-f32", "2^20", 1 << 20, 1.13),
-            record("early-loads", "2^20", 1 << 20, 1.20),
+            record("bulk-copy", "2^20", 1 << 20, 1.20),
             record("cub-inclusive-f32", "2^28", 1 << 28, 0.82),
-            record("early-loads", "2^28", 1 << 28, 1.004),
+            record("bulk-copy", "2^28", 1 << 28, 1.004),
         ],
     )]
 }
@@ -74,8 +74,8 @@ fn row<'a>(rows: &'a [Vec<String>], case: &str, step: &str) -> &'a [String] {
 
 #[test]
 fn a_roof_binds_only_beyond_the_l2() {
-    let fits = record("early-loads", "2^20", 1 << 20, 1.2);
-    let beyond = record("early-loads", "2^28", 1 << 28, 0.9);
+    let fits = record("bulk-copy", "2^20", 1 << 20, 1.2);
+    let beyond = record("bulk-copy", "2^28", 1 << 28, 0.9);
     assert!(!roof_binds(&fits, L2));
     assert!(roof_binds(&beyond, L2));
     // Exactly the L2's bytes still fit.
@@ -95,7 +95,7 @@ fn the_chapter_table_gives_no_share_of_a_roof_that_does_not_bind() {
     let share_columns: Vec<usize> =
         table.columns.iter().enumerate().filter(|(_, (name, _))| name.starts_with('%')).map(|(i, _)| i).collect();
     assert_eq!(share_columns.len(), 2, "% of its roof and % of copy: {:?}", table.columns);
-    for (case, step) in [("2^11", "blelloch-padded"), ("2^20", "early-loads"), ("2^20", "cub-inclusive-f32")] {
+    for (case, step) in [("2^11", "blelloch-padded"), ("2^20", "bulk-copy"), ("2^20", "cub-inclusive-f32")] {
         let cells = row(&table.rows, case, step);
         for &i in &share_columns {
             assert_eq!(cells[i], IN_L2, "{step} at {case}: {cells:?}");
@@ -104,7 +104,7 @@ fn the_chapter_table_gives_no_share_of_a_roof_that_does_not_bind() {
         assert!(cells.iter().any(|c| c.parse::<f64>().is_ok_and(|v| v > 3000.0)), "{cells:?}");
     }
     // Beyond the L2, the share as measured, over 100% too.
-    let cells = row(&table.rows, "2^28", "early-loads");
+    let cells = row(&table.rows, "2^28", "bulk-copy");
     assert_eq!(cells[share_columns[0]], "100.4%");
     let cells = row(&table.rows, "2^28", "cub-inclusive-f32");
     assert_eq!(cells[share_columns[0]], "82.0%");
@@ -122,9 +122,9 @@ fn the_peers_and_summary_tables_follow_the_same_rule() {
     let scan = course.family("scan").unwrap();
     let results = scan_results();
     let peers = peers_table(scan, &results).unwrap();
-    let at_2_20 = row(&peers.rows, "2^20", "early-loads");
+    let at_2_20 = row(&peers.rows, "2^20", "bulk-copy");
     assert_eq!(at_2_20.iter().filter(|c| *c == IN_L2).count(), 2, "{at_2_20:?}");
-    let at_2_28 = row(&peers.rows, "2^28", "early-loads");
+    let at_2_28 = row(&peers.rows, "2^28", "bulk-copy");
     assert!(at_2_28.contains(&"100.4%".to_string()) && at_2_28.contains(&"82.0%".to_string()), "{at_2_28:?}");
     assert!(peers.caption.contains(IN_L2));
     // The summary is at 2^28, beyond the L2: shares as measured, and no note.
@@ -137,7 +137,7 @@ fn the_peers_and_summary_tables_follow_the_same_rule() {
 fn a_chart_bar_whose_roof_does_not_bind_says_so_instead_of_a_share() {
     let lines = Lines { read_gbs: 3300.0, copy_gbs: 3000.0, peak_gbs: None };
     let bars = [
-        Bar { roof_binds: false, ..Bar::new("early-loads", 3600.0, "copy", 3000.0) },
+        Bar { roof_binds: false, ..Bar::new("bulk-copy", 3600.0, "copy", 3000.0) },
         Bar::new("single-pass", 2400.0, "copy", 3000.0),
     ];
     let svg = bar_chart("t", &bars, lines).unwrap();
