@@ -19,7 +19,7 @@
 // never goes negative, gives exactly 0 for constant data, and does not overflow where a sum of
 // squares would (values of 1e38).
 //
-// Sizes: N, C and H * W each below 2^31, and N * ceil(H * W / PIECE) below 2^31 (the launcher
+// Sizes: N, C and H * W each below 2^31, and N * ceil(H * W / piece) below 2^31 (the launcher
 // checks); offsets are 64-bit, so the tensor may hold more than 2^32 elements.
 //
 // The steps, each differing from the one before by one technique:
@@ -118,13 +118,14 @@ extern "C" __global__ void batch_stats_naive_bf16(const unsigned short* in, floa
 }
 
 // ANCHOR: pieces
-// The walk of steps 2 to 4. A channel's planes are cut into pieces of at most PIECE elements (a
-// plane of 3136 is six pieces of 512 and one of 64; a plane of 196 is one piece), and a warp takes
-// a piece at a time: lane l reads elements l * V, (32 + l) * V, (64 + l) * V, ... of the piece, V
-// at a time (V = 1 in steps 2 and 3), so the 32 lanes of one load read 32 V consecutive elements,
-// and each lane has PER_LANE / V loads in flight before it adds anything.
-#define PER_LANE 16
-#define PIECE (32 * PER_LANE)
+// The walk of steps 2 to 4. A channel's planes are cut into pieces of at most 32 K elements, K
+// values per lane: K = 16 (pieces of 512) for planes of more than 256 elements, K = 8 for shorter
+// ones, so that a plane of 196 fills most of its piece. A plane of 3136 is six pieces of 512 and
+// one of 64; a plane of 196 is one piece of 256. A warp takes a piece at a time: lane l reads
+// elements l * V, (32 + l) * V, (64 + l) * V, ... of the piece, V at a time (V = 1 in steps 2 and
+// 3), so the 32 lanes of one load read 32 V consecutive elements, and each lane has K / V loads in
+// flight before it adds anything.
+__device__ __forceinline__ unsigned int piece_of(unsigned int plane) { return plane > 256 ? 512 : 256; }
 
 // The number of bytes of V elements, as a type a load can move at once, and its 32-bit words.
 template <int BYTES> struct Bytes;
@@ -168,89 +169,127 @@ __device__ __forceinline__ void add_halves(float* s)
     }
 }
 
-// The accumulator of the first m of K values in registers (1 <= m <= K; x[m .. K) hold 0): their
-// mean, the first value plus the mean of their differences from it (so that constant data gives
-// that value exactly, and a variance of exactly 0), or, where the differences' sum overflows
-// (values near f32's limit, of both signs), the sum of x / m; then the squares of their deviations
-// from it. Both sums are trees; one division for up to K elements.
+// The accumulator of the first m of K values in registers (1 <= m <= K), x[m .. K) holding copies
+// of x[0]. The mean is x[0] plus the mean of the differences from it: the copies add exactly 0, so
+// no value needs a mask, and constant data gives x[0] exactly (and a variance of exactly 0). m2
+// adds every square, four chains of four then a tree, and takes the copies' K - m squares off
+// again. One division for up to K values. Where the differences overflow, or a value is not
+// finite, the same with masks: the mean of x / m (values near f32's limit, of both signs), and
+// infinities and NaN as IEEE arithmetic gives them.
 template <int K>
 __device__ __forceinline__ Moments moments_of(const float* x, unsigned int m)
 {
-    const float pivot = x[0];
+    const float pivot = x[0], count = (float)m;
     float s[K];
 #pragma unroll
     for (int i = 0; i < K; i++) {
-        s[i] = i < (int)m ? x[i] - pivot : 0.0f;
+        s[i] = x[i] - pivot;
     }
     add_halves<K / 2>(s);
-    const float count = (float)m;
     float mean = pivot + s[0] / count;
-    if (!isfinite(s[0])) {
+    const bool finite = isfinite(s[0]);
+    if (!finite) {
 #pragma unroll
         for (int i = 0; i < K; i++) {
-            s[i] = x[i] / count;
+            s[i] = i < (int)m ? x[i] / count : 0.0f;
         }
         add_halves<K / 2>(s);
         mean = s[0];
     }
 #pragma unroll
-    for (int i = 0; i < K; i++) {
-        const float d = i < (int)m ? x[i] - mean : 0.0f;
-        s[i] = d * d;
+    for (int i = 0; i < 4; i++) {
+        s[i] = 0.0f;
+#pragma unroll
+        for (int j = i; j < K; j += 4) {
+            const float d = finite || j < (int)m ? x[j] - mean : 0.0f;
+            s[i] = fmaf(d, d, s[i]);
+        }
     }
-    add_halves<K / 2>(s);
-    return Moments{m, mean, s[0]};
+    float m2 = (s[0] + s[1]) + (s[2] + s[3]);
+    if (finite && m < K && isfinite(m2)) {
+        const float d = pivot - mean;
+        m2 = fmaxf(m2 - (float)(K - m) * (d * d), 0.0f);
+    }
+    return Moments{m, mean, m2};
 }
 
-// This lane's accumulator of a piece of `len` elements at `piece` (len a multiple of V).
-template <class E, int V>
+// Where this lane's k-th load of a piece starts, in elements from the piece's start.
+template <int V>
+__device__ __forceinline__ unsigned int load_at(int k, unsigned int lane)
+{
+    // ANCHOR: solution the element of the piece where this lane's k-th load starts: lanes next to each other read vectors next to each other (32 lanes x V elements per load, then the next 32 V)
+    return (k * 32 + lane) * V;
+    // ANCHOR_END: solution
+    // ANCHOR: stub return k * V;
+}
+
+// This lane's accumulator of a piece of `len` elements at `piece` (len a multiple of V). A whole
+// piece (most pieces of a large plane) needs no bounds: every lane holds K values. In a
+// shorter one (a plane's last, or a whole plane of 196) only this lane's first loads are inside,
+// and the slots after them hold copies of its first value (moments_of takes them off).
+template <class E, int V, int K>
 __device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict__ piece, unsigned int len,
                                               unsigned int lane)
 {
-    float x[PER_LANE];
+    float x[K];
+    if (len == 32 * K) {
 #pragma unroll
-    for (int k = 0; k < PER_LANE / V; k++) {
-        // ANCHOR: solution the element of the piece where this lane's k-th load starts: lanes next to each other read vectors next to each other (32 lanes x V elements per load, then the next 32 V)
-        const unsigned int at = (k * 32 + lane) * V;
-        // ANCHOR_END: solution
-        // ANCHOR: stub const unsigned int at = k * V;
-        if (at < len) {
-            load_vector<E, V>(piece + at, x + k * V);
-        } else {
-#pragma unroll
-            for (int j = 0; j < V; j++) {
-                x[k * V + j] = 0.0f;
-            }
+        for (int k = 0; k < K / V; k++) {
+            load_vector<E, V>(piece + load_at<V>(k, lane), x + k * V);
         }
+        return moments_of<K>(x, K);
     }
-    // The loads that landed inside the piece are this lane's first ones: k * 32 + lane < len / V.
+    // The loads inside the piece are this lane's first ones: k * 32 + lane < len / V.
     const unsigned int vectors = len / V;
     const unsigned int loads = vectors > lane ? (vectors - lane + 31) / 32 : 0;
-    const unsigned int mine = loads < PER_LANE / V ? loads : PER_LANE / V;
+    const unsigned int mine = loads < K / V ? loads : K / V;
     if (mine == 0) {
         return MomentsOf<float>::identity();
     }
-    return moments_of<PER_LANE>(x, mine * V);
+    load_vector<E, V>(piece + load_at<V>(0, lane), x);
+#pragma unroll
+    for (int k = 1; k < K / V; k++) {
+        if (k < (int)mine) {
+            load_vector<E, V>(piece + load_at<V>(k, lane), x + k * V);
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                x[k * V + j] = x[0];
+            }
+        }
+    }
+    return moments_of<K>(x, mine * V);
 }
 
 // The accumulator of pieces [first, last) of channel c, the warps of the block taking every
 // WARPS-th piece. Piece p is piece q = p % per_plane of plane n = p / per_plane of the channel.
-template <class E, int V>
+template <class E, int V, int K>
 __device__ __forceinline__ Moments walk_pieces(const typename E::Word* __restrict__ in, unsigned int c,
                                                unsigned int channels, unsigned int plane, unsigned int first,
                                                unsigned int last)
 {
     typedef MomentsOf<float> Op;
-    const unsigned int per_plane = (plane + PIECE - 1) / PIECE;
+    const unsigned int per_plane = (plane + 32 * K - 1) / (32 * K);
     const unsigned int lane = threadIdx.x % 32;
     Moments acc = Op::identity();
     for (unsigned int p = first + threadIdx.x / 32; p < last; p += WARPS) {
         const unsigned int n = per_plane == 1 ? p : p / per_plane;
-        const unsigned int begin = (p - n * per_plane) * PIECE;
-        const unsigned int len = plane - begin < PIECE ? plane - begin : PIECE;
-        acc = Op::combine(acc, lane_piece<E, V>(in + ((size_t)n * channels + c) * plane + begin, len, lane));
+        const unsigned int begin = (p - n * per_plane) * (32 * K);
+        const unsigned int len = plane - begin < 32 * K ? plane - begin : 32 * K;
+        acc = Op::combine(acc, lane_piece<E, V, K>(in + ((size_t)n * channels + c) * plane + begin, len, lane));
     }
     return acc;
+}
+
+// The same, with the plane's K.
+template <class E, int V>
+__device__ __forceinline__ Moments walk(const typename E::Word* __restrict__ in, unsigned int c, unsigned int channels,
+                                        unsigned int plane, unsigned int first, unsigned int last)
+{
+    if (piece_of(plane) == 512) {
+        return walk_pieces<E, V, 16>(in, c, channels, plane, first, last);
+    }
+    return walk_pieces<E, V, 8>(in, c, channels, plane, first, last);
 }
 // ANCHOR_END: pieces
 
@@ -262,7 +301,7 @@ __device__ __forceinline__ Moments walk_pieces(const typename E::Word* __restric
 // shuffle and combination) gives thread 0 the channel's.
 //
 // What changed from naive: the lanes of a load read 32 consecutive elements of one plane, 4 sectors
-// per request instead of 32, and a lane folds 16 values at once (one division instead of 16).
+// per request instead of 32, and a lane folds K values at once (one division instead of K).
 //
 // What it leaves slow: C blocks. 64 channels are 64 blocks on 132 SMs: half the SMs have nothing
 // to do, and the others hold one block of 256 threads where they could hold eight. 512 channels are
@@ -274,8 +313,8 @@ __device__ void coalesced(const typename E::Word* __restrict__ in, float* __rest
                           unsigned int batch, unsigned int channels, unsigned int plane, unsigned int correction)
 {
     const unsigned int c = blockIdx.x;
-    const unsigned int pieces = batch * ((plane + PIECE - 1) / PIECE);
-    Moments acc = walk_pieces<E, 1>(in, c, channels, plane, 0, pieces);
+    const unsigned int pieces = batch * ((plane + piece_of(plane) - 1) / piece_of(plane));
+    Moments acc = walk<E, 1>(in, c, channels, plane, 0, pieces);
     acc = block_reduce<MomentsOf<float> >(acc);
     if (threadIdx.x == 0) {
         write_stats(acc, c, correction, mean, var);
@@ -362,11 +401,11 @@ __device__ void split(const typename E::Word* __restrict__ in, Moments* __restri
                       unsigned int correction)
 {
     const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
-    const unsigned int pieces = batch * ((plane + PIECE - 1) / PIECE);
+    const unsigned int pieces = batch * ((plane + piece_of(plane) - 1) / piece_of(plane));
     const unsigned int per_slice = (pieces + slices - 1) / slices;
     const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
     const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
-    const Moments acc = walk_pieces<E, V>(in, c, channels, plane, first, last);
+    const Moments acc = walk<E, V>(in, c, channels, plane, first, last);
     finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, correction, mean, var);
 }
 // ANCHOR_END: split
@@ -392,15 +431,16 @@ batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int*
 // every plane starts on a 16-byte boundary, i.e. where the tensor does and H * W is a multiple of
 // V; otherwise the widest V that divides H * W and the tensor's alignment (8, 4 or 2 bytes), down
 // to single elements for odd H * W (195, 197). The whole grid takes the same V, so no plane has
-// edges to read one by one: a piece starts at a multiple of PIECE and holds a multiple of V
+// edges to read one by one: a piece starts at a multiple of 32 K and holds a multiple of V
 // elements.
 //
-// What changed from split: a lane's 16 values come in PER_LANE / V loads instead of 16 (4 for
-// f32, 2 for bf16); the walk, the slices and the finish are step 3's.
+// What changed from split: a lane's K values come in K / V loads instead of K (4 for f32 and
+// 2 for bf16, where K = 16); the walk, the slices and the finish are step 3's.
 //
-// What it leaves slow: odd planes (H * W = 195) fall back to step 3's single loads, and planes
-// shorter than a piece (14 x 14 = 196) leave the lanes past their end idle: a warp reads 196 of its
-// piece's 512 elements.
+// What it leaves slow: odd planes (H * W = 195) fall back to step 3's single loads; a plane of
+// 14 x 14 = 196 fills 196 of its piece's 256 elements, and its lanes' last loads are partly past
+// its end (lanes 0 to 16 load two vectors of 4, the others one); and every piece pays for a fold
+// and a combination whatever its length.
 //
 // Launch: step 3's.
 template <class E>

@@ -38,9 +38,9 @@
 //! # }
 //! ```
 //!
-//! N, C and H x W each below 2^31 work (and N x ceil(H x W / 512) below 2^31); lengths that do not
-//! match the shape, or shapes past the kernels' 32-bit indices, are a [`GpuError::BadInput`] that
-//! says why, before a launch.
+//! N, C and H x W each below 2^31 work (and a channel's pieces, about N x H x W / 512, below
+//! 2^31); lengths that do not match the shape, or shapes past the kernels' 32-bit indices, are a
+//! [`GpuError::BadInput`] that says why, before a launch.
 
 pub mod measured;
 
@@ -57,8 +57,12 @@ const SOURCE: KernelSource = gpu_harness::kernel_source!("batch_stats.cu");
 /// Threads per block of every kernel (`THREADS` in `cuda/batch_stats.cu`).
 pub const THREADS: u32 = 256;
 
-/// The elements of a piece, the most a warp takes at a time (`PIECE`: 32 lanes x 16 values).
-pub const PIECE: usize = 512;
+/// The elements of a piece of a plane of `plane` elements, the most a warp takes at a time
+/// (`piece_of` in `cuda/batch_stats.cu`): 32 lanes x 16 values for planes of more than 256
+/// elements, 32 x 8 for shorter ones (a plane of 196 fills most of a piece of 256).
+pub const fn piece(plane: usize) -> usize {
+    if plane > 256 { 512 } else { 256 }
+}
 
 /// N, C and H x W are each at most this, and so are a channel's pieces (N x ceil(H x W / 512)):
 /// the kernels index them with 32-bit integers (offsets are 64-bit).
@@ -148,10 +152,10 @@ impl Nchw {
         self.batch.checked_mul(self.channels)?.checked_mul(self.height)?.checked_mul(self.width)
     }
 
-    /// A channel's pieces (`N x ceil(H x W / 512)`, saturating), the units the warps of steps 2 to
-    /// 4 take.
+    /// A channel's pieces (`N x ceil(H x W / piece)`, saturating, [`piece`]), the units the warps
+    /// of steps 2 to 4 take.
     pub fn pieces(&self) -> usize {
-        self.batch.saturating_mul(self.plane().div_ceil(PIECE))
+        self.batch.saturating_mul(self.plane().div_ceil(piece(self.plane())))
     }
 }
 
@@ -264,7 +268,7 @@ fn check_shape(shape: Nchw) -> Result<()> {
     let sides = [shape.batch, shape.channels, shape.plane(), shape.pieces()];
     if sides.iter().any(|&side| side > MAX_SIDE) || shape.elements().is_none() {
         return Err(GpuError::BadInput(format!(
-            "a {shape} tensor: N, C, H x W and N x ceil(H x W / {PIECE}) must each be at most {MAX_SIDE} (2^31 - 1), \
+            "a {shape} tensor: N, C, H x W and a channel's pieces (N x ceil(H x W / 512)) must each be at most {MAX_SIDE} (2^31 - 1), \
              for the kernels' 32-bit indices; take the statistics of fewer samples at a time and combine them"
         )));
     }
@@ -276,7 +280,7 @@ fn check_shape(shape: Nchw) -> Result<()> {
 pub struct StatsPlan {
     pub step: Step,
     pub config: LaunchConfig,
-    /// A channel's pieces (units of at most [`PIECE`] elements of a plane).
+    /// A channel's pieces (units of at most [`piece`] elements of a plane).
     pub pieces: u32,
     /// Blocks per channel (1 for steps 1 and 2), and the pieces each takes.
     pub slices: u32,
