@@ -1,0 +1,823 @@
+// norms: layer norm and RMS norm of every row, every step in one file.
+//
+// Every kernel here normalises each row of a row-major `rows x cols` matrix x, as torch does over
+// the last dimension, with w and b vectors of cols values shared by every row:
+//
+//   layer norm  y = (x - mean) / sqrt(var + eps) * w + b   F.layer_norm(x, (cols,), w, b, eps)
+//   RMS norm    y = x / sqrt(mean(x^2) + eps) * w          F.rms_norm(x, (cols,), w, eps)
+//
+// mean, var (the biased variance: divided by cols) and mean(x^2) are taken over the row. A layer
+// norm needs two statistics of the row, an RMS norm one: the sum of the squares.
+//
+// Two element types, one code: f32 rows, and bf16 rows (16-bit words, read and written as bf16,
+// computed in f32 inside), whose w and b are bf16 too. Each step is a template on the element (F32,
+// BF16) and on the norm (Layer, Rms); its entry points are `<norm>_<step>` for f32 and
+// `<norm>_<step>_bf16` for bf16.
+//
+// What the kernels do with special values is torch's: a NaN in a row makes the whole row NaN; an
+// infinity makes a layer norm's row NaN (x - mean is inf - inf) and an RMS norm's row 0 (x / inf),
+// NaN where the infinity was; a constant row has variance 0 and comes out as b exactly (eps keeps
+// the division finite), or NaN where eps is 0. Where torch overflows they do not: the statistics
+// are taken on the row scaled by a power of two (see `scale`), so rows of 1e30, or near f32's
+// largest value, normalise as they should (torch's f32 kernels, by their source, square 1e30 into
+// infinity).
+//
+// Offsets are 64-bit (`size_t`): a matrix may hold more than 2^32 elements; rows and cols are each
+// below 2^31, which the launcher checks.
+//
+// The steps, each differing from the one before by one technique:
+//   1. <norm>_two_pass    a block per row; a sweep for the mean, a sweep for the variance of the
+//                         deviations from it, a sweep to write: the row read three times (RMS
+//                         norm: two, its one statistic, then the write)
+//   2. <norm>_one_pass    a block per row; the row in registers, each thread's (count, mean, m2)
+//                         combined with Chan's formula: the row read once
+//   3. <norm>_by_length   a warp per row for short rows (a few for longer ones), 16-byte loads
+#include "block_reduce.cuh"
+
+// The threads of a block of every kernel (the launcher uses this many).
+#define THREADS 256
+// The elements a thread of step 2 keeps in registers: a block holds a row of THREADS * SLOTS.
+// (32 would hold rows of 8192, but takes 112 registers a thread: two blocks of 256 per SM.)
+#define SLOTS 16
+// The elements a lane of step 3 keeps in registers: 8 16-byte vectors of f32, 4 of bf16.
+#define LANE_ELEMENTS 32
+
+// ANCHOR: elements
+// The element types. `Word` is what memory holds; values are f32 in registers. A 16-byte vector
+// (uint4) holds PER_VEC elements; `element(q, j)` is the j-th (j a constant once loops unroll),
+// `unpack` all of them, and `gather` reads elements [first, first + PER_VEC) one load at a time,
+// zeros from `len` on (a row's tail, or a row that does not start on a 16-byte boundary).
+__device__ __forceinline__ unsigned int word(uint4 q, int k) { return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w; }
+
+struct F32 {
+    typedef float Word;
+    enum { PER_VEC = 4 };
+    __device__ static float load(const Word* p, size_t i) { return p[i]; }
+    __device__ static void store(Word* p, size_t i, float y) { p[i] = y; }
+    __device__ static float element(uint4 q, int j) { return __uint_as_float(word(q, j)); }
+    __device__ static void unpack(uint4 q, float* x)
+    {
+#pragma unroll
+        for (int j = 0; j < PER_VEC; j++) {
+            x[j] = element(q, j);
+        }
+    }
+    __device__ static void gather(const Word* p, unsigned int first, unsigned int len, float* x)
+    {
+#pragma unroll
+        for (int j = 0; j < PER_VEC; j++) {
+            x[j] = first + j < len ? p[first + j] : 0.0f;
+        }
+    }
+    __device__ static uint4 pack(const float* y)
+    {
+        return make_uint4(__float_as_uint(y[0]), __float_as_uint(y[1]), __float_as_uint(y[2]),
+                          __float_as_uint(y[3]));
+    }
+};
+
+// bfloat16 is the top half of an f32: widening is a shift; narrowing rounds to nearest even (a NaN
+// stays a NaN). Written out rather than taken from cuda_bf16.h, which NVRTC finds only beside a
+// CUDA toolkit.
+__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ unsigned int float_to_bf16(float y)
+{
+    const unsigned int b = __float_as_uint(y);
+    if ((b & 0x7fffffffu) > 0x7f800000u) {
+        return (b >> 16) | 0x40u; // NaN: keep the sign and the top of the payload, made quiet
+    }
+    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+struct BF16 {
+    typedef unsigned short Word;
+    enum { PER_VEC = 8 };
+    __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
+    __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16(y); }
+    __device__ static float element(uint4 q, int j) { return bf16_to_float((word(q, j / 2) >> (16 * (j % 2))) & 0xffffu); }
+    __device__ static void unpack(uint4 q, float* x)
+    {
+#pragma unroll
+        for (int j = 0; j < PER_VEC; j++) {
+            x[j] = element(q, j);
+        }
+    }
+    __device__ static void gather(const Word* p, unsigned int first, unsigned int len, float* x)
+    {
+#pragma unroll
+        for (int j = 0; j < PER_VEC; j++) {
+            x[j] = first + j < len ? load(p, first + j) : 0.0f;
+        }
+    }
+    __device__ static uint4 pack(const float* y)
+    {
+        unsigned int w[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            w[k] = float_to_bf16(y[2 * k]) | (float_to_bf16(y[2 * k + 1]) << 16);
+        }
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    }
+};
+// ANCHOR_END: elements
+
+// ANCHOR: scale
+// Statistics that cannot overflow. A square of 1e30 is past f32's largest value (3.4e38), and so is
+// the deviation of 3e38 from -3e38: by their source, torch's f32 kernels return b (layer norm) or
+// 0 (RMS norm) for such rows. Here every statistic is taken on the values scaled by 2^-e, e the scale of the largest
+// magnitude: each scaled value is below 4, its square below 16, a sum of 2^31 of them finite. A
+// power of two scales exactly (unless the result is subnormal: values 2^126 times smaller than the
+// largest, whose loss is far below f32's rounding of the statistics).
+//
+// 2^k for k in [-126, 127], built from its bits: a normal float, exact.
+__device__ __forceinline__ float pow2(int k) { return __int_as_float((k + 127) << 23); }
+
+// 2^k for k <= 0, and 0 below 2^-126: what a state scaled by 2^-a is multiplied by to be scaled by
+// 2^-b, for b >= a.
+__device__ __forceinline__ float pow2_down(int k) { return k < -126 ? 0.0f : pow2(k); }
+
+// The scale of a magnitude m >= 0: the e in [-126, 126] with m 2^-e below 1 (below 4 for m of
+// 2^126 and more, and 2^-e a normal float). A NaN or an infinity gets 126 and stays what it is.
+__device__ __forceinline__ int scale_of(float magnitude)
+{
+    const int biased = (int)((__float_as_uint(magnitude) >> 23) & 0xffu);
+    return min(max(biased - 126, -126), 126);
+}
+
+// What a scaled deviation (x 2^-e - center) is multiplied by to be normalised: 2^e / sqrt(v + eps),
+// given v_s = v 2^-2e (v the row's variance, or mean square), without overflow:
+//   - usually 1 / sqrt(v_s + eps 2^-2e), in the scaled units;
+//   - for a row of tiny values (e below -72 for torch's eps) eps 2^-2e overflows, and eps
+//     dominates v: the same 2^e / sqrt(v + eps), computed unscaled;
+//   - a constant row has v_s = 0; for a huge one eps 2^-2e is 0 too, and the deviations are all
+//     exactly 0: any finite factor gives y = b. With eps = 0 the factor is 1 / 0 = inf, and
+//     0 * inf is NaN, as in torch.
+// A NaN variance gives NaN; an infinite one (an RMS norm over an infinity) gives 0.
+__device__ __forceinline__ float inverse_deviation(float v_scaled, int e, float eps)
+{
+    const float g = pow2(-e);
+    const float eps_scaled = (eps * g) * g;
+    if (isinf(eps_scaled)) {
+        const float up = pow2(e);
+        return up / sqrtf((v_scaled * up) * up + eps);
+    }
+    const float t = v_scaled + eps_scaled;
+    return (t == 0.0f && eps > 0.0f) ? 0.0f : 1.0f / sqrtf(t);
+}
+
+// How every step writes: y = (x g - center) factor w + b, g = 2^-e the row's scale, center its
+// scaled mean (0 for an RMS norm).
+struct Affine {
+    float g, center, factor;
+};
+// ANCHOR_END: scale
+
+// ANCHOR: sums
+// A sum kept in the units of 2^e (`Scaled`): the running e is the scale of the largest magnitude
+// seen so far, and when a larger one comes the sum is rescaled to it (a multiplication by a power
+// of two, like online softmax's rescale by exp). Two such sums combine by rescaling the one of the
+// smaller scale. Two kinds:
+//   ShiftedSum  the sum of (x - pivot): the deviations from a value of the row (its first), whose
+//               mean plus the pivot is the row's mean; a constant row sums to exactly 0, so its
+//               mean is exactly its value (the mean of n copies of 0.1f by plain addition is not);
+//   Squares     the sum of x^2, the one statistic of an RMS norm.
+struct Scaled {
+    int e;
+    float sum;
+};
+
+struct ShiftedSum {
+    typedef Scaled Value;
+    __device__ static Scaled identity()
+    {
+        Scaled empty = {-126, 0.0f};
+        return empty;
+    }
+    __device__ static Scaled combine(Scaled a, Scaled b)
+    {
+        const int e = max(a.e, b.e);
+        Scaled sum = {e, a.sum * pow2_down(a.e - e) + b.sum * pow2_down(b.e - e)};
+        return sum;
+    }
+};
+
+struct Squares {
+    typedef Scaled Value;
+    __device__ static Scaled identity() { return ShiftedSum::identity(); }
+    __device__ static Scaled combine(Scaled a, Scaled b)
+    {
+        const int e = max(a.e, b.e);
+        const float fa = pow2_down(a.e - e), fb = pow2_down(b.e - e);
+        Scaled sum = {e, (a.sum * fa) * fa + (b.sum * fb) * fb};
+        return sum;
+    }
+};
+
+// One element into a running sum: rescale first where x is larger than all before it.
+__device__ __forceinline__ void rescale_to(Scaled& acc, float x, int power)
+{
+    const int e = scale_of(fabsf(x));
+    if (e > acc.e) {
+        const float f = pow2_down(acc.e - e);
+        acc.sum = power == 1 ? acc.sum * f : (acc.sum * f) * f;
+        acc.e = e;
+    }
+}
+__device__ __forceinline__ void add_shifted(Scaled& acc, float x, float pivot)
+{
+    rescale_to(acc, x, 1);
+    const float g = pow2(-acc.e);
+    acc.sum += fmaf(x, g, -(pivot * g)); // x g is exact: one rounding
+}
+__device__ __forceinline__ void add_square(Scaled& acc, float x)
+{
+    rescale_to(acc, x, 2);
+    const float t = x * pow2(-acc.e);
+    acc.sum = fmaf(t, t, acc.sum);
+}
+// ANCHOR_END: sums
+
+// The warp reductions (block_reduce.cuh's, and row_reduce below) move every field.
+__device__ __forceinline__ Scaled shuffle_down(Scaled value, int offset)
+{
+    Scaled moved = {__shfl_down_sync(0xffffffffu, value.e, offset), __shfl_down_sync(0xffffffffu, value.sum, offset)};
+    return moved;
+}
+__device__ __forceinline__ Scaled shuffle_xor(Scaled value, int lanes)
+{
+    Scaled moved = {__shfl_xor_sync(0xffffffffu, value.e, lanes), __shfl_xor_sync(0xffffffffu, value.sum, lanes)};
+    return moved;
+}
+
+// A value every thread of the block gets: thread 0's `value`. Two barriers: the first makes the
+// write visible, the second keeps the slot from being overwritten by a next call before everyone
+// has read it.
+template <class T>
+__device__ __forceinline__ T block_broadcast(T value)
+{
+    __shared__ T slot;
+    if (threadIdx.x == 0) {
+        slot = value;
+    }
+    __syncthreads();
+    value = slot;
+    __syncthreads();
+    return value;
+}
+
+// What a layer norm and an RMS norm write, given the row's Affine (b is not read for an RMS norm).
+struct LayerWrite {
+    enum { HAS_BIAS = 1 };
+    __device__ static float apply(float x, Affine a, float w, float b) { return fmaf(fmaf(x, a.g, -a.center) * a.factor, w, b); }
+};
+struct RmsWrite {
+    enum { HAS_BIAS = 0 };
+    __device__ static float apply(float x, Affine a, float w, float b) { return ((x * a.g) * a.factor) * w; }
+};
+
+// ANCHOR: two_pass
+// Step 1, two passes: layer_norm_two_pass and rms_norm_two_pass.
+//
+// What it does: a block of THREADS threads per row, each walking the row with a block-stride loop
+// (thread t takes elements t, t + THREADS, ...: a warp reads 32 consecutive elements, coalesced).
+// A layer norm sweeps the row three times: the mean (each thread's shifted sum, then a block
+// reduction broadcast to every thread), the variance as the mean of the squared deviations from
+// that mean (a second block reduction), then the write. An RMS norm sweeps it twice: the sum of
+// the squares, then the write.
+//
+// What it leaves slow: a row of 4096 f32 crosses the memory bus three times on the way in (twice
+// for an RMS norm) where one read and one write are all a norm needs: whether the second and third
+// sweeps come from L2 depends on how much of the matrix the blocks in flight hold.
+//
+// Launch: block THREADS, grid rows.
+template <class E>
+__device__ void layer_two_pass(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
+                               const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y,
+                               unsigned int cols, float eps)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    const typename E::Word* row = x + offset;
+    // Sweep 1: the mean, as the first element plus the mean deviation from it.
+    const float pivot = E::load(row, 0);
+    Scaled shifted = {scale_of(fabsf(pivot)), 0.0f};
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        add_shifted(shifted, E::load(row, i), pivot);
+    }
+    shifted = block_broadcast(block_reduce<ShiftedSum>(shifted));
+    const float g = pow2(-shifted.e);
+    const float mean = fmaf(pivot, g, shifted.sum / (float)cols);
+    // Sweep 2: the variance, from the deviations from the mean, in the same scale.
+    float m2 = 0.0f;
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        const float d = fmaf(E::load(row, i), g, -mean);
+        m2 = fmaf(d, d, m2);
+    }
+    m2 = block_broadcast(block_reduce<Sum<float> >(m2));
+    const Affine a = {g, mean, inverse_deviation(m2 / (float)cols, shifted.e, eps)};
+    // Sweep 3: the write.
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        E::store(y + offset, i, LayerWrite::apply(E::load(row, i), a, E::load(w, i), E::load(b, i)));
+    }
+}
+
+template <class E>
+__device__ void rms_two_pass(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
+                             typename E::Word* __restrict__ y, unsigned int cols, float eps)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    const typename E::Word* row = x + offset;
+    Scaled squares = Squares::identity();
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        add_square(squares, E::load(row, i));
+    }
+    squares = block_broadcast(block_reduce<Squares>(squares));
+    const Affine a = {pow2(-squares.e), 0.0f, inverse_deviation(squares.sum / (float)cols, squares.e, eps)};
+    for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
+        E::store(y + offset, i, RmsWrite::apply(E::load(row, i), a, E::load(w, i), 0.0f));
+    }
+}
+// ANCHOR_END: two_pass
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_two_pass(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
+                    float eps)
+{
+    layer_two_pass<F32>(x, w, b, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_two_pass_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b, unsigned short* y,
+                         unsigned int rows, unsigned int cols, float eps)
+{
+    layer_two_pass<BF16>(x, w, b, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_two_pass(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps)
+{
+    rms_two_pass<F32>(x, w, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_two_pass_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
+                       unsigned int cols, float eps)
+{
+    rms_two_pass<BF16>(x, w, y, cols, eps);
+}
+
+// ANCHOR: moments
+// Mean and variance in one pass (reduce-numerics' moments, in the units of 2^e): a state holds
+// the count n, the scale e, the mean and m2, the sum of squared deviations from the mean, both
+// scaled by 2^-e (m2 by 2^-2e). Two states combine as Chan, Golub and LeVeque showed, once both are
+// in the larger scale:
+//
+//   n = na + nb,  d = mean_b - mean_a,  mean = mean_a + d nb / n,  m2 = m2_a + m2_b + d^2 na nb / n
+//
+// Every term of m2 is a square or a product of counts, so m2 never goes negative, and states of
+// equal means (a constant row) combine with d = 0: a mean of exactly the row's value, a variance of
+// exactly 0. The scaled means are below 4 in magnitude, so d cannot overflow either.
+struct Moments {
+    unsigned int n;
+    int e;
+    float mean;
+    float m2;
+};
+
+struct MomentsOp {
+    typedef Moments Value;
+    __device__ static Moments identity()
+    {
+        Moments empty = {0u, -126, 0.0f, 0.0f};
+        return empty;
+    }
+    __device__ static Moments combine(Moments a, Moments b)
+    {
+        if (a.n == 0) {
+            return b;
+        }
+        if (b.n == 0) {
+            return a;
+        }
+        // ANCHOR: solution combine two states with Chan's formula, after bringing both to the larger scale e = max(a.e, b.e) (a mean times pow2_down(a.e - e), an m2 times it twice): the mean moves by d = mean_b - mean_a times nb / n, and m2 gains d^2 na nb / n
+        const int e = max(a.e, b.e);
+        const float fa = pow2_down(a.e - e), fb = pow2_down(b.e - e);
+        const float mean_a = a.mean * fa, mean_b = b.mean * fb;
+        const unsigned int n = a.n + b.n;
+        const float share_b = a.n == b.n ? 0.5f : (float)b.n / (float)n; // equal halves: no division
+        const float d = mean_b - mean_a;
+        const float m2 = fmaf(d * d, (float)a.n * share_b, fmaf(a.m2 * fa, fa, (b.m2 * fb) * fb));
+        Moments merged = {n, e, fmaf(d, share_b, mean_a), m2};
+        return merged;
+        // ANCHOR_END: solution
+        // ANCHOR: stub return a;
+    }
+};
+
+__device__ __forceinline__ Moments shuffle_xor(Moments value, int lanes)
+{
+    Moments moved = {__shfl_xor_sync(0xffffffffu, value.n, lanes), __shfl_xor_sync(0xffffffffu, value.e, lanes),
+                     __shfl_xor_sync(0xffffffffu, value.mean, lanes), __shfl_xor_sync(0xffffffffu, value.m2, lanes)};
+    return moved;
+}
+
+// The statistics of a thread's elements held in registers: `v.get(s)` for the first `count` slots
+// (a slot past the row is never read). Its scale from the largest magnitude, then its mean as the
+// first element plus the mean deviation from it, then its m2 from a second pass over the same
+// registers: two passes that cost no memory, and no division per element.
+template <class Slots>
+__device__ __forceinline__ Moments moments_of(const Slots& v, int count)
+{
+    if (count == 0) {
+        return MomentsOp::identity();
+    }
+    float largest = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots::N; s++) {
+        if (s >= count) {
+            break;
+        }
+        largest = fmaxf(largest, fabsf(v.get(s)));
+    }
+    const int e = scale_of(largest);
+    const float g = pow2(-e), pivot = v.get(0) * g;
+    float shifted = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots::N; s++) {
+        if (s >= count) {
+            break;
+        }
+        shifted += fmaf(v.get(s), g, -pivot); // v g is exact: one rounding
+    }
+    const float mean = pivot + shifted / (float)count;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots::N; s++) {
+        if (s >= count) {
+            break;
+        }
+        const float d = fmaf(v.get(s), g, -mean);
+        m2 = fmaf(d, d, m2);
+    }
+    Moments m = {(unsigned int)count, e, mean, m2};
+    return m;
+}
+
+// The sum of the squares of the same registers, in the units of 2^e.
+template <class Slots>
+__device__ __forceinline__ Scaled squares_of(const Slots& v, int count)
+{
+    float largest = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots::N; s++) {
+        if (s >= count) {
+            break;
+        }
+        largest = fmaxf(largest, fabsf(v.get(s)));
+    }
+    const int e = scale_of(largest);
+    const float g = pow2(-e);
+    float sum = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots::N; s++) {
+        if (s >= count) {
+            break;
+        }
+        const float t = v.get(s) * g;
+        sum = fmaf(t, t, sum);
+    }
+    Scaled squares = {e, sum};
+    return squares;
+}
+// ANCHOR_END: moments
+
+// ANCHOR: norms
+// The two norms as the register steps use them: the state (Op), a thread's state of its registers
+// (`of`), the row's Affine from the row's state, and the write.
+struct Layer : LayerWrite {
+    typedef MomentsOp Op;
+    template <class Slots>
+    __device__ static Moments of(const Slots& v, int count) { return moments_of(v, count); }
+    __device__ static Affine affine(Moments s, unsigned int cols, float eps)
+    {
+        Affine a = {pow2(-s.e), s.mean, inverse_deviation(s.m2 / (float)cols, s.e, eps)};
+        return a;
+    }
+};
+struct Rms : RmsWrite {
+    typedef Squares Op;
+    template <class Slots>
+    __device__ static Scaled of(const Slots& v, int count) { return squares_of(v, count); }
+    __device__ static Affine affine(Scaled s, unsigned int cols, float eps)
+    {
+        Affine a = {pow2(-s.e), 0.0f, inverse_deviation(s.sum / (float)cols, s.e, eps)};
+        return a;
+    }
+};
+
+// The state of a thread's first `count` slots (N::of), with the count written as a constant where
+// every slot is the row's, so that the compiler drops the checks of `s < count`.
+template <class N, class Slots>
+__device__ __forceinline__ typename N::Op::Value thread_state(const Slots& v, int count)
+{
+    if (count == Slots::N) {
+        return N::of(v, Slots::N);
+    }
+    return N::of(v, count);
+}
+
+// The statistics of a row held by `warps` consecutive warps of the block, in every lane of them.
+// Within a warp, a butterfly of shuffles: at each distance the two lanes combine the same two
+// states in the same order (the lower lane's first), so every lane ends with the same bits. Across
+// the row's warps (where there are several), lane 0 of each parks its warp's state in shared
+// memory and every lane combines the row's states in warp order: two barriers, which a warp per row
+// (warps = 1) skips, as the whole block does.
+template <class Op>
+__device__ __forceinline__ typename Op::Value row_reduce(typename Op::Value s, unsigned int warps)
+{
+    typedef typename Op::Value Value;
+    const unsigned int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int lanes = 16; lanes > 0; lanes >>= 1) {
+        const Value other = shuffle_xor(s, lanes);
+        const bool upper = (lane & lanes) != 0;
+        s = Op::combine(upper ? other : s, upper ? s : other);
+    }
+    if (warps > 1) {
+        __shared__ Value parts[THREADS / 32];
+        const unsigned int warp = threadIdx.x / 32, first = warp & ~(warps - 1); // warps: a power of 2
+        if (lane == 0) {
+            parts[warp] = s;
+        }
+        __syncthreads();
+        s = parts[first];
+        for (unsigned int k = 1; k < warps; k++) {
+            s = Op::combine(s, parts[first + k]);
+        }
+        __syncthreads(); // the parts of a next call (a longer row's next chunk) wait for these reads
+    }
+    return s;
+}
+// ANCHOR_END: norms
+
+// ANCHOR: one_pass
+// Step 2, one pass: layer_norm_one_pass and rms_norm_one_pass.
+//
+// What it does: a block per row, as in step 1, but the row is read once. Each thread loads its
+// elements of the row (slot s holds element s * THREADS + t, the same coalesced pattern) into
+// SLOTS registers, takes their statistics from the registers (moments_of), and the block combines
+// the threads' states with row_reduce: shuffles within each warp, shared memory across the eight.
+// Then each thread writes its elements from the same registers.
+//
+// What changed from two passes: one read of the row instead of three (two for an RMS norm): the
+// statistics need no second sweep, because Chan's formula combines partial means and variances
+// exactly; and one reduction of a state instead of two of numbers. A row longer than the block's
+// registers hold (THREADS * SLOTS = 4096 elements) is taken a chunk at a time, its states combined,
+// and read again to be written.
+//
+// What it leaves slow: one block per row is the wrong size for short rows: a row of 1024 gives
+// each of 256 threads four elements, four 4-byte loads in flight, and block-wide barriers and a
+// combine of eight warps' states for them. And every load moves 4 bytes (2 for bf16).
+//
+// Launch: block THREADS, grid rows.
+struct Strided {
+    enum { N = SLOTS };
+    float v[SLOTS];
+    __device__ float get(int s) const { return v[s]; }
+};
+
+// Elements [0, len) of a chunk into the thread's slots; returns how many are the thread's.
+template <class E>
+__device__ __forceinline__ int load_strided(const typename E::Word* __restrict__ x, unsigned int len, Strided& v)
+{
+    int count = 0;
+#pragma unroll
+    for (int s = 0; s < SLOTS; s++) {
+        const unsigned int i = s * blockDim.x + threadIdx.x;
+        if (i >= len) {
+            break;
+        }
+        v.v[s] = E::load(x, i);
+        count++;
+    }
+    return count;
+}
+
+template <class E, class N>
+__device__ __forceinline__ void write_strided(const Strided& v, int count, const typename E::Word* __restrict__ w,
+                                              const typename E::Word* __restrict__ b,
+                                              typename E::Word* __restrict__ y, Affine a)
+{
+#pragma unroll
+    for (int s = 0; s < SLOTS; s++) {
+        if (s >= count) {
+            break;
+        }
+        const unsigned int i = s * blockDim.x + threadIdx.x;
+        E::store(y, i, N::apply(v.v[s], a, E::load(w, i), N::HAS_BIAS ? E::load(b, i) : 0.0f));
+    }
+}
+
+template <class E, class N>
+__device__ void one_pass(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
+                         const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int cols,
+                         float eps)
+{
+    const size_t offset = (size_t)blockIdx.x * cols;
+    const unsigned int capacity = SLOTS * blockDim.x;
+    Strided v;
+    int count = 0;
+    // ANCHOR: solution the row's Affine `a`, reading the row once: for each chunk of `capacity` elements (one, unless the row is longer), load the thread's slots (load_strided, which returns the count) and combine their state (thread_state<N>) into a running state (N::Op), then combine the block's states (row_reduce, over blockDim.x / 32 warps) and finish (N::affine)
+    typename N::Op::Value state = N::Op::identity();
+    for (unsigned int c = 0; c < cols; c += capacity) {
+        count = load_strided<E>(x + offset + c, min(capacity, cols - c), v);
+        state = N::Op::combine(state, thread_state<N>(v, count));
+    }
+    state = row_reduce<typename N::Op>(state, blockDim.x / 32);
+    const Affine a = N::affine(state, cols, eps);
+    // ANCHOR_END: solution
+    // ANCHOR: stub const Affine a = {0.0f, 0.0f, 0.0f};
+    if (cols <= capacity) {
+        write_strided<E, N>(v, count, w, b, y + offset, a); // from the registers
+        return;
+    }
+    for (unsigned int c = 0; c < cols; c += capacity) {
+        count = load_strided<E>(x + offset + c, min(capacity, cols - c), v);
+        write_strided<E, N>(v, count, w + c, N::HAS_BIAS ? b + c : b, y + offset + c, a);
+    }
+}
+// ANCHOR_END: one_pass
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_one_pass(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
+                    float eps)
+{
+    one_pass<F32, Layer>(x, w, b, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b, unsigned short* y,
+                         unsigned int rows, unsigned int cols, float eps)
+{
+    one_pass<BF16, Layer>(x, w, b, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_one_pass(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps)
+{
+    one_pass<F32, Rms>(x, w, 0, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
+                       unsigned int cols, float eps)
+{
+    one_pass<BF16, Rms>(x, w, 0, y, cols, eps);
+}
+
+// ANCHOR: by_length
+// Step 3, by length: layer_norm_by_length and rms_norm_by_length.
+//
+// What it does: a row belongs to `warps` consecutive warps of the block, as few as hold it in their
+// registers: the launcher picks 1, 2, 4 or 8 (norms::warps_per_row), so a row of 1024 is a warp's
+// (8 rows per block) and a row of 4096 four warps' (2 rows per block). Each lane keeps
+// LANE_ELEMENTS of the row in 16-byte vectors (8 of f32, 4 of bf16): vector k of lane l is the
+// row's vector k * lanes + l, so a warp's load instruction reads 512 consecutive bytes. The
+// statistics and the write are step 2's, from the registers.
+//
+// What changed from one pass: the group that takes a row is sized by the row's length: a warp per
+// short row needs no shared memory and no barrier (row_reduce skips them), and keeps eight 16-byte
+// loads per lane in flight (four for bf16) where step 2 had four 4-byte ones; the loads and stores
+// move 16 bytes.
+// A row that does not start on a 16-byte boundary (odd lengths), and the tail of a row, are read
+// one element at a time.
+//
+// What it leaves slow: rows longer than eight warps' registers (8192 elements) are read twice, a
+// chunk at a time, by one block per row; and the weights and bias are read again for every row
+// (from L1 or L2: w and b are a few KiB, shared by every row).
+//
+// Launch: block THREADS, grid ceil(rows / (THREADS / (32 warps))), warps 1, 2, 4 or 8.
+template <class E>
+struct Vectors {
+    enum { N = LANE_ELEMENTS, VECTORS = LANE_ELEMENTS / E::PER_VEC };
+    float v[LANE_ELEMENTS]; // vector k in v[k * PER_VEC, (k + 1) * PER_VEC), as f32
+    __device__ float get(int s) const { return v[s]; }
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
+
+// Elements [0, len) of a chunk into this lane's vectors (`lanes` lanes share the chunk); returns
+// how many slots are the lane's. `whole` says the chunk, the output, w and b all start on a
+// 16-byte boundary.
+template <class E>
+__device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
+                                            unsigned int lanes, bool whole, Vectors<E>& v)
+{
+    int count = 0;
+#pragma unroll
+    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
+        const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
+        // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into v.v from v.v[k * E::PER_VEC] on: one 16-byte load (a uint4, the vector-th of the chunk) unpacked (E::unpack) where whole is true and the vector lies inside len, else E::gather(x, first, len, ...)
+        if (whole && first + E::PER_VEC <= len) {
+            E::unpack(reinterpret_cast<const uint4*>(x)[vector], &v.v[k * E::PER_VEC]);
+        } else {
+            E::gather(x, first, len, &v.v[k * E::PER_VEC]);
+        }
+        // ANCHOR_END: solution
+        // ANCHOR: stub E::gather(x, first, 0, &v.v[k * E::PER_VEC]);
+        count += first < len ? min(len - first, (unsigned int)E::PER_VEC) : 0;
+    }
+    return count;
+}
+
+template <class E, class N>
+__device__ __forceinline__ void write_vectors(const Vectors<E>& v, unsigned int len, unsigned int lane,
+                                              unsigned int lanes, bool whole,
+                                              const typename E::Word* __restrict__ w,
+                                              const typename E::Word* __restrict__ b,
+                                              typename E::Word* __restrict__ y, Affine a)
+{
+#pragma unroll
+    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
+        const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
+        if (first >= len) {
+            continue;
+        }
+        if (whole && first + E::PER_VEC <= len) {
+            const uint4 wq = reinterpret_cast<const uint4*>(w)[vector];
+            const uint4 bq = N::HAS_BIAS ? reinterpret_cast<const uint4*>(b)[vector] : make_uint4(0u, 0u, 0u, 0u);
+            float out[E::PER_VEC];
+#pragma unroll
+            for (int j = 0; j < E::PER_VEC; j++) {
+                out[j] = N::apply(v.get(k * E::PER_VEC + j), a, E::element(wq, j), E::element(bq, j));
+            }
+            reinterpret_cast<uint4*>(y)[vector] = E::pack(out);
+        } else {
+#pragma unroll
+            for (int j = 0; j < E::PER_VEC; j++) {
+                if (first + j < len) {
+                    const float bias = N::HAS_BIAS ? E::load(b, first + j) : 0.0f;
+                    E::store(y, first + j, N::apply(v.get(k * E::PER_VEC + j), a, E::load(w, first + j), bias));
+                }
+            }
+        }
+    }
+}
+
+template <class E, class N>
+__device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
+                          const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
+                          unsigned int cols, float eps, unsigned int warps)
+{
+    // warps is 1, 2, 4 or 8: shifts and masks, not divisions.
+    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
+    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
+    // The last block's spare warps take no row, but still meet the row's barriers (warps > 1).
+    const bool live = row < rows;
+    const size_t offset = (live ? row : 0) * cols;
+    const unsigned int capacity = LANE_ELEMENTS * lanes;
+    Vectors<E> v;
+    int count = 0;
+    typename N::Op::Value state = N::Op::identity();
+    for (unsigned int c = 0; c < cols; c += capacity) {
+        const unsigned int len = live ? min(capacity, cols - c) : 0;
+        const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
+                           (!N::HAS_BIAS || aligned16(b + c));
+        count = load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
+        state = N::Op::combine(state, thread_state<N>(v, count));
+    }
+    state = row_reduce<typename N::Op>(state, warps);
+    const Affine a = N::affine(state, cols, eps);
+    if (cols <= capacity) {
+        const bool whole = aligned16(x + offset) && aligned16(y + offset) && aligned16(w) &&
+                           (!N::HAS_BIAS || aligned16(b));
+        write_vectors<E, N>(v, live ? cols : 0, lane, lanes, whole, w, b, y + offset, a); // from the registers
+        return;
+    }
+    for (unsigned int c = 0; c < cols; c += capacity) {
+        const unsigned int len = live ? min(capacity, cols - c) : 0;
+        const typename E::Word* bias = N::HAS_BIAS ? b + c : b;
+        const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
+                           (!N::HAS_BIAS || aligned16(bias));
+        load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
+        write_vectors<E, N>(v, len, lane, lanes, whole, w + c, bias, y + offset + c, a);
+    }
+}
+// ANCHOR_END: by_length
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_by_length(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
+                     float eps, unsigned int warps)
+{
+    by_length<F32, Layer>(x, w, b, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
+                          unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<BF16, Layer>(x, w, b, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_by_length(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
+                   unsigned int warps)
+{
+    by_length<F32, Rms>(x, w, 0, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
+                        unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<BF16, Rms>(x, w, 0, y, rows, cols, eps, warps);
+}
