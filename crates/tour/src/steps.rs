@@ -21,6 +21,7 @@ pub fn entries() -> Vec<StepEntry> {
         histogram::steps(),
         transpose::steps(),
         softmax::steps(),
+        norms::steps(),
         batch_stats::steps(),
     ]
     .concat()
