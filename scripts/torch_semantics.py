@@ -250,6 +250,37 @@ def cases(dev: str):
         lambda: str(np.zeros((0, 3), dtype=np.float32).T.copy().shape).replace(" ", ""),
     )
 
+    # Layer norm and RMS norm of one row (weight 1, bias 0.25), torch's CUDA kernels beside the
+    # textbook formula in numpy's f32.
+    ln = lambda eps: (  # noqa: E731
+        lambda x: torch.nn.functional.layer_norm(
+            x.reshape(1, -1), (x.numel(),), torch.ones(x.numel(), device=dev), torch.full((x.numel(),), 0.25, device=dev), eps
+        ),
+        lambda x: (x - x.mean()) / np.sqrt(x.var() + np.float32(eps)) + np.float32(0.25),
+    )
+    rms = lambda eps: (  # noqa: E731
+        lambda x: torch.nn.functional.rms_norm(x.reshape(1, -1), (x.numel(),), torch.ones(x.numel(), device=dev), eps),
+        lambda x: x / np.sqrt((x * x).mean() + np.float32(eps)),
+    )
+    yield both("norms", "layer_norm_nan", [0.5, NAN, 1.5, 2.0], *ln(1e-5))
+    yield both("norms", "rms_norm_nan", [0.5, NAN, 1.5, 2.0], *rms(1e-5))
+    yield both("norms", "layer_norm_inf", [0.5, INF, 1.5, 2.0], *ln(1e-5))
+    yield both("norms", "rms_norm_inf", [0.5, INF, -1.5, 2.0], *rms(1e-5))
+    yield both("norms", "layer_norm_constant", [0.1] * 4, *ln(1e-5))
+    yield both("norms", "layer_norm_constant_eps_0", [0.1] * 4, *ln(0.0))
+    yield both("norms", "rms_norm_zeros_eps_0", [0.0] * 4, *rms(0.0))
+    yield both("norms", "layer_norm_1e30", [1e30, -1e30, 2e30, -2e30], *ln(1e-5))
+    yield both("norms", "rms_norm_1e30", [1e30, -1e30, 2e30, -2e30], *rms(1e-5))
+    for rows, cols, case in ((0, 4, "layer_norm_0_rows"), (3, 0, "layer_norm_0_cols")):
+        yield (
+            "norms",
+            case,
+            lambda rows=rows, cols=cols: str(
+                tuple(torch.nn.functional.layer_norm(torch.zeros(rows, cols, device=dev), (cols,)).shape)
+            ).replace(" ", ""),
+            lambda rows=rows, cols=cols: "(no numpy layer norm)",
+        )
+
 
 def main() -> int:
     allow_cpu = "--cpu" in sys.argv[1:]
