@@ -123,10 +123,10 @@ struct BF16 {
 // ANCHOR: scale
 // Statistics that cannot overflow. A square of 1e30 is past f32's largest value (3.4e38), and so is
 // the deviation of 3e38 from -3e38: by their source, torch's f32 kernels return b (layer norm) or
-// 0 (RMS norm) for such rows. Here every statistic is taken on the values scaled by 2^-e, e the scale of the largest
-// magnitude: each scaled value is below 4, its square below 16, a sum of 2^31 of them finite. A
-// power of two scales exactly (unless the result is subnormal: values 2^126 times smaller than the
-// largest, whose loss is far below f32's rounding of the statistics).
+// 0 (RMS norm) for such rows. Here every statistic is taken on the values scaled by 2^-e, e the
+// scale of the largest magnitude: each scaled value is below 4, its square below 16, a sum of 2^31
+// of them finite. A power of two scales exactly (unless the result is subnormal: values 2^126 times
+// smaller than the largest, whose loss is far below f32's rounding of the statistics).
 //
 // 2^k for k in [-126, 127], built from its bits: a normal float, exact.
 __device__ __forceinline__ float pow2(int k) { return __int_as_float((k + 127) << 23); }
