@@ -30,9 +30,12 @@
 #include "block_reduce.cuh"
 #include "moments.cuh"
 
-// The threads of a block of every kernel (the launcher uses this many), and its warps.
+// The threads of a block of every kernel (the launcher uses this many), and its warps. Steps 3 and
+// 4 ask for BLOCKS_PER_SM blocks on an SM at once (at most 64 registers a thread: a lane's 16
+// values and its accumulators fit without spilling), and the launcher sizes their grids by it.
 #define THREADS 256
 #define WARPS (THREADS / 32)
+#define BLOCKS_PER_SM 4
 
 // ANCHOR: elements
 // The element types. `Word` is what memory holds; values are f32 in registers. `unpack` turns a
@@ -304,8 +307,8 @@ __device__ __forceinline__ Moments walk(const typename E::Word* __restrict__ in,
 // per request instead of 32, and a lane folds K values at once (one division instead of K).
 //
 // What it leaves slow: C blocks. 64 channels are 64 blocks on 132 SMs: half the SMs have nothing
-// to do, and the others hold one block of 256 threads where they could hold eight. 512 channels are
-// half a wave. Each block walks its whole channel (100,352 or 802,816 elements) alone.
+// to do, and the others hold one block of 256 threads where they could hold four. Each block walks
+// its whole channel (100,352 or 802,816 elements) alone.
 //
 // Launch: block THREADS, grid C.
 template <class E>
@@ -381,11 +384,11 @@ __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict_
 //
 // What it does: each channel's pieces are cut into `slices` runs of consecutive pieces, one block
 // per run (block b takes run b % slices of channel b / slices), with as many slices as fill the GPU
-// once (the launcher: C x slices blocks, at most the blocks the SMs hold at once). Each block walks
-// its run as step 2 walks a channel, and finish_channel combines the channel's runs.
+// once (the launcher: C x slices blocks, at most BLOCKS_PER_SM per SM). Each block walks its run as
+// step 2 walks a channel, and finish_channel combines the channel's runs.
 //
 // What changed from coalesced: the work of a channel is spread over blocks, so 64 channels of
-// 100,352 elements make 1,024 blocks of 6,272 elements, and every SM streams; the second stage
+// 100,352 elements make 512 blocks of 12,544 elements, and every SM streams; the second stage
 // costs C x slices accumulators of 16 bytes and one atomic per block, in the same launch.
 //
 // What it leaves slow: each lane loads 4 bytes at a time. That takes 16 load instructions for 16
@@ -410,13 +413,13 @@ __device__ void split(const typename E::Word* __restrict__ in, Moments* __restri
 }
 // ANCHOR_END: split
 
-extern "C" __global__ void __launch_bounds__(THREADS, 8)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 batch_stats_split(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var, unsigned int batch,
                   unsigned int channels, unsigned int plane, unsigned int slices, unsigned int correction)
 {
     split<F32, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
-extern "C" __global__ void __launch_bounds__(THREADS, 8)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
                        unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
                        unsigned int correction)
@@ -472,14 +475,14 @@ __device__ void vectors(const typename E::Word* __restrict__ in, Moments* __rest
 }
 // ANCHOR_END: vectors
 
-extern "C" __global__ void __launch_bounds__(THREADS, 8)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 batch_stats_vectors(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
                     unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
                     unsigned int correction)
 {
     vectors<F32>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
-extern "C" __global__ void __launch_bounds__(THREADS, 8)
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
 batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
                          unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
                          unsigned int correction)

@@ -57,6 +57,10 @@ const SOURCE: KernelSource = gpu_harness::kernel_source!("batch_stats.cu");
 /// Threads per block of every kernel (`THREADS` in `cuda/batch_stats.cu`).
 pub const THREADS: u32 = 256;
 
+/// The blocks of steps 3 and 4 an SM holds at once (`BLOCKS_PER_SM`, their `__launch_bounds__`:
+/// up to 64 registers a thread, so a lane's values and accumulators need no spilling).
+pub const BLOCKS_PER_SM: usize = 4;
+
 /// The elements of a piece of a plane of `plane` elements, the most a warp takes at a time
 /// (`piece_of` in `cuda/batch_stats.cu`): 32 lanes x 16 values for planes of more than 256
 /// elements, 32 x 8 for shorter ones (a plane of 196 fills most of a piece of 256).
@@ -255,10 +259,10 @@ impl Step {
 
 // ANCHOR: slices
 /// Blocks per channel of steps 3 and 4: as many as fill the GPU once with the channels' blocks
-/// together (C x slices at most the blocks of [`THREADS`] the SMs hold at once, so every block
+/// together (C x slices at most the [`BLOCKS_PER_SM`] blocks each SM holds at once, so every block
 /// starts at once and none waits for a second wave), at least one, and at most a channel's pieces.
 fn slices(channels: usize, pieces: usize, gpu: GpuShape) -> usize {
-    let resident = gpu.resident_blocks(THREADS) as usize;
+    let resident = gpu.multiprocessors as usize * BLOCKS_PER_SM;
     (resident / channels.max(1)).clamp(1, pieces.max(1))
 }
 // ANCHOR_END: slices
