@@ -24,6 +24,7 @@
 //   4. softmax_warp_rows             a warp per row, 16-byte loads: short rows
 //   5. softmax_split_partial,        several blocks per row and a second stage: long rows
 //      softmax_split_normalise
+//   6. softmax_on_chip_<VALUES>      the row read once, held in registers by a warp or a block
 #include "block_reduce.cuh"
 
 // The threads of a block of every kernel (the launcher uses this many).
@@ -579,4 +580,174 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
                                                         unsigned int parts, unsigned int chunk)
 {
     split_normalise<BF16>(in, partial, out, cols, parts, chunk);
+}
+
+// ANCHOR: on_chip
+// Step 6, softmax_on_chip_<VALUES>: the row read from DRAM once, held in registers.
+//
+// What it does: a group of `group` threads takes a row (a warp for rows of up to 32 x VALUES
+// elements, more warps for longer ones, up to a block of 1024; the launcher picks the group, and
+// VALUES, the elements each thread holds: 8, 16 or 32). Each thread first loads its whole share of
+// the row into registers, 16 bytes at a time where the row is aligned (thread t takes vectors t,
+// t + group, t + 2 group, ...: consecutive threads, consecutive vectors), so all of a group's loads
+// are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
+// thread's, then the group's), e = exp(x - max) kept in place of x and summed (the group's sum the
+// same way), and the write of e / sum.
+//
+// What changed from the steps before: DRAM sees the row once on the way in and once on the way
+// out; every step before read it at least twice (the online sweep and the write). And the max is
+// known before any exp, so each element costs one exp, where the online sweep pays the rescales and
+// the write a second exp.
+//
+// What it leaves slow: a row longer than 32 x 1024 elements does not fit the registers of a block
+// (its threads would need more than the 64 registers each that 1024 threads get); the launcher
+// takes such rows through step 5's split rows, which read them twice.
+//
+// Launch: block max(group, THREADS), grid ceil(rows / (block / group)); group a power of two from
+// 32 to 1024, with group x VALUES >= cols.
+// ANCHOR_END: on_chip
+
+// The group's result of `Op` over every thread's `value`, for every thread of the group: a
+// butterfly in each warp, then, where a group has several warps, the warps' results through shared
+// memory (slot w for warp w of the block). `group` is the same for the whole block, so every thread
+// reaches the barriers or none does.
+template <class Op>
+__device__ __forceinline__ float group_reduce(float value, unsigned int group)
+{
+    __shared__ float slots[32];
+#pragma unroll
+    for (int lanes = 16; lanes > 0; lanes >>= 1) {
+        value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, lanes));
+    }
+    if (group > 32) {
+        const unsigned int warp = threadIdx.x / 32, warps = group / 32, first = warp / warps * warps;
+        if (threadIdx.x % 32 == 0) {
+            slots[warp] = value;
+        }
+        __syncthreads();
+        value = slots[first];
+        for (unsigned int w = 1; w < warps; w++) {
+            value = Op::combine(value, slots[first + w]);
+        }
+        __syncthreads();
+    }
+    return value;
+}
+
+// ANCHOR: on_chip_kernel
+template <class E, int VALUES>
+__device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                        unsigned int rows, unsigned int cols, unsigned int group)
+{
+    const unsigned int thread = threadIdx.x % group;
+    const size_t row = (size_t)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+    // A block of several groups may have groups past the last row: they take part in the barriers
+    // of group_reduce with nothing to hold, and write nothing.
+    const unsigned int len = row < rows ? cols : 0;
+    const typename E::Word* x_row = in + row * cols;
+    typename E::Word* y_row = out + row * cols;
+    const bool vectors = aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0;
+
+    // The thread's share of the row: element `at(j)` in x[j], for the j with at(j) < len.
+    float x[VALUES];
+    const auto at = [&](int j) -> unsigned int {
+        return vectors ? (thread + (j / E::PER_VEC) * group) * E::PER_VEC + j % E::PER_VEC : thread + j * group;
+    };
+    if (vectors) {
+        const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x_row);
+#pragma unroll
+        for (int k = 0; k < VALUES / E::PER_VEC; k++) {
+            const unsigned int vector = thread + k * group;
+            if (vector * E::PER_VEC < len) {
+                E::unpack(v[vector], x + k * E::PER_VEC);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < VALUES; j++) {
+            if (at(j) < len) {
+                x[j] = E::load(x_row, at(j));
+            }
+        }
+    }
+
+    // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float> >); then e = softmax_exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float> >)
+    float m = Max<float>::identity();
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        if (at(j) < len) {
+            m = Max<float>::combine(m, x[j]);
+        }
+    }
+    m = group_reduce<Max<float> >(m, group);
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        if (at(j) < len) {
+            x[j] = softmax_exp(x[j] - m);
+            s += x[j];
+        }
+    }
+    s = group_reduce<Sum<float> >(s, group);
+    // ANCHOR_END: solution
+    // ANCHOR: stub float s = 1.0f;
+    const float inverse = 1.0f / s;
+
+    if (vectors) {
+        uint4* __restrict__ w = reinterpret_cast<uint4*>(y_row);
+#pragma unroll
+        for (int k = 0; k < VALUES / E::PER_VEC; k++) {
+            const unsigned int vector = thread + k * group;
+            if (vector * E::PER_VEC < len) {
+                float y[E::PER_VEC];
+#pragma unroll
+                for (int j = 0; j < E::PER_VEC; j++) {
+                    y[j] = x[k * E::PER_VEC + j] * inverse;
+                }
+                w[vector] = E::pack(y);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < VALUES; j++) {
+            if (at(j) < len) {
+                E::store(y_row, at(j), x[j] * inverse);
+            }
+        }
+    }
+}
+// ANCHOR_END: on_chip_kernel
+
+extern "C" __global__ void __launch_bounds__(1024)
+softmax_on_chip_8(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+{
+    on_chip<F32, 8>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(1024)
+softmax_on_chip_16(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+{
+    on_chip<F32, 16>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(1024)
+softmax_on_chip_32(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+{
+    on_chip<F32, 32>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(1024) softmax_on_chip_8_bf16(const unsigned short* in, unsigned short* out,
+                                                                         unsigned int rows, unsigned int cols,
+                                                                         unsigned int group)
+{
+    on_chip<BF16, 8>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(1024) softmax_on_chip_16_bf16(const unsigned short* in,
+                                                                          unsigned short* out, unsigned int rows,
+                                                                          unsigned int cols, unsigned int group)
+{
+    on_chip<BF16, 16>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(1024) softmax_on_chip_32_bf16(const unsigned short* in,
+                                                                          unsigned short* out, unsigned int rows,
+                                                                          unsigned int cols, unsigned int group)
+{
+    on_chip<BF16, 32>(in, out, rows, cols, group);
 }

@@ -10,6 +10,7 @@
 //! | [`Step::Online`] | `softmax_online` | the max and the sum in one sweep |
 //! | [`Step::WarpRows`] | `softmax_warp_rows` | a warp per row, 16-byte loads: short rows |
 //! | [`Step::SplitRows`] | `softmax_split_partial`, `softmax_split_normalise` | blocks per row |
+//! | [`Step::OnChip`] | `softmax_on_chip_8`, `_16`, `_32` | the row read once, held in registers |
 //!
 //! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read and
 //! written as bf16, computed in f32; [`bf16_to_f32`] and [`f32_to_bf16`] convert on the host).
@@ -124,11 +125,15 @@ pub enum Step {
     WarpRows,
     /// Step 5: several blocks per row, and a second kernel that merges and writes.
     SplitRows,
+    /// Step 6: the row read once and held in registers, by a warp or a block sized to it
+    /// ([`on_chip_group`]); longer rows go through [`Step::SplitRows`]'s kernels.
+    OnChip,
 }
 
 impl Step {
     /// Every step, in the chapter's order.
-    pub const ALL: [Step; 5] = [Step::ThreePass, Step::Fused, Step::Online, Step::WarpRows, Step::SplitRows];
+    pub const ALL: [Step; 6] =
+        [Step::ThreePass, Step::Fused, Step::Online, Step::WarpRows, Step::SplitRows, Step::OnChip];
 
     /// The step's name in the registry (`course.toml`), tables and charts.
     pub const fn name(self) -> &'static str {
@@ -138,29 +143,46 @@ impl Step {
             Step::Online => "online",
             Step::WarpRows => "warp-rows",
             Step::SplitRows => "split-rows",
+            Step::OnChip => "on-chip",
         }
     }
 
-    /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order.
+    /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order; the
+    /// on-chip step launches one of its three, or split rows' two for rows too long for it.
     pub const fn kernels(self) -> &'static [&'static str] {
         match self {
             Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
             Step::Fused => &["softmax_fused"],
             Step::Online => &["softmax_online"],
             Step::WarpRows => &["softmax_warp_rows"],
-            Step::SplitRows => &["softmax_split_partial", "softmax_split_normalise"],
+            Step::SplitRows => SPLIT_KERNELS,
+            Step::OnChip => &[
+                "softmax_on_chip_8",
+                "softmax_on_chip_16",
+                "softmax_on_chip_32",
+                "softmax_split_partial",
+                "softmax_split_normalise",
+            ],
         }
     }
 
     /// The launches that take the softmax of a `rows x cols` matrix on a GPU of `gpu`'s shape.
     pub fn plan(self, rows: usize, cols: usize, gpu: GpuShape) -> Result<SoftmaxPlan> {
         check_shape(rows, cols)?;
-        let kernels = self.kernels();
-        let (grid, parts, chunk, scratch) = match self {
-            Step::ThreePass => (rows, 1, cols, 2 * rows),
-            Step::Fused | Step::Online => (rows, 1, cols, 0),
-            Step::WarpRows => (rows.div_ceil((THREADS / 32) as usize), 1, cols, 0),
-            Step::SplitRows => {
+        let mut kernels = self.kernels();
+        let mut threads = THREADS;
+        let mut group = 0;
+        let (grid, parts, chunk, scratch) = match (self, on_chip_group(cols)) {
+            (Step::ThreePass, _) => (rows, 1, cols, 2 * rows),
+            (Step::Fused | Step::Online, _) => (rows, 1, cols, 0),
+            (Step::WarpRows, _) => (rows.div_ceil((THREADS / 32) as usize), 1, cols, 0),
+            (Step::OnChip, Some(on_chip)) => {
+                kernels = std::slice::from_ref(&kernels[on_chip.values.trailing_zeros() as usize - 3]);
+                (threads, group) = (on_chip.group.max(THREADS), on_chip.group);
+                (rows.div_ceil((threads / group) as usize), 1, cols, 0)
+            }
+            (Step::SplitRows | Step::OnChip, _) => {
+                kernels = SPLIT_KERNELS;
                 let (parts, chunk) = split(rows, cols, gpu);
                 (rows * parts, parts, chunk, 2 * rows * parts)
             }
@@ -172,11 +194,41 @@ impl Step {
                 self.name()
             )));
         }
-        let config = LaunchConfig::linear(grid as u32, THREADS, 0);
-        Ok(SoftmaxPlan { kernels, config, parts: parts as u32, chunk: chunk as u32, scratch_floats: scratch })
+        let config = LaunchConfig::linear(grid as u32, threads, 0);
+        Ok(SoftmaxPlan { kernels, config, parts: parts as u32, chunk: chunk as u32, scratch_floats: scratch, group })
     }
 }
 // ANCHOR_END: step
+
+/// The split step's kernels (also the on-chip step's, for rows too long for registers).
+const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normalise"];
+
+// ANCHOR: on_chip_group
+/// How the on-chip step holds a row: `group` threads (a power of two from 32 to 1024) with
+/// `values` elements each (8, 16 or 32: the kernel `softmax_on_chip_<values>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnChipGroup {
+    pub group: u32,
+    pub values: u32,
+}
+
+/// The most elements a thread of the on-chip step holds: 32 f32 registers, which with the rest of
+/// the kernel's fit the 64 registers a thread of a 1024-thread block gets.
+pub const ON_CHIP_VALUES: usize = 32;
+
+/// The on-chip step's group for rows of `cols` elements: as few threads as hold the row at
+/// [`ON_CHIP_VALUES`] elements each, but at least a warp; each with as many elements as the row
+/// needs (at least 8, a power of two). `None` for an empty row or one longer than 1024 threads
+/// hold (32,768 elements): the step then runs split rows.
+pub fn on_chip_group(cols: usize) -> Option<OnChipGroup> {
+    if cols == 0 || cols > 1024 * ON_CHIP_VALUES {
+        return None;
+    }
+    let group = cols.div_ceil(ON_CHIP_VALUES).next_power_of_two().clamp(32, 1024);
+    let values = cols.div_ceil(group).next_power_of_two().max(8);
+    Some(OnChipGroup { group: group as u32, values: values as u32 })
+}
+// ANCHOR_END: on_chip_group
 
 // ANCHOR: split
 /// Blocks per row of the split step, and the elements of each: enough blocks in all to fill the GPU
@@ -217,6 +269,8 @@ pub struct SoftmaxPlan {
     pub chunk: u32,
     /// Floats of scratch between the kernels (rows' max and sum; the chunks' states).
     pub scratch_floats: usize,
+    /// Threads per row of the on-chip step (0 for the others).
+    pub group: u32,
 }
 
 impl fmt::Display for SoftmaxPlan {
@@ -225,6 +279,9 @@ impl fmt::Display for SoftmaxPlan {
         write!(f, "{}: grid {} of {} threads", self.kernels.join(" + "), grid.0, block.0)?;
         if self.parts > 1 {
             write!(f, ", {} blocks per row of {} elements", self.parts, self.chunk)?;
+        }
+        if self.group > 0 {
+            write!(f, ", {} threads per row", self.group)?;
         }
         if self.scratch_floats > 0 {
             write!(f, ", {} floats of scratch", self.scratch_floats)?;
@@ -261,7 +318,7 @@ pub const SCRATCH_POISON: u32 = 0x7fc0_5c0f;
 pub struct Softmax {
     device: Device,
     step: Step,
-    /// The f32 kernels, then the bf16 ones, in launch order.
+    /// The step's f32 kernels and the bf16 ones, as [`Step::kernels`] lists them.
     f32_kernels: Vec<Kernel>,
     bf16_kernels: Vec<Kernel>,
     /// Between kernels: the rows' max and sum (three passes), the chunks' states (split rows).
@@ -312,9 +369,18 @@ impl Softmax {
             self.scratch = Some(scratch);
         }
         let scratch = self.scratch.as_mut().expect("allocated above");
-        let kernels = if T::SUFFIX.is_empty() { &self.f32_kernels } else { &self.bf16_kernels };
+        let compiled = if T::SUFFIX.is_empty() { &self.f32_kernels } else { &self.bf16_kernels };
+        // The plan's kernels, in launch order, among those compiled.
+        let kernels: Vec<&Kernel> = plan
+            .kernels
+            .iter()
+            .map(|name| &compiled[self.step.kernels().iter().position(|k| k == name).expect("a step's kernel")])
+            .collect();
         let (r, c, config) = (rows as u32, cols as u32, plan.config);
-        let launch = |k: usize| self.device.launch(&kernels[k], config);
+        let launch = |k: usize| self.device.launch(kernels[k], config);
+        if plan.group > 0 {
+            return launch(0).arg(input).arg(output).arg(r).arg(c).arg(plan.group).run();
+        }
         match self.step {
             Step::ThreePass => {
                 // The kernels write the rows' max and sum through these views (addresses).
@@ -324,7 +390,7 @@ impl Softmax {
                 launch(2).arg(input).arg(max).arg(sum).arg(&mut *output).arg(r).arg(c).run()
             }
             Step::Fused | Step::Online | Step::WarpRows => launch(0).arg(input).arg(output).arg(r).arg(c).run(),
-            Step::SplitRows => {
+            Step::SplitRows | Step::OnChip => {
                 let (parts, chunk) = (plan.parts, plan.chunk);
                 launch(0).arg(input).arg(&mut *scratch).arg(r).arg(c).arg(parts).arg(chunk).run()?;
                 launch(1).arg(input).arg(scratch.as_view()).arg(output).arg(r).arg(c).arg(parts).arg(chunk).run()

@@ -299,6 +299,31 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .gpu("on-chip::every_group_size_and_its_edges", |device| {
+            // Each length where the on-chip group or the elements per thread change, and one past
+            // it; 5 rows, so blocks of several groups have groups past the last row; up to the
+            // longest row registers hold and one past it (split rows' kernels).
+            let mut rng = TestRng::new();
+            let mut softmax = Softmax::new(device, Step::OnChip)?;
+            let mut lengths = vec![4, 256, 257, 512, 513];
+            lengths.extend((10..=15).flat_map(|k| [1usize << k, (1 << k) + 1]));
+            for cols in lengths {
+                let rows = if cols > 1 << 14 { 2 } else { 5 };
+                let host = logits::<f32>(&mut rng, rows * cols);
+                check(device, &mut softmax, &rng, &host, (rows, cols))?;
+                let host = logits::<u16>(&mut rng, rows * cols);
+                check(device, &mut softmax, &rng, &host, (rows, cols))?;
+            }
+            Ok(())
+        })
+        .cpu("on-chip::groups", || {
+            let mut text = String::new();
+            for cols in [0, 1, 31, 256, 257, 1000, 1024, 1025, 2048, 4097, 1 << 14, 1 << 15, (1 << 15) + 1] {
+                let _ = writeln!(text, "{cols}: {:?}", softmax::on_chip_group(cols));
+            }
+            insta::assert_snapshot!("on_chip_groups", text);
+            Ok(())
+        })
         .gpu("many_threads_on_one_device", |device| {
             let seed = TestRng::new().seed();
             on_threads(4, |k| {
