@@ -281,6 +281,37 @@ def cases(dev: str):
             lambda rows=rows, cols=cols: "(no numpy layer norm)",
         )
 
+    # Batch-norm statistics: each channel's mean and variance, torch.var_mean(x, dim=(0, 2, 3)),
+    # printed as [means..., variances...]. The values are one channel: N = len(values) samples of
+    # 1 x 1, unless the case names its shape.
+    def var_mean(correction):
+        def torch_op(x):
+            var, mean = torch.var_mean(x.reshape(-1, 1, 1, 1) if x.dim() == 1 else x, dim=(0, 2, 3),
+                                       correction=correction)
+            return torch.cat([mean, var])
+
+        def numpy_op(x):
+            x = x.reshape(-1, 1, 1, 1) if x.ndim == 1 else x
+            return np.concatenate([x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3), ddof=correction)])
+
+        return torch_op, numpy_op
+
+    yield both("batch-stats", "var_mean_nan", [0.5, NAN, 1.5, 2.0], *var_mean(1))
+    yield both("batch-stats", "var_mean_inf", [0.5, INF, 1.5, 2.0], *var_mean(1))
+    yield both("batch-stats", "var_mean_inf_and_neg_inf", [INF, -INF, 1.0], *var_mean(1))
+    yield both("batch-stats", "var_mean_one", [2.5], *var_mean(1))
+    yield both("batch-stats", "var_mean_one_population", [2.5], *var_mean(0))
+    yield both("batch-stats", "var_mean_constant", [0.1] * 1000, *var_mean(1))
+    yield both("batch-stats", "var_mean_1e38_x1000", [1e38] * 1000, *var_mean(1))
+    yield both("batch-stats", "var_mean_pm3e38_x1000", [-3e38, 3e38] * 500, *var_mean(1))
+    for shape, case in (((0, 3, 4, 4), "var_mean_no_samples"), ((2, 0, 4, 4), "var_mean_no_channels")):
+        yield (
+            "batch-stats",
+            case,
+            lambda shape=shape: show(var_mean(1)[0](torch.zeros(shape, device=dev))),
+            lambda shape=shape: show(var_mean(1)[1](np.zeros(shape, dtype=np.float32))),
+        )
+
 
 def main() -> int:
     allow_cpu = "--cpu" in sys.argv[1:]
