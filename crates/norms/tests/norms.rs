@@ -126,6 +126,7 @@ fn torch_rows() -> Vec<(&'static str, Vec<f32>, f32)> {
         ("a constant row of 1e30", row(&|_| 1e30), DEFAULT_EPS),
         ("a constant row of -3e38", row(&|_| -3e38), DEFAULT_EPS),
         ("zeros", row(&|_| 0.0), DEFAULT_EPS),
+        ("negative zeros", row(&|_| -0.0), DEFAULT_EPS),
         ("a constant row, eps 0", row(&|_| 0.1), 0.0),
         ("zeros, eps 0", row(&|_| 0.0), 0.0),
         ("a NaN", row(&|i| if i == 17 { f32::NAN } else { wave(i) }), DEFAULT_EPS),
@@ -178,16 +179,22 @@ fn torch_semantics<T: Value>(device: &Device, norm: Norm, step: Step) -> TestRes
                 if !got[at].is_nan() || got.iter().enumerate().any(|(i, &y)| i != at && y != 0.0) {
                     return fail("expected NaN where the infinity is and 0 elsewhere");
                 }
+                // x / inf is a zero of the sign of x w, as torch's [0.0, nan, -0.0, 0.0] shows.
+                let negative = |i: usize| (x[i].to_f64() * weight[i].to_f64()) < 0.0;
+                if (0..40).any(|i| i != at && got[i].is_sign_negative() != negative(i)) {
+                    return fail("expected each zero to carry the sign of x w");
+                }
             }
-            (Norm::Layer, "a constant row" | "a constant row of 1e30" | "a constant row of -3e38" | "zeros")
-                if !bias_exactly =>
-            {
+            (
+                Norm::Layer,
+                "a constant row" | "a constant row of 1e30" | "a constant row of -3e38" | "zeros" | "negative zeros",
+            ) if !bias_exactly => {
                 return fail("a constant row must give the bias exactly");
             }
             (Norm::Layer, "a constant row, eps 0" | "zeros, eps 0") | (Norm::Rms, "zeros, eps 0") if !all_nan => {
                 return fail("0 / sqrt(0 + 0) is NaN");
             }
-            (Norm::Rms, "zeros") if got.iter().any(|&y| y != 0.0) => return fail("expected zeros"),
+            (Norm::Rms, "zeros" | "negative zeros") if got.iter().any(|&y| y != 0.0) => return fail("expected zeros"),
             (_, w)
                 if (w.starts_with("magnitudes") || w.starts_with("3e38") || w.starts_with("1e30"))
                     && got.iter().any(|y| !y.is_finite()) =>
