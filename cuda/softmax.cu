@@ -585,9 +585,9 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
 // ANCHOR: on_chip
 // Step 6, softmax_on_chip_<VALUES>: the row read from DRAM once, held in registers.
 //
-// What it does: a group of `group` threads takes a row (a warp for rows of up to 32 x VALUES
-// elements, more warps for longer ones, up to a block of 1024; the launcher picks the group, and
-// VALUES, the elements each thread holds: 8, 16 or 32). Each thread first loads its whole share of
+// What it does: a group of `group` threads takes a row (half a warp for rows of up to 16 x VALUES
+// elements, more lanes for longer ones, up to 512 threads; the launcher picks the group, and
+// VALUES, the elements each thread holds: 8 to 64). Each thread first loads its whole share of
 // the row into registers, 16 bytes at a time where the row is aligned (thread t takes vectors t,
 // t + group, t + 2 group, ...: consecutive threads, consecutive vectors), so all of a group's loads
 // are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
@@ -599,24 +599,31 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
 // known before any exp, so each element costs one exp, where the online sweep pays the rescales and
 // the write a second exp.
 //
-// What it leaves slow: a row longer than 32 x 1024 elements does not fit the registers of a block
-// (its threads would need more than the 64 registers each that 1024 threads get); the launcher
-// takes such rows through step 5's split rows, which read them twice.
+// What it leaves slow: a row longer than 512 x 64 elements does not fit the registers of a block
+// (at 512 threads a block, each thread gets 128 registers: 64 elements and the rest of the
+// kernel); the launcher takes such rows through step 5's split rows, which read them twice.
 //
 // Launch: block max(group, THREADS), grid ceil(rows / (block / group)); group a power of two from
-// 32 to 1024, with group x VALUES >= cols.
+// 16 to 512, with group x VALUES >= cols.
 // ANCHOR_END: on_chip
 
+// ANCHOR: group_reduce
 // The group's result of `Op` over every thread's `value`, for every thread of the group: a
-// butterfly in each warp, then, where a group has several warps, the warps' results through shared
-// memory (slot w for warp w of the block). `group` is the same for the whole block, so every thread
-// reaches the barriers or none does.
+// butterfly over the group's lanes of each warp (all 32, or the 16 of a half-warp group), then,
+// where a group has several warps, the warps' results through shared memory (slot w for warp w of
+// the block). The barrier is the group's own (bar.sync with an id per group and the group's
+// thread count), not the block's: the other groups of the block do not wait for this one. `group`
+// is the same for the whole block.
+__device__ __forceinline__ void group_barrier(unsigned int group)
+{
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + threadIdx.x / group), "r"(group) : "memory");
+}
+
 template <class Op>
 __device__ __forceinline__ float group_reduce(float value, unsigned int group)
 {
     __shared__ float slots[32];
-#pragma unroll
-    for (int lanes = 16; lanes > 0; lanes >>= 1) {
+    for (unsigned int lanes = (group < 32 ? group : 32) / 2; lanes > 0; lanes >>= 1) {
         value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, lanes));
     }
     if (group > 32) {
@@ -624,15 +631,16 @@ __device__ __forceinline__ float group_reduce(float value, unsigned int group)
         if (threadIdx.x % 32 == 0) {
             slots[warp] = value;
         }
-        __syncthreads();
+        group_barrier(group);
         value = slots[first];
         for (unsigned int w = 1; w < warps; w++) {
             value = Op::combine(value, slots[first + w]);
         }
-        __syncthreads();
+        group_barrier(group);
     }
     return value;
 }
+// ANCHOR_END: group_reduce
 
 // ANCHOR: on_chip_kernel
 template <class E, int VALUES>
@@ -718,36 +726,48 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
 }
 // ANCHOR_END: on_chip_kernel
 
-extern "C" __global__ void __launch_bounds__(1024)
+// Up to 512 threads a block: 128 registers a thread, room for 64 elements and the rest.
+extern "C" __global__ void __launch_bounds__(512)
 softmax_on_chip_8(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
 {
     on_chip<F32, 8>(in, out, rows, cols, group);
 }
-extern "C" __global__ void __launch_bounds__(1024)
+extern "C" __global__ void __launch_bounds__(512)
 softmax_on_chip_16(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
 {
     on_chip<F32, 16>(in, out, rows, cols, group);
 }
-extern "C" __global__ void __launch_bounds__(1024)
+extern "C" __global__ void __launch_bounds__(512)
 softmax_on_chip_32(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
 {
     on_chip<F32, 32>(in, out, rows, cols, group);
 }
-extern "C" __global__ void __launch_bounds__(1024) softmax_on_chip_8_bf16(const unsigned short* in, unsigned short* out,
-                                                                         unsigned int rows, unsigned int cols,
-                                                                         unsigned int group)
+extern "C" __global__ void __launch_bounds__(512)
+softmax_on_chip_64(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+{
+    on_chip<F32, 64>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_8_bf16(const unsigned short* in, unsigned short* out,
+                                                                        unsigned int rows, unsigned int cols,
+                                                                        unsigned int group)
 {
     on_chip<BF16, 8>(in, out, rows, cols, group);
 }
-extern "C" __global__ void __launch_bounds__(1024) softmax_on_chip_16_bf16(const unsigned short* in,
-                                                                          unsigned short* out, unsigned int rows,
-                                                                          unsigned int cols, unsigned int group)
+extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_16_bf16(const unsigned short* in,
+                                                                         unsigned short* out, unsigned int rows,
+                                                                         unsigned int cols, unsigned int group)
 {
     on_chip<BF16, 16>(in, out, rows, cols, group);
 }
-extern "C" __global__ void __launch_bounds__(1024) softmax_on_chip_32_bf16(const unsigned short* in,
-                                                                          unsigned short* out, unsigned int rows,
-                                                                          unsigned int cols, unsigned int group)
+extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_32_bf16(const unsigned short* in,
+                                                                         unsigned short* out, unsigned int rows,
+                                                                         unsigned int cols, unsigned int group)
 {
     on_chip<BF16, 32>(in, out, rows, cols, group);
+}
+extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_64_bf16(const unsigned short* in,
+                                                                         unsigned short* out, unsigned int rows,
+                                                                         unsigned int cols, unsigned int group)
+{
+    on_chip<BF16, 64>(in, out, rows, cols, group);
 }

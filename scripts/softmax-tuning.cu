@@ -115,16 +115,22 @@ template <bool BF16>
 static Variant crate_step()
 {
     return {"step 6 (crate rule)", [](const void* in, void* out, unsigned rows, unsigned cols) {
-                unsigned group = 32;
-                while (group < 1024 && group * 32 < cols) group *= 2;
+                unsigned group = 16;
+                while (group < 512 && group * 32 < cols) group *= 2;
                 unsigned values = 8;
                 while (values * group < cols) values *= 2;
                 const unsigned block = group > 256 ? group : 256, grid = (rows + block / group - 1) / (block / group);
                 if (BF16) {
-                    auto k = values == 8 ? softmax_on_chip_8_bf16 : values == 16 ? softmax_on_chip_16_bf16 : softmax_on_chip_32_bf16;
+                    auto k = values == 8    ? softmax_on_chip_8_bf16
+                             : values == 16 ? softmax_on_chip_16_bf16
+                             : values == 32 ? softmax_on_chip_32_bf16
+                                            : softmax_on_chip_64_bf16;
                     k<<<grid, block>>>((const unsigned short*)in, (unsigned short*)out, rows, cols, group);
                 } else {
-                    auto k = values == 8 ? softmax_on_chip_8 : values == 16 ? softmax_on_chip_16 : softmax_on_chip_32;
+                    auto k = values == 8    ? softmax_on_chip_8
+                             : values == 16 ? softmax_on_chip_16
+                             : values == 32 ? softmax_on_chip_32
+                                            : softmax_on_chip_64;
                     k<<<grid, block>>>((const float*)in, (float*)out, rows, cols, group);
                 }
             }};

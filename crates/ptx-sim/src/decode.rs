@@ -237,6 +237,10 @@ pub(crate) enum Kind {
     },
     /// `bar.sync` / `barrier.sync`: the executing lanes wait for the rest of the block.
     Barrier,
+    /// `bar.sync a, b` / `barrier.sync a, b`: named barrier `a` of `b` threads (operands read when
+    /// it executes); the executing warps wait until `b` threads, counted a warp (32) at a time,
+    /// have arrived at barrier `a`.
+    NamedBarrier,
     /// `ret` / `exit`.
     Exit,
     /// Instructions with no effect in the simulator (fences, `bar.warp.sync`).
@@ -281,9 +285,10 @@ fn kind(i: &Instr) -> Option<Kind> {
         }),
         Op::Ret | Op::Exit => Some(Kind::Exit),
         Op::Bar | Op::Barrier if i.has("warp") => Some(Kind::Nop),
-        Op::Bar | Op::Barrier if i.has("arrive") || i.has("red") || i.args.len() > 1 => {
+        Op::Bar | Op::Barrier if i.has("arrive") || i.has("red") || i.args.len() > 2 => {
             Some(Kind::Unsupported(i.text.clone()))
         }
+        Op::Bar | Op::Barrier if i.args.len() == 2 => Some(Kind::NamedBarrier),
         Op::Bar | Op::Barrier => Some(Kind::Barrier),
         Op::Membar | Op::Fence => Some(Kind::Nop),
         Op::Mbarrier | Op::Cp => None,

@@ -200,6 +200,7 @@ impl Machine {
             nregs,
             regs: vec![0; nwarps * nregs * 32],
             warps: (0..nwarps).map(|_| Warp::default()).collect(),
+            arrived: [0; NAMED_BARRIERS],
             issued: vec![0; nwarps],
             shared: vec![0; shared_total as usize],
             params: &param_buf,
@@ -244,7 +245,12 @@ struct Warp {
     groups: Vec<(u32, u32)>,
     /// Lanes waiting at a barrier: (PC of the barrier, lane mask).
     waiting: Vec<(u32, u32)>,
+    /// Lanes waiting at a named barrier: (PC of the barrier, lane mask, barrier id).
+    named: Vec<(u32, u32, u32)>,
 }
+
+/// The named barriers (`bar.sync id, count`) of a block: threads arrived at each id so far.
+const NAMED_BARRIERS: usize = 16;
 
 /// Adds `mask` lanes at `pc` to sorted groups, merging with a group already at `pc`.
 fn insert_group(groups: &mut Vec<(u32, u32)>, pc: u32, mask: u32) {
@@ -277,6 +283,8 @@ enum Flow {
     Exit(u32),
     /// These lanes wait at the barrier; the rest go to the next instruction.
     Barrier(u32),
+    /// These lanes wait at named barrier `id` until `count` threads have arrived there.
+    NamedBarrier { waiting: u32, id: u32, count: u32 },
 }
 
 /// The state of one block while it runs.
@@ -291,6 +299,8 @@ pub(crate) struct Block<'a> {
     /// Register `r` of lane `l` of warp `w` is at `(w * nregs + r) * 32 + l`.
     regs: Vec<u64>,
     warps: Vec<Warp>,
+    /// Threads arrived at each named barrier of the running block, since it last completed.
+    arrived: [u32; NAMED_BARRIERS],
     /// Warp instructions each warp of the running block has issued.
     issued: Vec<u64>,
     shared: Vec<u8>,
@@ -457,7 +467,9 @@ impl Block<'_> {
             warp.groups.clear();
             warp.groups.push((0, all));
             warp.waiting.clear();
+            warp.named.clear();
         }
+        self.arrived = [0; NAMED_BARRIERS];
     }
 
     fn site(&self, f: LaneFault) -> SimError {
@@ -496,14 +508,24 @@ impl Block<'_> {
             }
             let running = self.warps.iter().any(|w| !w.groups.is_empty());
             let waiting = self.warps.iter().any(|w| !w.waiting.is_empty());
-            if !running && !waiting {
+            let named = self.warps.iter().position(|w| !w.named.is_empty());
+            if !running && !waiting && named.is_none() {
                 return Ok(());
+            }
+            if let (false, Some(w)) = (running, named) {
+                // Lanes wait at a named barrier that no running thread can complete.
+                let (pc, mask, _) = self.warps[w].named[0];
+                return Err(LaneFault {
+                    thread: w * 32 + mask.trailing_zeros() as usize,
+                    pc: pc as usize,
+                    fault: Fault::Deadlock,
+                });
             }
             if !running {
                 // Every thread still alive waits at a barrier: release them.
                 self.stats.barriers += 1;
                 for warp in &mut self.warps {
-                    let Warp { groups, waiting } = warp;
+                    let Warp { groups, waiting, .. } = warp;
                     for (pc, mask) in waiting.drain(..) {
                         insert_group(groups, pc + 1, mask);
                     }
@@ -517,6 +539,32 @@ impl Block<'_> {
                     fault: Fault::Deadlock,
                 });
             }
+        }
+    }
+
+    /// Warp `w`'s `waiting` lanes arrive at named barrier `id` (at `pc`) of `count` threads: a warp
+    /// counts 32 (as the hardware counts it). When `count` have arrived, every lane waiting there
+    /// goes on to the next instruction.
+    fn arrive_at_named_barrier(&mut self, w: usize, pc: u32, waiting: u32, id: u32, count: u32) {
+        if waiting == 0 {
+            return;
+        }
+        self.warps[w].named.push((pc, waiting, id));
+        let arrived = &mut self.arrived[id as usize];
+        *arrived += 32;
+        if *arrived < count {
+            return;
+        }
+        *arrived = 0;
+        self.stats.barriers += 1;
+        for warp in &mut self.warps {
+            let Warp { groups, named, .. } = warp;
+            named.retain(|&(at, mask, waiting_for)| {
+                if waiting_for == id {
+                    insert_group(groups, at + 1, mask);
+                }
+                waiting_for != id
+            });
         }
     }
 
@@ -562,6 +610,9 @@ impl Block<'_> {
             pc: pc as usize,
             fault,
         })?;
+        if let Flow::NamedBarrier { waiting, id, count } = flow {
+            self.arrive_at_named_barrier(w, pc, waiting, id, count);
+        }
         let warp = &mut self.warps[w];
         let stay = match flow {
             _ if matches!(flow, Flow::Next) => active,
@@ -571,6 +622,7 @@ impl Block<'_> {
                 insert_group(&mut warp.waiting, pc, waiting);
                 active & !waiting
             }
+            Flow::NamedBarrier { waiting, .. } => active & !waiting,
             // A uniform branch that is taken: the whole group moves (if no group waits there yet).
             Flow::Branch { target, taken } if taken == active && warp.groups.get(1).is_none_or(|g| g.0 > target) => {
                 warp.groups[0].0 = target;
@@ -985,6 +1037,17 @@ impl Block<'_> {
                 Ok(Flow::Branch { target: *target, taken: exec })
             }
             Kind::Barrier => Ok(Flow::Barrier(exec)),
+            Kind::NamedBarrier => {
+                let instr: &Instr = &self.kernel.instrs[pc];
+                let first = lo + exec.trailing_zeros().min(31) as usize;
+                let id = self.get(first, &instr.args[0], Type::U(32)).map_err(|f| (first, f))? as u32;
+                let count = self.get(first, &instr.args[1], Type::U(32)).map_err(|f| (first, f))? as u32;
+                if id as usize >= NAMED_BARRIERS || count == 0 || count % 32 != 0 {
+                    let why = format!("bar.sync {id}, {count}: ids below {NAMED_BARRIERS}, counts of whole warps");
+                    return Err((first, Fault::Unsupported(why)));
+                }
+                Ok(Flow::NamedBarrier { waiting: exec, id, count })
+            }
             Kind::Exit => Ok(Flow::Exit(exec)),
             Kind::Nop => Ok(Flow::Next),
             Kind::Unsupported(message) => {

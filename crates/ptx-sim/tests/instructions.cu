@@ -236,3 +236,35 @@ extern "C" __global__ void bulk_copy_of_20_bytes(const unsigned* in, unsigned* o
     wait_bulk_copy(&landed);
     out[0] = tile[0];
 }
+
+// Named barriers (bar.sync id, count): a block of 4 warps as two groups of 2, each passing values
+// between its warps through shared memory behind its own barrier (id 1 + group, 64 threads). Group
+// 0 goes through its barrier 3 times, group 1 once: neither waits for the other. Then every warp
+// meets at the block's barrier (bar.sync 0).
+__device__ void group_sync(unsigned id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
+
+extern "C" __global__ void named_barriers(unsigned* out, unsigned* rounds)
+{
+    __shared__ unsigned slot[128];
+    const unsigned group = threadIdx.x / 64, mate = threadIdx.x ^ 32; // the other warp's lane
+    unsigned value = threadIdx.x;
+    const unsigned passes = group == 0 ? 3 : 1;
+    for (unsigned k = 0; k < passes; k++) {
+        slot[threadIdx.x] = value;
+        group_sync(1 + group);
+        value += slot[mate];
+        group_sync(1 + group);
+    }
+    __syncthreads();
+    out[threadIdx.x] = value;
+    if (threadIdx.x == 0) rounds[0] = passes;
+}
+
+// A named barrier of 64 threads that only one warp reaches: a deadlock.
+extern "C" __global__ void named_barrier_never_filled(unsigned* out)
+{
+    if (threadIdx.x < 32) {
+        asm volatile("bar.sync 1, 64;" ::: "memory");
+    }
+    out[threadIdx.x] = 1;
+}

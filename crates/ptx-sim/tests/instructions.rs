@@ -20,6 +20,7 @@ fn main() -> std::process::ExitCode {
         .nvrtc("bits::popc_clz_brev_prmt_shf_bfe_bfi_bfind", popc_clz_brev_prmt_shf_bfe_bfi_bfind)
         .nvrtc("halves::f16_and_bf16_conversions_and_arithmetic", f16_and_bf16_conversions_and_arithmetic)
         .nvrtc("memory::bulk_copy_and_mbarrier_phases", bulk_copy_and_mbarrier_phases)
+        .nvrtc("control::named_barriers", named_barriers)
         .run()
 }
 
@@ -411,4 +412,25 @@ fn f16_and_bf16_conversions_and_arithmetic() -> TestResult {
         }
     }
     Ok(())
+}
+
+fn named_barriers() -> TestResult {
+    let (mut m, b) = machine(&[4 * 128, 4]);
+    let stats = launch(&mut m, "named_barriers", 1, 128, &b);
+    let out = u32s(&m, b[0], 128);
+    // By hand: each pass adds the mate's value (t ^ 32) of the pass before. Group 0 (3 passes):
+    // v1 = t + (t ^ 32), and v1 is the same for t and its mate, so v2 = 2 v1, v3 = 4 v1; group 1
+    // (1 pass): t + (t ^ 32).
+    for t in 0..128u32 {
+        let pair = t + (t ^ 32);
+        let expected = if t < 64 { 4 * pair } else { pair };
+        assert_eq!(out[t as usize], expected, "thread {t}");
+    }
+    // Barriers completed: group 0's 6, group 1's 2, and the block's one.
+    assert_eq!(stats.barriers, 6 + 2 + 1, "barriers");
+    let never = m.launch(&module(), "named_barrier_never_filled", (1, 1, 1), (64, 1, 1), 0, &[ParamValue::U64(b[0])]);
+    match never {
+        Err(e) if e.to_string().to_lowercase().contains("deadlock") => Ok(()),
+        other => Err(format!("a named barrier only one of its two warps reaches: {other:?}").into()),
+    }
 }

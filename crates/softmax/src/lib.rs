@@ -10,7 +10,7 @@
 //! | [`Step::Online`] | `softmax_online` | the max and the sum in one sweep |
 //! | [`Step::WarpRows`] | `softmax_warp_rows` | a warp per row, 16-byte loads: short rows |
 //! | [`Step::SplitRows`] | `softmax_split_partial`, `softmax_split_normalise` | blocks per row |
-//! | [`Step::OnChip`] | `softmax_on_chip_8`, `_16`, `_32` | the row read once, held in registers |
+//! | [`Step::OnChip`] | `softmax_on_chip_8` to `_64` | the row read once, held in registers |
 //!
 //! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read and
 //! written as bf16, computed in f32; [`bf16_to_f32`] and [`f32_to_bf16`] convert on the host).
@@ -148,7 +148,7 @@ impl Step {
     }
 
     /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order; the
-    /// on-chip step launches one of its three, or split rows' two for rows too long for it.
+    /// on-chip step launches one of its four, or split rows' two for rows too long for it.
     pub const fn kernels(self) -> &'static [&'static str] {
         match self {
             Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
@@ -160,6 +160,7 @@ impl Step {
                 "softmax_on_chip_8",
                 "softmax_on_chip_16",
                 "softmax_on_chip_32",
+                "softmax_on_chip_64",
                 "softmax_split_partial",
                 "softmax_split_normalise",
             ],
@@ -204,27 +205,35 @@ impl Step {
 const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normalise"];
 
 // ANCHOR: on_chip_group
-/// How the on-chip step holds a row: `group` threads (a power of two from 32 to 1024) with
-/// `values` elements each (8, 16 or 32: the kernel `softmax_on_chip_<values>`).
+/// How the on-chip step holds a row: `group` threads (a power of two from 16 to 512) with
+/// `values` elements each (8, 16, 32 or 64: the kernel `softmax_on_chip_<values>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OnChipGroup {
     pub group: u32,
     pub values: u32,
 }
 
-/// The most elements a thread of the on-chip step holds: 32 f32 registers, which with the rest of
-/// the kernel's fit the 64 registers a thread of a 1024-thread block gets.
+/// The elements a thread of the on-chip step holds where the row allows: 32, which leaves a
+/// block's 16 warps (512 threads) or its groups enough registers to keep many rows in flight.
 pub const ON_CHIP_VALUES: usize = 32;
 
-/// The on-chip step's group for rows of `cols` elements: as few threads as hold the row at
-/// [`ON_CHIP_VALUES`] elements each, but at least a warp; each with as many elements as the row
-/// needs (at least 8, a power of two). `None` for an empty row or one longer than 1024 threads
-/// hold (32,768 elements): the step then runs split rows.
+/// The most threads per row (blocks of 512 give each thread 128 registers: room for 64 elements)
+/// and the fewest (half a warp: 2 rows a warp, twice the bytes in flight of a warp per row on
+/// rows of 512 bf16).
+pub const ON_CHIP_MAX_GROUP: usize = 512;
+pub const ON_CHIP_MIN_GROUP: usize = 16;
+
+/// The on-chip step's group for rows of `cols` elements: as many threads as hold the row at
+/// [`ON_CHIP_VALUES`] elements each, a power of two from [`ON_CHIP_MIN_GROUP`] to
+/// [`ON_CHIP_MAX_GROUP`]; each thread with as many elements as the row then needs (a power of
+/// two from 8 to 64). `None` for an empty row or one longer than 512 x 64 (32,768 elements): the
+/// step then runs split rows. (scripts/softmax-tuning.cu measured the shapes this picks beside
+/// others; book/src/data/nvidia-h100-80gb-hbm3/softmax-tuning.txt.)
 pub fn on_chip_group(cols: usize) -> Option<OnChipGroup> {
-    if cols == 0 || cols > 1024 * ON_CHIP_VALUES {
+    if cols == 0 || cols > ON_CHIP_MAX_GROUP * 64 {
         return None;
     }
-    let group = cols.div_ceil(ON_CHIP_VALUES).next_power_of_two().clamp(32, 1024);
+    let group = cols.div_ceil(ON_CHIP_VALUES).next_power_of_two().clamp(ON_CHIP_MIN_GROUP, ON_CHIP_MAX_GROUP);
     let values = cols.div_ceil(group).next_power_of_two().max(8);
     Some(OnChipGroup { group: group as u32, values: values as u32 })
 }

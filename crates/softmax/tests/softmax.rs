@@ -305,8 +305,9 @@ fn main() -> std::process::ExitCode {
             // longest row registers hold and one past it (split rows' kernels).
             let mut rng = TestRng::new();
             let mut softmax = Softmax::new(device, Step::OnChip)?;
-            let mut lengths = vec![4, 256, 257, 512, 513];
+            let mut lengths = vec![4, 128, 129, 256, 257, 512, 513];
             lengths.extend((10..=15).flat_map(|k| [1usize << k, (1 << k) + 1]));
+            lengths.extend([(1 << 14) + 1, 3 << 13]);
             for cols in lengths {
                 let rows = if cols > 1 << 14 { 2 } else { 5 };
                 let host = logits::<f32>(&mut rng, rows * cols);
@@ -318,7 +319,7 @@ fn main() -> std::process::ExitCode {
         })
         .cpu("on-chip::groups", || {
             let mut text = String::new();
-            for cols in [0, 1, 31, 256, 257, 1000, 1024, 1025, 2048, 4097, 1 << 14, 1 << 15, (1 << 15) + 1] {
+            for cols in [0, 1, 31, 256, 257, 512, 513, 1000, 1024, 1025, 2048, 4097, 1 << 14, 1 << 15, (1 << 15) + 1] {
                 let _ = writeln!(text, "{cols}: {:?}", softmax::on_chip_group(cols));
             }
             insta::assert_snapshot!("on_chip_groups", text);
