@@ -389,14 +389,17 @@ __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict_
 //
 // What changed from coalesced: the work of a channel is spread over blocks, so 64 channels of
 // 100,352 elements make 512 blocks of 12,544 elements, and every SM streams; the second stage
-// costs C x slices accumulators of 16 bytes and one atomic per block, in the same launch.
+// costs C x slices accumulators of 16 bytes and one atomic per block, in the same launch. Where
+// the channels alone fill the GPU (512 of them), slices is 1 and the step is step 2.
 //
-// What it leaves slow: each lane loads 4 bytes at a time. That takes 16 load instructions for 16
-// values, and at four times the requests per byte of 16-byte loads, the load units, not the
-// memory, come close to their limit.
+// What it leaves slow: each lane loads 4 bytes at a time, 16 load instructions for 16 values.
+// Where DRAM is the limit (planes of 3136 that the L2 does not hold) that costs nothing: the load
+// units keep up with the memory. It shows where instructions, not bytes, set the time: short
+// planes in the L2 (14 x 14), where each piece's loads, their bounds, its fold and its
+// combination are spread over 196 values.
 //
 // Launch: block THREADS, grid C * slices. partial: C * slices accumulators; ticket: C counters, 0
-// before the first launch (each launch leaves them 0).
+// before the first launch (each launch leaves them 0); neither is touched where slices is 1.
 template <class E, int V>
 __device__ void split(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
                       unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
@@ -408,7 +411,15 @@ __device__ void split(const typename E::Word* __restrict__ in, Moments* __restri
     const unsigned int per_slice = (pieces + slices - 1) / slices;
     const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
     const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
-    const Moments acc = walk<E, V>(in, c, channels, plane, first, last);
+    Moments acc = walk<E, V>(in, c, channels, plane, first, last);
+    if (slices == 1) {
+        // The channel's only block (the channels alone fill the GPU): step 2's end.
+        acc = block_reduce<MomentsOf<float> >(acc);
+        if (threadIdx.x == 0) {
+            write_stats(acc, c, correction, mean, var);
+        }
+        return;
+    }
     finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, correction, mean, var);
 }
 // ANCHOR_END: split
@@ -443,7 +454,8 @@ batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int*
 // What it leaves slow: odd planes (H * W = 195) fall back to step 3's single loads; a plane of
 // 14 x 14 = 196 fills 196 of its piece's 256 elements, and its lanes' last loads are partly past
 // its end (lanes 0 to 16 load two vectors of 4, the others one); and every piece pays for a fold
-// and a combination whatever its length.
+// and a combination whatever its length. Where DRAM is the limit, it gains nothing over step 3:
+// there what is left is the start and the end of the one wave of blocks, and the finish.
 //
 // Launch: step 3's.
 template <class E>

@@ -19,11 +19,13 @@
 //! Which variance ([`Variance`]): [`Variance::Unbiased`] divides the sum of squared deviations by
 //! `count - 1`, torch.var_mean's default (`correction=1`); [`Variance::Population`] by `count`,
 //! what BatchNorm normalises with (`correction=0`). What special inputs give is torch's: a NaN in a
-//! channel makes its mean and variance NaN; an infinity makes its variance NaN (and its mean that
-//! infinity, or NaN where both signs meet); a channel of one element has an unbiased variance of
-//! NaN (0 / 0) and a population variance of 0; a tensor with no elements per channel (N, H or W of
-//! 0) has NaN statistics; one with no channels has none. Constant data has a variance of exactly 0,
-//! at 1e38 too (no sum of squares overflows).
+//! channel makes its mean and variance NaN; an infinity makes its variance NaN; a channel of one
+//! element has an unbiased variance of NaN (0 / 0) and a population variance of 0; a tensor with no
+//! elements per channel (N, H or W of 0) has NaN statistics; one with no channels has none.
+//! Constant data has a variance of exactly 0, at 1e38 too (no sum of squares overflows). Two
+//! differ: the mean of a channel with an infinity is that infinity (NaN where both signs meet), as
+//! numpy's, where torch's Welford update makes it NaN; and a variance past f32's range is +inf with
+//! a finite mean, where torch gives NaN for both.
 //!
 //! ```no_run
 //! # use gpu_harness::Device;
@@ -226,7 +228,8 @@ impl Step {
         }
     }
 
-    /// Whether the step ends with the last-block finish (partials and a counter per channel).
+    /// Whether the step ends with the last-block finish (partials and a counter per channel),
+    /// where a channel has more than one slice.
     pub const fn finishes_on_the_last_block(self) -> bool {
         matches!(self, Step::Split | Step::Vectors)
     }
@@ -250,7 +253,8 @@ impl Step {
             )));
         }
         let per_slice = pieces.div_ceil(slices) as u32;
-        let partials = if self.finishes_on_the_last_block() { grid } else { 0 };
+        // One slice per channel: its block writes the statistics, and there is nothing to combine.
+        let partials = if self.finishes_on_the_last_block() && slices > 1 { grid } else { 0 };
         let config = LaunchConfig::linear(grid as u32, THREADS, 0);
         Ok(StatsPlan { step: self, config, pieces: pieces as u32, slices: slices as u32, per_slice, partials })
     }
@@ -261,6 +265,7 @@ impl Step {
 /// Blocks per channel of steps 3 and 4: as many as fill the GPU once with the channels' blocks
 /// together (C x slices at most the [`BLOCKS_PER_SM`] blocks each SM holds at once, so every block
 /// starts at once and none waits for a second wave), at least one, and at most a channel's pieces.
+/// At one slice (the channels alone fill the GPU) the step is step 2: no partials, no finish.
 fn slices(channels: usize, pieces: usize, gpu: GpuShape) -> usize {
     let resident = gpu.multiprocessors as usize * BLOCKS_PER_SM;
     (resident / channels.max(1)).clamp(1, pieces.max(1))
@@ -289,7 +294,8 @@ pub struct StatsPlan {
     /// Blocks per channel (1 for steps 1 and 2), and the pieces each takes.
     pub slices: u32,
     pub per_slice: u32,
-    /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 and 4: one per block).
+    /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 and 4: one per block,
+    /// none at one slice per channel, where each block writes its channel's statistics).
     pub partials: usize,
 }
 
@@ -298,12 +304,14 @@ impl StatsPlan {
     /// channel's statistics: what the tolerance of the result grows with ([`tolerance`]). Step 1
     /// folds a channel's values one at a time; the others fold a lane's pieces one after another
     /// (every [`THREADS`] / 32-th piece of the block's), then 5 levels of a warp and 3 of a block
-    /// (8 warps); the last-block finish adds a thread's partials and 8 more levels.
+    /// (8 warps); the last-block finish (more than one slice) adds a thread's partials and 8 more
+    /// levels.
     pub fn longest_chain(&self, shape: Nchw) -> u64 {
         let warps = (THREADS / 32) as u64;
         match self.step {
             Step::Naive => shape.per_channel() as u64,
             Step::Coalesced => u64::from(self.pieces).div_ceil(warps) + 8,
+            Step::Split | Step::Vectors if self.slices == 1 => u64::from(self.pieces).div_ceil(warps) + 8,
             Step::Split | Step::Vectors => {
                 u64::from(self.per_slice).div_ceil(warps) + 8 + u64::from(self.slices).div_ceil(THREADS.into()) + 8
             }
@@ -318,6 +326,9 @@ impl fmt::Display for StatsPlan {
         match self.step {
             Step::Naive => write!(f, ", a thread per channel"),
             Step::Coalesced => write!(f, ", a block per channel of {} pieces", self.pieces),
+            Step::Split | Step::Vectors if self.slices == 1 => {
+                write!(f, ", a block per channel of {} pieces (one slice: no partials, no finish)", self.pieces)
+            }
             Step::Split | Step::Vectors => write!(
                 f,
                 ", {} blocks per channel of {} pieces each (of {}), {} partials",
@@ -361,7 +372,7 @@ pub struct BatchStats {
     f32_kernel: Kernel,
     bf16_kernel: Kernel,
     /// Steps 3 and 4: the blocks' accumulators (16 bytes each, as two u64 words) and one counter
-    /// per channel (0 between launches).
+    /// per channel (0 between launches); empty until a plan has more than one slice per channel.
     partials: Option<DeviceBuffer<u64>>,
     tickets: Option<DeviceBuffer<u32>>,
 }
@@ -422,8 +433,9 @@ impl BatchStats {
             partials.fill_words(SCRATCH_POISON)?;
             self.partials = Some(partials);
         }
-        if self.tickets.as_ref().is_none_or(|t| t.len() < shape.channels) {
-            let mut tickets = self.device.alloc::<u32>(shape.channels)?;
+        let counters = if plan.partials > 0 { shape.channels } else { 0 };
+        if self.tickets.as_ref().is_none_or(|t| t.len() < counters) {
+            let mut tickets = self.device.alloc::<u32>(counters)?;
             tickets.fill_words(0)?;
             self.tickets = Some(tickets);
         }
