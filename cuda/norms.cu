@@ -19,8 +19,8 @@
 // NaN where the infinity was; a constant row has variance 0 and comes out as b exactly (eps keeps
 // the division finite), or NaN where eps is 0. Where torch overflows they do not: the statistics
 // are taken on the row scaled by a power of two (see `scale`), so rows of 1e30, or near f32's
-// largest value, normalise as they should (torch's f32 kernels, by their source, square 1e30 into
-// infinity).
+// largest value, normalise as they should (torch's f32 kernels square 1e30 into infinity: torch
+// 2.11 on an H100 returns b, or zeros).
 //
 // Offsets are 64-bit (`size_t`): a matrix may hold more than 2^32 elements; rows and cols are each
 // below 2^31, which the launcher checks.
@@ -45,8 +45,9 @@
 // ANCHOR: elements
 // The element types. `Word` is what memory holds; values are f32 in registers. A 16-byte vector
 // (uint4) holds PER_VEC elements; `element(q, j)` is the j-th (j a constant once loops unroll),
-// `unpack` all of them, and `gather` reads elements [first, first + PER_VEC) one load at a time,
-// zeros from `len` on (a row's tail, or a row that does not start on a 16-byte boundary).
+// `unpack` all of them, and `gather` reads elements [first, first + PER_VEC) one load at a time
+// into such a vector, zero words from `len` on (a row's tail, or a row that does not start on a
+// 16-byte boundary), which unpack to +0.0.
 __device__ __forceinline__ unsigned int word(uint4 q, int k) { return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w; }
 
 struct F32 {
@@ -62,12 +63,14 @@ struct F32 {
             x[j] = element(q, j);
         }
     }
-    __device__ static void gather(const Word* p, unsigned int first, unsigned int len, float* x)
+    __device__ static uint4 gather(const Word* p, unsigned int first, unsigned int len)
     {
+        unsigned int w[PER_VEC];
 #pragma unroll
         for (int j = 0; j < PER_VEC; j++) {
-            x[j] = first + j < len ? p[first + j] : 0.0f;
+            w[j] = first + j < len ? __float_as_uint(p[first + j]) : 0u;
         }
+        return make_uint4(w[0], w[1], w[2], w[3]);
     }
     __device__ static uint4 pack(const float* y)
     {
@@ -78,15 +81,22 @@ struct F32 {
 
 // bfloat16 is the top half of an f32: widening is a shift; narrowing rounds to nearest even (a NaN
 // stays a NaN). Written out rather than taken from cuda_bf16.h, which NVRTC finds only beside a
-// CUDA toolkit.
+// CUDA toolkit. From sm_80 on, the narrowing is one conversion instruction (cvt.rn.bf16.f32: a NaN
+// becomes the canonical 0x7fff); before, six integer instructions.
 __device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
 __device__ __forceinline__ unsigned int float_to_bf16(float y)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(y));
+    return h;
+#else
     const unsigned int b = __float_as_uint(y);
     if ((b & 0x7fffffffu) > 0x7f800000u) {
         return (b >> 16) | 0x40u; // NaN: keep the sign and the top of the payload, made quiet
     }
     return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+#endif
 }
 struct BF16 {
     typedef unsigned short Word;
@@ -101,12 +111,14 @@ struct BF16 {
             x[j] = element(q, j);
         }
     }
-    __device__ static void gather(const Word* p, unsigned int first, unsigned int len, float* x)
+    __device__ static uint4 gather(const Word* p, unsigned int first, unsigned int len)
     {
+        unsigned int w[PER_VEC];
 #pragma unroll
         for (int j = 0; j < PER_VEC; j++) {
-            x[j] = first + j < len ? load(p, first + j) : 0.0f;
+            w[j] = first + j < len ? p[first + j] : 0u;
         }
+        return make_uint4(w[0] | (w[1] << 16), w[2] | (w[3] << 16), w[4] | (w[5] << 16), w[6] | (w[7] << 16));
     }
     __device__ static uint4 pack(const float* y)
     {
@@ -122,8 +134,8 @@ struct BF16 {
 
 // ANCHOR: scale
 // Statistics that cannot overflow. A square of 1e30 is past f32's largest value (3.4e38), and so is
-// the deviation of 3e38 from -3e38: by their source, torch's f32 kernels return b (layer norm) or
-// 0 (RMS norm) for such rows. Here every statistic is taken on the values scaled by 2^-e, e the
+// the deviation of 3e38 from -3e38: torch's f32 kernels return b (layer norm) or 0 (RMS norm)
+// for such rows. Here every statistic is taken on the values scaled by 2^-e, e the
 // scale of the largest magnitude: each scaled value is below 4, its square below 16, a sum of 2^31
 // of them finite. A power of two scales exactly (unless the result is subnormal: values 2^126 times
 // smaller than the largest, whose loss is far below f32's rounding of the statistics).
@@ -680,7 +692,9 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 // What changed from one pass: the group that takes a row is sized by the row's length: a warp per
 // short row needs no shared memory and no barrier (row_reduce skips them), and keeps eight 16-byte
 // loads per lane in flight (four for bf16) where step 2 had four 4-byte ones; the loads and stores
-// move 16 bytes.
+// move 16 bytes. A lane issues all its loads before it unpacks any (load_vectors): bf16's unpack
+// is an instruction per element, and a lane that unpacked each vector as it came would wait for
+// every load in turn.
 // A row that does not start on a 16-byte boundary (odd lengths), and the tail of a row, are read
 // one element at a time.
 //
@@ -700,24 +714,31 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 
 // Elements [0, len) of a chunk into this lane's vectors (`lanes` lanes share the chunk); returns
 // how many slots are the lane's. `whole` says the chunk, the output, w and b all start on a
-// 16-byte boundary.
+// 16-byte boundary. Every vector is loaded before any is unpacked: a branch that unpacked its own
+// load would wait for it before the next load could start (bf16's unpack is an instruction an
+// element; f32's is none).
 template <class E>
 __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
                                             unsigned int lanes, bool whole, Vectors<E>& v)
 {
+    uint4 q[Vectors<E>::VECTORS];
     int count = 0;
 #pragma unroll
     for (int k = 0; k < Vectors<E>::VECTORS; k++) {
         const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
-        // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into v.v from v.v[k * E::PER_VEC] on: one 16-byte load (a uint4, the vector-th of the chunk) unpacked (E::unpack) where whole is true and the vector lies inside len, else E::gather(x, first, len, ...)
+        // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into q[k]: one 16-byte load (a uint4, the vector-th of the chunk) where whole is true and the vector lies inside len, else E::gather(x, first, len)
         if (whole && first + E::PER_VEC <= len) {
-            E::unpack(reinterpret_cast<const uint4*>(x)[vector], &v.v[k * E::PER_VEC]);
+            q[k] = reinterpret_cast<const uint4*>(x)[vector];
         } else {
-            E::gather(x, first, len, &v.v[k * E::PER_VEC]);
+            q[k] = E::gather(x, first, len);
         }
         // ANCHOR_END: solution
-        // ANCHOR: stub E::gather(x, first, 0, &v.v[k * E::PER_VEC]);
+        // ANCHOR: stub q[k] = E::gather(x, first, 0);
         count += first < len ? min(len - first, (unsigned int)E::PER_VEC) : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
+        E::unpack(q[k], &v.v[k * E::PER_VEC]);
     }
     return count;
 }
@@ -797,13 +818,19 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 }
 // ANCHOR_END: by_length
 
+// The bf16 kernels ask for BF16_BLOCKS_PER_SM blocks of THREADS on an SM at once (at most 64
+// registers a thread). A bf16 lane holds 64 bytes of its row where an f32 lane holds 128, so more
+// warps are needed to keep as many bytes in flight; left to itself, ptxas (NVRTC 13.5, sm_90)
+// gave the layer norm's 80 registers, three blocks per SM, and at 64 it spills nothing.
+#define BF16_BLOCKS_PER_SM 4
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 layer_norm_by_length(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
                      float eps, unsigned int warps)
 {
     by_length<F32, Layer>(x, w, b, y, rows, cols, eps, warps);
 }
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 layer_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
                           unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
@@ -815,7 +842,7 @@ rms_norm_by_length(const float* x, const float* w, float* y, unsigned int rows, 
 {
     by_length<F32, Rms>(x, w, 0, y, rows, cols, eps, warps);
 }
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 rms_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
                         unsigned int cols, float eps, unsigned int warps)
 {

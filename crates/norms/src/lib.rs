@@ -125,7 +125,9 @@ pub fn bf16_to_f32(bits: u16) -> f32 {
     f32::from_bits(u32::from(bits) << 16)
 }
 
-/// The bfloat16 nearest to `x`, ties to even; a NaN stays a quiet NaN (the kernels' rounding).
+/// The bfloat16 nearest to `x`, ties to even (the kernels' rounding); a NaN stays a quiet NaN of
+/// its sign and the top of its payload, where the kernels (on sm_80 and later) write bf16's
+/// canonical NaN, 0x7fff.
 pub fn f32_to_bf16(x: f32) -> u16 {
     let b = x.to_bits();
     if b & 0x7fff_ffff > 0x7f80_0000 {
