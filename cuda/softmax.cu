@@ -24,7 +24,7 @@
 //   4. softmax_warp_rows             a warp per row, 16-byte loads: short rows
 //   5. softmax_split_partial,        several blocks per row and a second stage: long rows
 //      softmax_split_normalise
-//   6. softmax_on_chip_<VALUES>      the row read once, held in registers by a warp or a block
+//   6. softmax_on_chip_<G>x<V>       the row read once, held in registers by a warp or a block
 #include "block_reduce.cuh"
 
 // The threads of a block of every kernel (the launcher uses this many).
@@ -583,13 +583,13 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
 }
 
 // ANCHOR: on_chip
-// Step 6, softmax_on_chip_<VALUES>: the row read from DRAM once, held in registers.
+// Step 6, softmax_on_chip_<GROUP>x<VALUES>: the row read from DRAM once, held in registers.
 //
-// What it does: a group of `group` threads takes a row (half a warp for rows of up to 16 x VALUES
+// What it does: a group of GROUP threads takes a row (half a warp for rows of up to 16 x VALUES
 // elements, more lanes for longer ones, up to 512 threads; the launcher picks the group, and
 // VALUES, the elements each thread holds: 8 to 64). Each thread first loads its whole share of
 // the row into registers, 16 bytes at a time where the row is aligned (thread t takes vectors t,
-// t + group, t + 2 group, ...: consecutive threads, consecutive vectors), so all of a group's loads
+// t + GROUP, t + 2 GROUP, ...: consecutive threads, consecutive vectors), so all of a group's loads
 // are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
 // thread's, then the group's), e = exp(x - max) kept in place of x and summed (the group's sum the
 // same way), and the write of e / sum.
@@ -603,8 +603,8 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
 // (at 512 threads a block, each thread gets 128 registers: 64 elements and the rest of the
 // kernel); the launcher takes such rows through step 5's split rows, which read them twice.
 //
-// Launch: block max(group, THREADS), grid ceil(rows / (block / group)); group a power of two from
-// 16 to 512, with group x VALUES >= cols.
+// Launch: block max(GROUP, THREADS), grid ceil(rows / (block / GROUP)); GROUP a power of two from
+// 16 to 512, with GROUP x VALUES >= cols.
 // ANCHOR_END: on_chip
 
 // ANCHOR: group_reduce
@@ -612,43 +612,47 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
 // butterfly over the group's lanes of each warp (all 32, or the 16 of a half-warp group), then,
 // where a group has several warps, the warps' results through shared memory (slot w for warp w of
 // the block). The barrier is the group's own (bar.sync with an id per group and the group's
-// thread count), not the block's: the other groups of the block do not wait for this one. `group`
-// is the same for the whole block.
-__device__ __forceinline__ void group_barrier(unsigned int group)
+// thread count), not the block's: the other groups of the block do not wait for this one. Every
+// group of a block has GROUP threads, so every thread reaches the barriers or none does.
+template <int GROUP>
+__device__ __forceinline__ void group_barrier()
 {
-    asm volatile("bar.sync %0, %1;" ::"r"(1 + threadIdx.x / group), "r"(group) : "memory");
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + threadIdx.x / GROUP), "n"(GROUP) : "memory");
 }
 
-template <class Op>
-__device__ __forceinline__ float group_reduce(float value, unsigned int group)
+template <class Op, int GROUP>
+__device__ __forceinline__ float group_reduce(float value)
 {
     __shared__ float slots[32];
-    for (unsigned int lanes = (group < 32 ? group : 32) / 2; lanes > 0; lanes >>= 1) {
+#pragma unroll
+    for (int lanes = (GROUP < 32 ? GROUP : 32) / 2; lanes > 0; lanes >>= 1) {
         value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, lanes));
     }
-    if (group > 32) {
-        const unsigned int warp = threadIdx.x / 32, warps = group / 32, first = warp / warps * warps;
+    if (GROUP > 32) {
+        constexpr int WARPS = GROUP > 32 ? GROUP / 32 : 1;
+        const unsigned int warp = threadIdx.x / 32, first = warp / WARPS * WARPS;
         if (threadIdx.x % 32 == 0) {
             slots[warp] = value;
         }
-        group_barrier(group);
+        group_barrier<GROUP>();
         value = slots[first];
-        for (unsigned int w = 1; w < warps; w++) {
+#pragma unroll
+        for (int w = 1; w < WARPS; w++) {
             value = Op::combine(value, slots[first + w]);
         }
-        group_barrier(group);
+        group_barrier<GROUP>();
     }
     return value;
 }
 // ANCHOR_END: group_reduce
 
 // ANCHOR: on_chip_kernel
-template <class E, int VALUES>
+template <class E, int GROUP, int VALUES>
 __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
-                        unsigned int rows, unsigned int cols, unsigned int group)
+                        unsigned int rows, unsigned int cols)
 {
-    const unsigned int thread = threadIdx.x % group;
-    const size_t row = (size_t)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+    const unsigned int thread = threadIdx.x % GROUP;
+    const size_t row = (size_t)blockIdx.x * (blockDim.x / GROUP) + threadIdx.x / GROUP;
     // A block of several groups may have groups past the last row: they take part in the barriers
     // of group_reduce with nothing to hold, and write nothing.
     const unsigned int len = row < rows ? cols : 0;
@@ -656,16 +660,19 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     typename E::Word* y_row = out + row * cols;
     const bool vectors = aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0;
 
-    // The thread's share of the row: element `at(j)` in x[j], for the j with at(j) < len.
+    // The thread's share of the row: element `at(j)` in x[j], for the j with `held(j)`.
     float x[VALUES];
     const auto at = [&](int j) -> unsigned int {
-        return vectors ? (thread + (j / E::PER_VEC) * group) * E::PER_VEC + j % E::PER_VEC : thread + j * group;
+        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC + j % E::PER_VEC : thread + j * GROUP;
+    };
+    const auto held = [&](int j) -> bool {
+        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC < len : thread + j * GROUP < len;
     };
     if (vectors) {
         const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x_row);
 #pragma unroll
         for (int k = 0; k < VALUES / E::PER_VEC; k++) {
-            const unsigned int vector = thread + k * group;
+            const unsigned int vector = thread + k * GROUP;
             if (vector * E::PER_VEC < len) {
                 E::unpack(v[vector], x + k * E::PER_VEC);
             }
@@ -673,30 +680,30 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     } else {
 #pragma unroll
         for (int j = 0; j < VALUES; j++) {
-            if (at(j) < len) {
+            if (held(j)) {
                 x[j] = E::load(x_row, at(j));
             }
         }
     }
 
-    // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float> >); then e = softmax_exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float> >)
+    // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float>, GROUP>); then e = softmax_exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float>, GROUP>)
     float m = Max<float>::identity();
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (at(j) < len) {
+        if (held(j)) {
             m = Max<float>::combine(m, x[j]);
         }
     }
-    m = group_reduce<Max<float> >(m, group);
+    m = group_reduce<Max<float>, GROUP>(m);
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (at(j) < len) {
+        if (held(j)) {
             x[j] = softmax_exp(x[j] - m);
             s += x[j];
         }
     }
-    s = group_reduce<Sum<float> >(s, group);
+    s = group_reduce<Sum<float>, GROUP>(s);
     // ANCHOR_END: solution
     // ANCHOR: stub float s = 1.0f;
     const float inverse = 1.0f / s;
@@ -705,7 +712,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
         uint4* __restrict__ w = reinterpret_cast<uint4*>(y_row);
 #pragma unroll
         for (int k = 0; k < VALUES / E::PER_VEC; k++) {
-            const unsigned int vector = thread + k * group;
+            const unsigned int vector = thread + k * GROUP;
             if (vector * E::PER_VEC < len) {
                 float y[E::PER_VEC];
 #pragma unroll
@@ -718,7 +725,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     } else {
 #pragma unroll
         for (int j = 0; j < VALUES; j++) {
-            if (at(j) < len) {
+            if (held(j)) {
                 E::store(y_row, at(j), x[j] * inverse);
             }
         }
@@ -726,48 +733,96 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
 }
 // ANCHOR_END: on_chip_kernel
 
-// Up to 512 threads a block: 128 registers a thread, room for 64 elements and the rest.
-extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_8(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+// The entry points: softmax_on_chip_<GROUP>x<VALUES>, the shapes softmax::on_chip_group picks (the
+// group and the elements are compile-time: the shifts, the offsets of the loads and the reductions'
+// loops are constants). Blocks of max(GROUP, 256) threads; at 512, 128 registers a thread.
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_16x8(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
-    on_chip<F32, 8>(in, out, rows, cols, group);
+    on_chip<F32, 16, 8>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_16x16(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<F32, 16, 16>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_16x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<F32, 16, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_32x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<F32, 32, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_64x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<F32, 64, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_128x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<F32, 128, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<F32, 256, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_16(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+softmax_on_chip_512x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
-    on_chip<F32, 16>(in, out, rows, cols, group);
+    on_chip<F32, 512, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_32(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+softmax_on_chip_512x64(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
-    on_chip<F32, 32>(in, out, rows, cols, group);
+    on_chip<F32, 512, 64>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_16x8_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 16, 8>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_16x16_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 16, 16>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_16x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 16, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_32x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 32, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_64x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 64, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_128x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 128, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __launch_bounds__(256)
+softmax_on_chip_256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    on_chip<BF16, 256, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_64(const float* in, float* out, unsigned int rows, unsigned int cols, unsigned int group)
+softmax_on_chip_512x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
 {
-    on_chip<F32, 64>(in, out, rows, cols, group);
+    on_chip<BF16, 512, 32>(in, out, rows, cols);
 }
-extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_8_bf16(const unsigned short* in, unsigned short* out,
-                                                                        unsigned int rows, unsigned int cols,
-                                                                        unsigned int group)
+extern "C" __global__ void __launch_bounds__(512)
+softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
 {
-    on_chip<BF16, 8>(in, out, rows, cols, group);
-}
-extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_16_bf16(const unsigned short* in,
-                                                                         unsigned short* out, unsigned int rows,
-                                                                         unsigned int cols, unsigned int group)
-{
-    on_chip<BF16, 16>(in, out, rows, cols, group);
-}
-extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_32_bf16(const unsigned short* in,
-                                                                         unsigned short* out, unsigned int rows,
-                                                                         unsigned int cols, unsigned int group)
-{
-    on_chip<BF16, 32>(in, out, rows, cols, group);
-}
-extern "C" __global__ void __launch_bounds__(512) softmax_on_chip_64_bf16(const unsigned short* in,
-                                                                         unsigned short* out, unsigned int rows,
-                                                                         unsigned int cols, unsigned int group)
-{
-    on_chip<BF16, 64>(in, out, rows, cols, group);
+    on_chip<BF16, 512, 64>(in, out, rows, cols);
 }

@@ -120,18 +120,27 @@ static Variant crate_step()
                 unsigned values = 8;
                 while (values * group < cols) values *= 2;
                 const unsigned block = group > 256 ? group : 256, grid = (rows + block / group - 1) / (block / group);
+                // The crate's kernels, by shape (softmax_on_chip_<group>x<values>).
+                auto pick = [&](auto f16x8, auto f16x16, auto f16x32, auto f32x32, auto f64x32, auto f128x32,
+                                auto f256x32, auto f512x32, auto f512x64) {
+                    return group == 16   ? (values == 8 ? f16x8 : values == 16 ? f16x16 : f16x32)
+                           : group == 32 ? f32x32
+                           : group == 64 ? f64x32
+                           : group == 128 ? f128x32
+                           : group == 256 ? f256x32
+                           : values == 32 ? f512x32
+                                          : f512x64;
+                };
                 if (BF16) {
-                    auto k = values == 8    ? softmax_on_chip_8_bf16
-                             : values == 16 ? softmax_on_chip_16_bf16
-                             : values == 32 ? softmax_on_chip_32_bf16
-                                            : softmax_on_chip_64_bf16;
-                    k<<<grid, block>>>((const unsigned short*)in, (unsigned short*)out, rows, cols, group);
+                    auto k = pick(softmax_on_chip_16x8_bf16, softmax_on_chip_16x16_bf16, softmax_on_chip_16x32_bf16,
+                                  softmax_on_chip_32x32_bf16, softmax_on_chip_64x32_bf16, softmax_on_chip_128x32_bf16,
+                                  softmax_on_chip_256x32_bf16, softmax_on_chip_512x32_bf16, softmax_on_chip_512x64_bf16);
+                    k<<<grid, block>>>((const unsigned short*)in, (unsigned short*)out, rows, cols);
                 } else {
-                    auto k = values == 8    ? softmax_on_chip_8
-                             : values == 16 ? softmax_on_chip_16
-                             : values == 32 ? softmax_on_chip_32
-                                            : softmax_on_chip_64;
-                    k<<<grid, block>>>((const float*)in, (float*)out, rows, cols, group);
+                    auto k = pick(softmax_on_chip_16x8, softmax_on_chip_16x16, softmax_on_chip_16x32, softmax_on_chip_32x32,
+                                  softmax_on_chip_64x32, softmax_on_chip_128x32, softmax_on_chip_256x32,
+                                  softmax_on_chip_512x32, softmax_on_chip_512x64);
+                    k<<<grid, block>>>((const float*)in, (float*)out, rows, cols);
                 }
             }};
 }

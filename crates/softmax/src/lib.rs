@@ -10,7 +10,7 @@
 //! | [`Step::Online`] | `softmax_online` | the max and the sum in one sweep |
 //! | [`Step::WarpRows`] | `softmax_warp_rows` | a warp per row, 16-byte loads: short rows |
 //! | [`Step::SplitRows`] | `softmax_split_partial`, `softmax_split_normalise` | blocks per row |
-//! | [`Step::OnChip`] | `softmax_on_chip_8` to `_64` | the row read once, held in registers |
+//! | [`Step::OnChip`] | `softmax_on_chip_<group>x<values>` | the row read once, in registers |
 //!
 //! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read and
 //! written as bf16, computed in f32; [`bf16_to_f32`] and [`f32_to_bf16`] convert on the host).
@@ -148,7 +148,8 @@ impl Step {
     }
 
     /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order; the
-    /// on-chip step launches one of its four, or split rows' two for rows too long for it.
+    /// on-chip step launches the one of its nine for the row's group, or split rows' two for rows
+    /// too long for it.
     pub const fn kernels(self) -> &'static [&'static str] {
         match self {
             Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
@@ -157,10 +158,15 @@ impl Step {
             Step::WarpRows => &["softmax_warp_rows"],
             Step::SplitRows => SPLIT_KERNELS,
             Step::OnChip => &[
-                "softmax_on_chip_8",
-                "softmax_on_chip_16",
-                "softmax_on_chip_32",
-                "softmax_on_chip_64",
+                "softmax_on_chip_16x8",
+                "softmax_on_chip_16x16",
+                "softmax_on_chip_16x32",
+                "softmax_on_chip_32x32",
+                "softmax_on_chip_64x32",
+                "softmax_on_chip_128x32",
+                "softmax_on_chip_256x32",
+                "softmax_on_chip_512x32",
+                "softmax_on_chip_512x64",
                 "softmax_split_partial",
                 "softmax_split_normalise",
             ],
@@ -178,7 +184,9 @@ impl Step {
             (Step::Fused | Step::Online, _) => (rows, 1, cols, 0),
             (Step::WarpRows, _) => (rows.div_ceil((THREADS / 32) as usize), 1, cols, 0),
             (Step::OnChip, Some(on_chip)) => {
-                kernels = std::slice::from_ref(&kernels[on_chip.values.trailing_zeros() as usize - 3]);
+                let name = on_chip.kernel();
+                let at = kernels.iter().position(|k| *k == name).expect("on_chip_group picks a shape with a kernel");
+                kernels = std::slice::from_ref(&kernels[at]);
                 (threads, group) = (on_chip.group.max(THREADS), on_chip.group);
                 (rows.div_ceil((threads / group) as usize), 1, cols, 0)
             }
@@ -206,11 +214,18 @@ const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normali
 
 // ANCHOR: on_chip_group
 /// How the on-chip step holds a row: `group` threads (a power of two from 16 to 512) with
-/// `values` elements each (8, 16, 32 or 64: the kernel `softmax_on_chip_<values>`).
+/// `values` elements each (8 to 64): the kernel `softmax_on_chip_<group>x<values>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OnChipGroup {
     pub group: u32,
     pub values: u32,
+}
+
+impl OnChipGroup {
+    /// The f32 kernel of this shape (the bf16 one ends in `_bf16`).
+    pub fn kernel(self) -> String {
+        format!("softmax_on_chip_{}x{}", self.group, self.values)
+    }
 }
 
 /// The elements a thread of the on-chip step holds where the row allows: 32, which leaves a
@@ -388,7 +403,7 @@ impl Softmax {
         let (r, c, config) = (rows as u32, cols as u32, plan.config);
         let launch = |k: usize| self.device.launch(kernels[k], config);
         if plan.group > 0 {
-            return launch(0).arg(input).arg(output).arg(r).arg(c).arg(plan.group).run();
+            return launch(0).arg(input).arg(output).arg(r).arg(c).run();
         }
         match self.step {
             Step::ThreePass => {
