@@ -27,6 +27,7 @@
 //   2. batch_stats_coalesced  a block per channel, consecutive lanes on consecutive elements
 //   3. batch_stats_split      several blocks per channel, the last one to finish combines
 //   4. batch_stats_vectors    step 3 with loads of up to 16 bytes where the planes allow
+#include "bf16.cuh"
 #include "block_reduce.cuh"
 #include "moments.cuh"
 
@@ -47,8 +48,7 @@ struct F32 {
     __device__ static void unpack(unsigned int w, float* x) { x[0] = __uint_as_float(w); }
 };
 
-// bfloat16 is the top half of an f32: widening is a shift.
-__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+// bfloat16 is the top half of an f32: widening is a shift (bf16_to_float, in bf16.cuh).
 struct BF16 {
     typedef unsigned short Word;
     enum { PER_WORD = 2, MAX_VEC = 8 };

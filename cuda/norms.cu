@@ -32,6 +32,7 @@
 //   2. <norm>_one_pass    a block per row; the row in registers, each thread's (count, mean, m2)
 //                         combined with Chan's formula: the row read once
 //   3. <norm>_by_length   a warp per row for short rows (a few for longer ones), 16-byte loads
+#include "bf16.cuh"
 #include "block_reduce.cuh"
 
 // The threads of a block of every kernel (the launcher uses this many).
@@ -79,30 +80,13 @@ struct F32 {
     }
 };
 
-// bfloat16 is the top half of an f32: widening is a shift; narrowing rounds to nearest even (a NaN
-// stays a NaN). Written out rather than taken from cuda_bf16.h, which NVRTC finds only beside a
-// CUDA toolkit. From sm_80 on, the narrowing is one conversion instruction (cvt.rn.bf16.f32: a NaN
-// becomes the canonical 0x7fff); before, six integer instructions.
-__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
-__device__ __forceinline__ unsigned int float_to_bf16(float y)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned short h;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(y));
-    return h;
-#else
-    const unsigned int b = __float_as_uint(y);
-    if ((b & 0x7fffffffu) > 0x7f800000u) {
-        return (b >> 16) | 0x40u; // NaN: keep the sign and the top of the payload, made quiet
-    }
-    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-#endif
-}
+// bfloat16: widened by a shift (bf16_to_float), rounded to nearest even by float_to_bf16_cvt, one
+// conversion instruction from sm_80 on (cvt.rn.bf16.f32); both in bf16.cuh.
 struct BF16 {
     typedef unsigned short Word;
     enum { PER_VEC = 8 };
     __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
-    __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16(y); }
+    __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16_cvt(y); }
     __device__ static float element(uint4 q, int j) { return bf16_to_float((word(q, j / 2) >> (16 * (j % 2))) & 0xffffu); }
     __device__ static void unpack(uint4 q, float* x)
     {
@@ -125,7 +109,7 @@ struct BF16 {
         unsigned int w[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            w[k] = float_to_bf16(y[2 * k]) | (float_to_bf16(y[2 * k + 1]) << 16);
+            w[k] = float_to_bf16_cvt(y[2 * k]) | (float_to_bf16_cvt(y[2 * k + 1]) << 16);
         }
         return make_uint4(w[0], w[1], w[2], w[3]);
     }

@@ -25,6 +25,7 @@
 //   5. softmax_split_partial,        several blocks per row and a second stage: long rows
 //      softmax_split_normalise
 //   6. softmax_on_chip_<G>x<V>       the row read once, held in registers by a warp or a block
+#include "bf16.cuh"
 #include "block_reduce.cuh"
 
 // The threads of a block of every kernel (the launcher uses this many).
@@ -83,18 +84,8 @@ struct F32 {
     }
 };
 
-// bfloat16 is the top half of an f32: widening is a shift; narrowing rounds to nearest even (a NaN
-// stays a NaN). Written out rather than taken from cuda_bf16.h, which NVRTC finds only beside a
-// CUDA toolkit.
-__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
-__device__ __forceinline__ unsigned int float_to_bf16(float y)
-{
-    const unsigned int b = __float_as_uint(y);
-    if ((b & 0x7fffffffu) > 0x7f800000u) {
-        return (b >> 16) | 0x40u; // NaN: keep the sign and the top of the payload, made quiet
-    }
-    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-}
+// bfloat16: widened by a shift (bf16_to_float), rounded to nearest even in integer arithmetic
+// (float_to_bf16); both in bf16.cuh.
 struct BF16 {
     typedef unsigned short Word;
     enum { PER_VEC = 8 };

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, cached, random_values, uniform_f32, uniform_f32_input};
+use gpu_harness::inputs::{Input, uniform_bf16_input, uniform_f32_input};
 use gpu_harness::{Case, Checked, Device, DeviceBuffer, GpuError, Prepared, Result, Shape, StepEntry};
 
-use crate::{BatchStats, Nchw, Step, Value, Variance, f32_to_bf16, first_mismatch};
+use crate::{BatchStats, Nchw, Step, Value, Variance, first_mismatch};
 
 const CRATE: &str = env!("CARGO_PKG_NAME");
 
@@ -29,7 +29,9 @@ pub fn steps() -> Vec<StepEntry> {
         f32_step("coalesced", Step::Coalesced),
         f32_step("split", Step::Split),
         f32_step("vectors", Step::Vectors),
-        StepEntry::new(CRATE, "vectors-bf16", |d, c, s| measure(d, c, bf16_input(d, c, s)?, |b| &b.0, Step::Vectors)),
+        StepEntry::new(CRATE, "vectors-bf16", |d, c, s| {
+            measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, Step::Vectors)
+        }),
     ]
 }
 
@@ -42,18 +44,6 @@ pub fn nchw(case: &Case) -> Result<Nchw> {
         }
         _ => Err(GpuError::BadInput(format!("batch-stats measures NCHW tensors (NxCxHxW), not case `{case}`"))),
     }
-}
-
-/// bf16 tensors: their own type in the inputs' cache (an `Input<u16>` of another family may hold
-/// other words).
-struct Bf16Tensor(Input<u16>);
-
-/// The bf16 tensor of `case`: f32's uniform draw, rounded to bf16.
-fn bf16_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Bf16Tensor>> {
-    cached(device, case, seed, || {
-        let host = random_values(case.elements()?, seed, |rng| f32_to_bf16(uniform_f32(rng)));
-        Ok(Bf16Tensor(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }))
-    })
 }
 
 /// A step on the case's tensor: queues one computation of every channel's mean and variance; the

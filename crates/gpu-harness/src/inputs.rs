@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
+use crate::bf16::f32_to_bf16;
 use crate::{Case, Checked, Device, DeviceBuffer, Element, Result};
 
 /// How many inputs [`cached`] keeps (one per case of a family, which has at most three).
@@ -73,6 +74,18 @@ pub fn uniform_f32(rng: &mut SmallRng) -> f32 {
 /// The f32 input of `case` (values from [`uniform_f32`]), kept by [`cached`].
 pub fn uniform_f32_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<f32>>> {
     random_input(device, case, seed, uniform_f32)
+}
+
+/// The bf16 input of `case`: [`uniform_f32`]'s values rounded to bf16 ([`f32_to_bf16`]), kept by
+/// [`cached`] as a type of its own (an `Input<u16>` of another family may hold other words).
+pub struct UniformBf16(pub Input<u16>);
+
+/// The bf16 input of `case` ([`UniformBf16`]), kept by [`cached`].
+pub fn uniform_bf16_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<UniformBf16>> {
+    cached(device, case, seed, || {
+        let host = random_values(case.elements()?, seed, |rng| f32_to_bf16(uniform_f32(rng)));
+        Ok(UniformBf16(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }))
+    })
 }
 
 /// The input of `case`'s element count, each value drawn by `draw` (see [`random_values`]), kept by

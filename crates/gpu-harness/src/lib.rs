@@ -16,10 +16,13 @@
 //! - [`inputs`]: the random inputs steps are measured on, made once per type, case and seed.
 //! - [`peer`]: the shared library of peers (CUB, the seeds' kernels) loaded at run time, and calls
 //!   into it with CUB's scratch protocol ([`peer::PeerCall`]).
+//! - [`bf16`]: bfloat16 on the host, for the families that take f32 and bf16: the element trait
+//!   [`bf16::Value`] and the conversions (the kernels' are in `cuda/bf16.cuh`).
 //!
 //! Test helpers live in `gpu-test`, bench helpers in `gpu-bench`, results, tables and charts in
 //! `report`, and each family's shared code in its own crate (`reduction`).
 
+pub mod bf16;
 pub mod compile;
 mod device;
 mod error;

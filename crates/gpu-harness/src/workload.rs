@@ -185,22 +185,44 @@ type Run<O> = Box<dyn FnMut(&mut DeviceBuffer<O>) -> Result<()>>;
 type Compare<O> = Box<dyn Fn(&[O]) -> Checked>;
 
 /// The common shape of a prepared step: `run` queues what is timed, writing `output`; a check
-/// fills `output` with the `poison` word, runs once more and hands what came back to `compare`.
+/// fills `output` with the poison, runs once more and hands what came back to `compare`.
 pub struct Measured<O: Element> {
     run: Run<O>,
     compare: Compare<O>,
     output: DeviceBuffer<O>,
-    poison: u32,
+    poison: Poison<O>,
     counts: Vec<(&'static str, u64)>,
 }
 
+/// What a [`Measured`] step's check fills the output with: a 4-byte word on every 4 bytes, or a
+/// value in every element.
+enum Poison<O> {
+    Word(u32),
+    Value(O),
+}
+
 impl<O: Element> Measured<O> {
+    /// A step whose check fills the output with the 4-byte word `poison` (outputs of 4- or 8-byte
+    /// elements).
     pub fn new(
         output: DeviceBuffer<O>,
         poison: u32,
         run: impl FnMut(&mut DeviceBuffer<O>) -> Result<()> + 'static,
         compare: impl Fn(&[O]) -> Checked + 'static,
     ) -> Measured<O> {
+        let poison = Poison::Word(poison);
+        Measured { run: Box::new(run), compare: Box::new(compare), output, poison, counts: Vec::new() }
+    }
+
+    /// The same for outputs of any element size (bf16's 2-byte words among them): a check fills
+    /// every element with the value `poison`.
+    pub fn with_poison_value(
+        output: DeviceBuffer<O>,
+        poison: O,
+        run: impl FnMut(&mut DeviceBuffer<O>) -> Result<()> + 'static,
+        compare: impl Fn(&[O]) -> Checked + 'static,
+    ) -> Measured<O> {
+        let poison = Poison::Value(poison);
         Measured { run: Box::new(run), compare: Box::new(compare), output, poison, counts: Vec::new() }
     }
 
@@ -217,7 +239,10 @@ impl<O: Element> Prepared for Measured<O> {
     }
 
     fn check(&mut self) -> Result<Checked> {
-        self.output.fill_words(self.poison)?;
+        match self.poison {
+            Poison::Word(word) => self.output.fill_words(word)?,
+            Poison::Value(value) => self.output.fill(value)?,
+        }
         self.queue()?;
         Ok((self.compare)(&self.output.to_host()?))
     }

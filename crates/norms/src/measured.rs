@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, cached, random_values, uniform_f32, uniform_f32_input};
-use gpu_harness::{Case, Checked, Device, DeviceBuffer, Prepared, Result, StepEntry};
+use gpu_harness::inputs::{Input, random_values, uniform_bf16_input, uniform_f32, uniform_f32_input};
+use gpu_harness::{Case, Device, DeviceBuffer, Measured, Result, StepEntry};
 
-use crate::{DEFAULT_EPS, Norm, Norms, Problem, Step, Value, f32_to_bf16, first_mismatch, poison};
+use crate::{DEFAULT_EPS, Norm, Norms, Problem, Step, Value, first_mismatch, poison};
 
 const CRATE: &str = env!("CARGO_PKG_NAME");
 
@@ -19,7 +19,7 @@ pub fn steps() -> Vec<StepEntry> {
         StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, norm, step, s))
     };
     let bf16_step = |name, norm, step| {
-        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, bf16_input(d, c, s)?, |b| &b.0, norm, step, s))
+        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, norm, step, s))
     };
     vec![
         f32_step("two-pass", Norm::Layer, Step::TwoPass),
@@ -31,18 +31,6 @@ pub fn steps() -> Vec<StepEntry> {
         bf16_step("by-length-bf16", Norm::Layer, Step::ByLength),
         bf16_step("rms-by-length-bf16", Norm::Rms, Step::ByLength),
     ]
-}
-
-/// bf16 rows: their own type in the inputs' cache (an `Input<u16>` of another family may hold other
-/// words).
-struct Bf16Rows(Input<u16>);
-
-/// The bf16 matrix of `case`: f32's uniform draw, rounded to bf16.
-fn bf16_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Bf16Rows>> {
-    cached(device, case, seed, || {
-        let host = random_values(case.elements()?, seed, |rng| f32_to_bf16(uniform_f32(rng)));
-        Ok(Bf16Rows(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }))
-    })
 }
 
 /// A weight in [0.5, 1.5) and a bias in [-0.5, 0.5), one per column, from `seed`.
@@ -64,7 +52,7 @@ fn measure<T: Value, I: Send + Sync + 'static>(
     norm: Norm,
     step: Step,
     seed: u64,
-) -> Result<Poisoned<T>> {
+) -> Result<Measured<T>> {
     let (rows, cols) = (case.rows() as usize, case.cols() as usize);
     let norms = Norms::new(device, step)?;
     let (weight, bias) = parameters::<T>(cols, seed);
@@ -85,30 +73,5 @@ fn measure<T: Value, I: Send + Sync + 'static>(
             Norm::Rms => norms.rms_norm(x, (rows, cols), w.as_view(), DEFAULT_EPS, output),
         }
     };
-    Ok(Poisoned { output, run: Box::new(run), compare: Box::new(compare) })
-}
-
-/// [`gpu_harness::Measured`]'s shape for any element size (its poison is a 4-byte word; bf16
-/// outputs are 2-byte): `run` queues what is timed, a check fills the output with the poison, runs
-/// once more and compares.
-pub struct Poisoned<T: Value> {
-    output: DeviceBuffer<T>,
-    run: Run<T>,
-    compare: Compare<T>,
-}
-
-/// What a [`Poisoned`] step queues, writing the output; and what its check does with the output.
-type Run<T> = Box<dyn FnMut(&mut DeviceBuffer<T>) -> Result<()>>;
-type Compare<T> = Box<dyn Fn(&[T]) -> Checked>;
-
-impl<T: Value> Prepared for Poisoned<T> {
-    fn queue(&mut self) -> Result<()> {
-        (self.run)(&mut self.output)
-    }
-
-    fn check(&mut self) -> Result<Checked> {
-        self.output.fill(poison::<T>())?;
-        self.queue()?;
-        Ok((self.compare)(&self.output.to_host()?))
-    }
+    Ok(Measured::with_poison_value(output, poison::<T>(), run, compare))
 }

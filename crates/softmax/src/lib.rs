@@ -42,10 +42,9 @@ pub mod measured;
 
 use std::fmt;
 
-use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result,
-};
+use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result};
 
+pub use gpu_harness::bf16::{Value, bf16_to_f32, f32_to_bf16};
 pub use measured::steps;
 
 const SOURCE: KernelSource = gpu_harness::kernel_source!("softmax.cu");
@@ -59,57 +58,6 @@ pub const MAX_SIDE: usize = i32::MAX as usize;
 
 /// The most blocks of a one-dimensional grid.
 pub const MAX_BLOCKS: usize = i32::MAX as usize;
-
-/// The element types of a row: `f32`, and `u16` holding bfloat16 bits. Sealed.
-pub trait Value: Element + sealed::Sealed {
-    /// `f32` or `bf16`, in messages.
-    const NAME: &'static str;
-    /// What the bf16 kernels' names end with: `""` or `"_bf16"`.
-    const SUFFIX: &'static str;
-    /// The value as f64 (exact for both).
-    fn to_f64(self) -> f64;
-    /// The nearest value to an f32 (ties to even; a NaN stays a NaN).
-    fn from_f32(x: f32) -> Self;
-}
-mod sealed {
-    pub trait Sealed {}
-}
-impl sealed::Sealed for f32 {}
-impl sealed::Sealed for u16 {}
-impl Value for f32 {
-    const NAME: &'static str = "f32";
-    const SUFFIX: &'static str = "";
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn from_f32(x: f32) -> Self {
-        x
-    }
-}
-impl Value for u16 {
-    const NAME: &'static str = "bf16";
-    const SUFFIX: &'static str = "_bf16";
-    fn to_f64(self) -> f64 {
-        f64::from(bf16_to_f32(self))
-    }
-    fn from_f32(x: f32) -> Self {
-        f32_to_bf16(x)
-    }
-}
-
-/// The f32 value of a bfloat16 (its bits are f32's top half).
-pub fn bf16_to_f32(bits: u16) -> f32 {
-    f32::from_bits(u32::from(bits) << 16)
-}
-
-/// The bfloat16 nearest to `x`, ties to even; a NaN stays a quiet NaN (the kernels' rounding).
-pub fn f32_to_bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    if b & 0x7fff_ffff > 0x7f80_0000 {
-        return ((b >> 16) | 0x40) as u16;
-    }
-    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
-}
 
 // ANCHOR: step
 /// A step of the softmax ladder.

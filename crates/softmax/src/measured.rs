@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, cached, random_values, uniform_f32, uniform_f32_input};
-use gpu_harness::{Case, Checked, Device, DeviceBuffer, Prepared, Result, StepEntry};
+use gpu_harness::inputs::{Input, uniform_bf16_input, uniform_f32_input};
+use gpu_harness::{Case, Device, DeviceBuffer, Measured, Result, StepEntry};
 
-use crate::{Softmax, Step, Value, f32_to_bf16, first_mismatch};
+use crate::{Softmax, Step, Value, first_mismatch};
 
 const CRATE: &str = env!("CARGO_PKG_NAME");
 
@@ -19,8 +19,9 @@ pub fn steps() -> Vec<StepEntry> {
     let f32_step = |name, step| {
         StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step))
     };
-    let bf16_step =
-        |name, step| StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, bf16_input(d, c, s)?, |b| &b.0, step));
+    let bf16_step = |name, step| {
+        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, step))
+    };
     vec![
         f32_step("three-pass", Step::ThreePass),
         f32_step("fused", Step::Fused),
@@ -34,18 +35,6 @@ pub fn steps() -> Vec<StepEntry> {
     ]
 }
 
-/// bf16 rows: their own type in the inputs' cache (an `Input<u16>` of another family may hold other
-/// words).
-struct Bf16Rows(Input<u16>);
-
-/// The bf16 matrix of `case`: f32's uniform draw, rounded to bf16.
-fn bf16_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<Bf16Rows>> {
-    cached(device, case, seed, || {
-        let host = random_values(case.elements()?, seed, |rng| f32_to_bf16(uniform_f32(rng)));
-        Ok(Bf16Rows(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }))
-    })
-}
-
 /// A step on the case's matrix: queues one softmax of every row; the check compares the output
 /// with the CPU's.
 fn measure<T: Value, I: Send + Sync + 'static>(
@@ -54,7 +43,7 @@ fn measure<T: Value, I: Send + Sync + 'static>(
     input: Arc<I>,
     get: fn(&I) -> &Input<T>,
     step: Step,
-) -> Result<Poisoned<T>> {
+) -> Result<Measured<T>> {
     let (rows, cols) = (case.rows() as usize, case.cols() as usize);
     let mut softmax = Softmax::new(device, step)?;
     let output = device.alloc::<T>(rows * cols)?;
@@ -64,30 +53,5 @@ fn measure<T: Value, I: Send + Sync + 'static>(
         input.outcome(step.name(), first_mismatch(&input.host, got, rows, cols))
     };
     let run = move |output: &mut DeviceBuffer<T>| softmax.softmax(get(&data).device.as_view(), rows, cols, output);
-    Ok(Poisoned { output, run: Box::new(run), compare: Box::new(compare) })
-}
-
-/// [`gpu_harness::Measured`]'s shape for any element size (its poison is a 4-byte word; bf16
-/// outputs are 2-byte): `run` queues what is timed, a check fills the output with [`POISON`], runs
-/// once more and compares.
-pub struct Poisoned<T: Value> {
-    output: DeviceBuffer<T>,
-    run: Run<T>,
-    compare: Compare<T>,
-}
-
-/// What a [`Poisoned`] step queues, writing the output; and what its check does with the output.
-type Run<T> = Box<dyn FnMut(&mut DeviceBuffer<T>) -> Result<()>>;
-type Compare<T> = Box<dyn Fn(&[T]) -> Checked>;
-
-impl<T: Value> Prepared for Poisoned<T> {
-    fn queue(&mut self) -> Result<()> {
-        (self.run)(&mut self.output)
-    }
-
-    fn check(&mut self) -> Result<Checked> {
-        self.output.fill(T::from_f32(POISON))?;
-        self.queue()?;
-        Ok((self.compare)(&self.output.to_host()?))
-    }
+    Ok(Measured::with_poison_value(output, T::from_f32(POISON), run, compare))
 }
