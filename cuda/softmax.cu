@@ -573,31 +573,6 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
     split_normalise<BF16>(in, partial, out, cols, parts, chunk);
 }
 
-// ANCHOR: on_chip
-// Step 6, softmax_on_chip_<GROUP>x<VALUES>: the row read from DRAM once, held in registers.
-//
-// What it does: a group of GROUP threads takes a row (half a warp for rows of up to 16 x VALUES
-// elements, more lanes for longer ones, up to 512 threads; the launcher picks the group, and
-// VALUES, the elements each thread holds: 8 to 64). Each thread first loads its whole share of
-// the row into registers, 16 bytes at a time where the row is aligned (thread t takes vectors t,
-// t + GROUP, t + 2 GROUP, ...: consecutive threads, consecutive vectors), so all of a group's loads
-// are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
-// thread's, then the group's), e = exp(x - max) kept in place of x and summed (the group's sum the
-// same way), and the write of e / sum.
-//
-// What changed from the steps before: DRAM sees the row once on the way in and once on the way
-// out; every step before read it at least twice (the online sweep and the write). And the max is
-// known before any exp, so each element costs one exp, where the online sweep pays the rescales and
-// the write a second exp.
-//
-// What it leaves slow: a row longer than 512 x 64 elements does not fit the registers of a block
-// (at 512 threads a block, each thread gets 128 registers: 64 elements and the rest of the
-// kernel); the launcher takes such rows through step 5's split rows, which read them twice.
-//
-// Launch: block max(GROUP, THREADS), grid ceil(rows / (block / GROUP)); GROUP a power of two from
-// 16 to 512, with GROUP x VALUES >= cols.
-// ANCHOR_END: on_chip
-
 // ANCHOR: group_reduce
 // The group's result of `Op` over every thread's `value`, for every thread of the group: a
 // butterfly over the group's lanes of each warp (all 32, or the 16 of a half-warp group), then,
@@ -637,7 +612,31 @@ __device__ __forceinline__ float group_reduce(float value)
 }
 // ANCHOR_END: group_reduce
 
-// ANCHOR: on_chip_kernel
+// ANCHOR: on_chip
+// Step 6, softmax_on_chip_<GROUP>x<VALUES>: the row read from DRAM once, held in registers.
+//
+// What it does: a group of GROUP threads takes a row (half a warp for rows of up to 16 x VALUES
+// elements, more lanes for longer ones, up to 512 threads; the launcher picks the group, and
+// VALUES, the elements each thread holds: 8 to 64). Each thread first loads its whole share of
+// the row into registers, 16 bytes at a time where the row is aligned (thread t takes vectors t,
+// t + GROUP, t + 2 GROUP, ...: consecutive threads, consecutive vectors), so all of a group's loads
+// are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
+// thread's, then the group's), e = exp(x - max) kept in place of x and summed (the group's sum the
+// same way), and the write of e / sum.
+//
+// What changed from the steps before: DRAM sees the row once on the way in and once on the way
+// out; every step before read it at least twice (the online sweep and the write). And the max is
+// known before any exp, so each element costs one exp, where the online sweep pays the rescales and
+// the write a second exp.
+//
+// What it leaves slow: a row longer than 512 x 64 elements does not fit the registers of a block
+// (at 512 threads a block, each thread gets 128 registers: 64 elements and the rest of the
+// kernel); the launcher takes such rows through step 5's split rows, which read them twice.
+//
+// Launch: block max(GROUP, THREADS), grid ceil(rows / (block / GROUP)); GROUP a power of two from
+// 16 to 512, with GROUP x VALUES >= cols.
+
+
 template <class E, int GROUP, int VALUES>
 __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
                         unsigned int rows, unsigned int cols)
@@ -722,7 +721,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
         }
     }
 }
-// ANCHOR_END: on_chip_kernel
+// ANCHOR_END: on_chip
 
 // The entry points: softmax_on_chip_<GROUP>x<VALUES>, the shapes softmax::on_chip_group picks (the
 // group and the elements are compile-time: the shifts, the offsets of the loads and the reductions'

@@ -110,6 +110,19 @@ def short_gpu(name):
     return name.split()[0] if name.split() else name
 
 
+def torch_lines(path):
+    """{("op dtype", case): {"gbs", "median_ms"}} from a torch_reductions.py output file."""
+    lines = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if len(words) == 6 and words[0] == "torch":
+                _, op, dtype, case, size, ms = words
+                ms = float(ms)
+                lines[(f"{op} {dtype}", case)] = {"gbs": int(size) / ms / 1e6, "median_ms": ms}
+    return lines
+
+
 def expected_front_rows(data, registry):
     """(technique, gpu, step, GB/s, peer, peer GB/s, speed-up) per row, from the data alone."""
     results = {}  # gpu folder -> list of results files
@@ -128,6 +141,8 @@ def expected_front_rows(data, registry):
         crate, final = ladder[-1]
         peers = [p for p in family.get("peer", []) if p.get("counterpart") == final["name"]]
         for folder, files in sorted(results.items()):
+            torch = torch_lines(Path(data) / folder / "torch-reductions.txt")
+
             def record(crate_name, step):
                 for f in files:
                     if f["crate"] == crate_name:
@@ -140,7 +155,10 @@ def expected_front_rows(data, registry):
                 continue
             gpu = short_gpu(files[0]["device"]["name"])
             for peer in peers:
-                theirs = record(peer["crate"], peer["name"])
+                if "torch" in peer:  # timed by scripts/torch_reductions.py in the tour's session
+                    theirs = torch.get((peer["torch"], summary))
+                else:
+                    theirs = record(peer["crate"], peer["name"])
                 if theirs is not None:
                     rows.append((family["title"], gpu, final["name"], ours["gbs"], peer["source"], theirs["gbs"],
                                  theirs["median_ms"] / ours["median_ms"]))

@@ -111,46 +111,57 @@ fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBu
     // A chapter with no steps here is measured by its own bench (reduce-multi-gpu:
     // `multi_gpu_files`).
     for chapter in family.chapters.iter().filter(|c| !c.steps.is_empty()) {
-        let tabs: Vec<(&Gpu, String)> = gpus
-            .iter()
-            .filter_map(|gpu| {
-                let table = chapter_table(family, chapter, &gpu.results)?;
-                let mut body = String::new();
-                for case in family.chart_cases() {
-                    let file = chart_file(&chapter.crate_name, family, case);
-                    if has_chart(family, chapter, gpu, case) {
-                        let alt = format!(
-                            "Effective bandwidth of each {} step at {} on an {}",
-                            chapter.crate_name, case.label, gpu.name
-                        );
-                        let _ = writeln!(body, "![{alt}](../data/{}/{file})\n", gpu.slug);
-                    }
+        let tabs = every_gpu(gpus, |gpu| {
+            let table = chapter_table(family, chapter, &gpu.results)?;
+            let mut body = String::new();
+            for case in family.chart_cases() {
+                let file = chart_file(&chapter.crate_name, family, case);
+                if has_chart(family, chapter, gpu, case) {
+                    let alt = format!(
+                        "Effective bandwidth of each {} step at {} on an {}",
+                        chapter.crate_name, case.label, gpu.name
+                    );
+                    let _ = writeln!(body, "![{alt}](../data/{}/{file})\n", gpu.slug);
                 }
-                body += &table.markdown();
-                Some((gpu, body))
-            })
-            .collect();
+            }
+            body += &table.markdown();
+            Some(body)
+        });
         files.push((folder.join(format!("{}.md", chapter.crate_name)), tabbed(&chapter.crate_name, &tabs)));
     }
-    let tabs: Vec<(&Gpu, String)> = gpus
-        .iter()
-        .filter_map(|gpu| {
-            let table = summary_table(family, &gpu.results)?;
-            let mut body = format!(
-                "![{} at {}, every step, on an {}](../data/{}/{}-summary.svg)\n\n",
-                family.title, family.summary_case.label, gpu.name, gpu.slug, family.id
-            );
-            body += &table.markdown();
-            Some((gpu, body))
-        })
-        .collect();
+    let tabs = every_gpu(gpus, |gpu| {
+        let table = summary_table(family, &gpu.results)?;
+        let mut body = format!(
+            "![{} at {}, every step, on an {}](../data/{}/{}-summary.svg)\n\n",
+            family.title, family.summary_case.label, gpu.name, gpu.slug, family.id
+        );
+        body += &table.markdown();
+        Some(body)
+    });
     files.push((folder.join(format!("{}-summary.md", family.id)), tabbed(&format!("{}-summary", family.id), &tabs)));
-    let tabs: Vec<(&Gpu, String)> =
-        gpus.iter().filter_map(|gpu| Some((gpu, peers_table(family, &gpu.results)?.markdown()))).collect();
+    let tabs = every_gpu(gpus, |gpu| Some(peers_table(family, &gpu.results)?.markdown()));
     if !tabs.is_empty() {
         files.push((folder.join(format!("{}-peers.md", family.id)), tabbed(&format!("{}-peers", family.id), &tabs)));
     }
     Ok(files)
+}
+
+/// A tab for every GPU measured where any of them has `body`: a GPU without it says so in its tab
+/// (a chapter measured on one GPU still shows the other's tab, with what to run there). None where
+/// no GPU has it.
+fn every_gpu<'a>(gpus: &'a [Gpu], body: impl Fn(&Gpu) -> Option<String>) -> Vec<(&'a Gpu, String)> {
+    let bodies: Vec<Option<String>> = gpus.iter().map(&body).collect();
+    if bodies.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    gpus.iter()
+        .zip(bodies)
+        .map(|(gpu, body)| {
+            let missing =
+                || format!("*Not measured on an {} yet: run the tour there (`cargo run --release`).*\n", gpu.name);
+            (gpu, body.unwrap_or_else(missing))
+        })
+        .collect()
 }
 
 fn has_chart(family: &Family, chapter: &course::Chapter, gpu: &Gpu, case: &Case) -> bool {
