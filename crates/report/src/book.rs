@@ -149,7 +149,7 @@ fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBu
 /// A tab for every GPU measured where any of them has `body`: a GPU without it says so in its tab
 /// (a chapter measured on one GPU still shows the other's tab, with what to run there). None where
 /// no GPU has it.
-fn every_gpu<'a>(gpus: &'a [Gpu], body: impl Fn(&Gpu) -> Option<String>) -> Vec<(&'a Gpu, String)> {
+fn every_gpu(gpus: &[Gpu], body: impl Fn(&Gpu) -> Option<String>) -> Vec<(&Gpu, String)> {
     let bodies: Vec<Option<String>> = gpus.iter().map(&body).collect();
     if bodies.iter().all(Option::is_none) {
         return Vec::new();
