@@ -269,6 +269,13 @@ pub fn fits_test_time(device: &Device, n: usize) -> Option<String> {
         .then(|| format!("{n} elements is too many for the CPU simulator in a test (at most {SIMULATOR_MAX_ELEMENTS})"))
 }
 
+/// The device a test that counts launches ([`Device::take_launches`]) should launch on: on the
+/// simulator a device of its own, since the tests running beside it launch on the shared one and
+/// their launches would be counted too; on a GPU (which records none) the shared device.
+pub fn counting_device(device: &Device) -> gpu_harness::Result<Device> {
+    if device.is_simulated() { Device::simulator() } else { Ok(device.clone()) }
+}
+
 /// `on_gpu` elements on a GPU, `on_simulator` on the CPU simulator.
 pub fn test_size(device: &Device, on_gpu: usize, on_simulator: usize) -> usize {
     if device.is_simulated() { on_simulator } else { on_gpu }

@@ -442,15 +442,7 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("empty_matrices_launch_nothing", |device| {
-            // Launches are counted per device, and other tests launch on the shared one meanwhile:
-            // on the simulator this test takes a device of its own.
-            let own;
-            let device = if device.is_simulated() {
-                own = Device::simulator()?;
-                &own
-            } else {
-                device
-            };
+            let device = &gpu_test::counting_device(device)?;
             for step in Step::ALL {
                 let norms = Norms::new(device, step)?;
                 let empty = device.alloc::<f32>(0)?;
