@@ -241,6 +241,11 @@ pub(crate) enum Kind {
     /// it executes); the executing warps wait until `b` threads, counted a warp (32) at a time,
     /// have arrived at barrier `a`.
     NamedBarrier,
+    /// `barrier.cluster.arrive`: the executing lanes arrive at their cluster's barrier and go on.
+    ClusterArrive,
+    /// `barrier.cluster.wait`: the executing lanes wait until every thread of the cluster that has
+    /// not exited has arrived (each lane must have arrived since its last wait).
+    ClusterWait,
     /// `ret` / `exit`.
     Exit,
     /// Instructions with no effect in the simulator (fences, `bar.warp.sync`).
@@ -285,13 +290,20 @@ fn kind(i: &Instr) -> Option<Kind> {
         }),
         Op::Ret | Op::Exit => Some(Kind::Exit),
         Op::Bar | Op::Barrier if i.has("warp") => Some(Kind::Nop),
+        // `.release` / `.relaxed` and `.acquire` order memory, which the simulator never reorders;
+        // `.aligned` promises the whole warp executes it.
+        Op::Barrier if i.has("cluster") => Some(match (i.has("arrive"), i.has("wait"), i.args.is_empty()) {
+            (true, false, true) => Kind::ClusterArrive,
+            (false, true, true) => Kind::ClusterWait,
+            _ => Kind::Unsupported(i.text.clone()),
+        }),
         Op::Bar | Op::Barrier if i.has("arrive") || i.has("red") || i.args.len() > 2 => {
             Some(Kind::Unsupported(i.text.clone()))
         }
         Op::Bar | Op::Barrier if i.args.len() == 2 => Some(Kind::NamedBarrier),
         Op::Bar | Op::Barrier => Some(Kind::Barrier),
         Op::Membar | Op::Fence => Some(Kind::Nop),
-        Op::Mbarrier | Op::Cp => None,
+        Op::Mbarrier | Op::Cp | Op::Mapa | Op::Getctarank => None,
         Op::Ld | Op::St => mem(i, ty?),
         Op::Setp => setp(i, ty?),
         Op::Shfl => shfl(i),
@@ -388,8 +400,8 @@ fn alu(i: &Instr, ty: Type) -> Option<Kind> {
         (Op::Cvta, _) => {
             let (op, window) = match (i.space, i.has("to")) {
                 (Space::Global, _) => (AluOp::Mov, 0),
-                (Space::Shared, false) => (AluOp::Add, SHARED_WINDOW),
-                (Space::Shared, true) => (AluOp::Sub, SHARED_WINDOW),
+                (Space::Shared | Space::SharedCluster, false) => (AluOp::Add, SHARED_WINDOW),
+                (Space::Shared | Space::SharedCluster, true) => (AluOp::Sub, SHARED_WINDOW),
                 _ => return None,
             };
             (op, bits, read(1, ty)?, Arg { src: Src::Imm(window), mask: u64::MAX }, Arg::UNUSED)
@@ -480,7 +492,8 @@ fn shfl(i: &Instr) -> Option<Kind> {
 }
 
 fn mem(i: &Instr, ty: Type) -> Option<Kind> {
-    if !matches!(i.space, Space::Generic | Space::Global | Space::Shared | Space::Param) || i.vec > 4 {
+    let spaces = [Space::Generic, Space::Global, Space::Shared, Space::SharedCluster, Space::Param];
+    if !spaces.contains(&i.space) || i.vec > 4 {
         return None;
     }
     if !matches!(ty, Type::B(_) | Type::U(_) | Type::S(_) | Type::F(_)) || ty.bits() > 64 {

@@ -63,8 +63,30 @@ pub enum Fault {
     DivisionByZero,
     #[error("shfl.sync reads lane {source_lane}, which is not executing the shuffle")]
     ShuffleFromInactiveLane { source_lane: u32 },
-    #[error("deadlock: every thread of the block waits and no barrier can complete")]
+    #[error("deadlock: every thread of the block (or of its cluster) waits and no barrier can complete")]
     Deadlock,
+    /// `mapa`, `getctarank` or a `shared::cluster` access named a CTA rank the cluster lacks.
+    #[error("CTA rank {rank} is outside the cluster, which has {cluster_size} CTAs")]
+    NoSuchClusterRank { rank: u64, cluster_size: u32 },
+    /// `mapa` or `getctarank` of an address outside the executing CTA's shared memory.
+    #[error("address {addr:#x} is not in this block's shared memory")]
+    NotSharedAddress { addr: u64 },
+    /// A `shared::cluster` access to a CTA of the cluster whose threads have all exited: its shared
+    /// memory is gone (CUDA: a block must not exit while others may still access its shared
+    /// memory).
+    #[error(
+        "shared::cluster access to CTA rank {rank} of the cluster, which has exited: blocks that \
+         read each other's shared memory must wait at a cluster barrier before exiting"
+    )]
+    ExitedClusterCta { rank: u32 },
+    /// `barrier.cluster.wait` by a thread that has not arrived since its last wait (undefined in
+    /// PTX).
+    #[error("barrier.cluster.wait by a thread that has not arrived (barrier.cluster.arrive) since its last wait")]
+    ClusterWaitWithoutArrive,
+    /// `barrier.cluster.arrive` by a thread that arrived and has not waited since (undefined in
+    /// PTX).
+    #[error("barrier.cluster.arrive by a thread that arrived already and has not waited since")]
+    ClusterArriveTwice,
     #[error("trap executed")]
     Trap,
     /// The block ran more warp instructions than the machine's budget

@@ -4,13 +4,18 @@
 //! register `r` of its 32 lanes side by side, so a warp instruction reads and writes whole rows.
 //! Each warp keeps its runnable lanes grouped by PC (sorted, distinct PCs); the group with the
 //! lowest PC runs next, which is min-PC scheduling without scanning 32 lane PCs per step.
+//!
+//! Every launch runs cluster by cluster (a kernel without `.reqnctapercluster` has clusters of one
+//! block). The state of each CTA of the running cluster is kept in a [`Cta`]; the one that runs is
+//! swapped into the [`Block`]'s fields of the same names, so the interpreter works on plain fields,
+//! and `shared::cluster` accesses reach the others' shared memory where it is kept.
 
 use std::mem::MaybeUninit;
 
 use crate::decode::{AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, Order, ShflMode, Src};
 use crate::error::{Fault, FaultSite, SimError};
 use crate::lane::{f32_result, f64_result, sext};
-use crate::memory::{GlobalMemory, SHARED_WINDOW, read_le, write_le};
+use crate::memory::{CLUSTER_WINDOW, GlobalMemory, RANK_STRIDE, SHARED_WINDOW, read_le, write_le};
 use crate::ptx::{Instr, Kernel, MemBase, Module, Operand, Space, Special, Symbol, Type};
 use crate::stats::{LaunchStats, bank_conflicts, sectors, shared_atomic_conflicts};
 
@@ -31,6 +36,8 @@ pub const INSTRUCTION_BUDGET_VAR: &str = "PTX_SIM_INSTRUCTION_BUDGET";
 const SLICE: u32 = 4096;
 /// Largest shared memory per block (Hopper: 227 KiB).
 const MAX_SHARED: u64 = 227 * 1024;
+/// Most blocks in a cluster (Hopper: 8 portably, 16 where the kernel allows a non-portable size).
+const MAX_CLUSTER: u64 = 16;
 
 /// A kernel argument.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +151,13 @@ impl Machine {
 
     /// Runs `kernel` of `module` over `grid` blocks of `block` threads with `shared_bytes` of
     /// dynamic shared memory. Blocks run one after another, in order of their linear index.
+    ///
+    /// A kernel that declares a cluster shape (`.reqnctapercluster`, from CUDA's
+    /// `__cluster_dims__`) runs cluster by cluster instead, in order of the clusters' linear index,
+    /// and the blocks of a cluster run interleaved: each in turn, rank 0 first, until it has
+    /// finished or every thread it has left waits at the cluster barrier (`barrier.cluster.wait`);
+    /// when every block of the cluster is there, the barrier completes and they run again in turn.
+    /// The grid must be a whole number of clusters in each dimension.
     pub fn launch(
         &mut self,
         module: &Module,
@@ -169,6 +183,25 @@ impl Machine {
         if params.len() != k.params.len() {
             return Err(bad(format!("{} parameters declared, {} given", k.params.len(), params.len())));
         }
+        if k.cluster_shape_at_launch {
+            return Err(bad(
+                "the kernel declares `.explicitcluster` without `.reqnctapercluster`: its cluster shape is given at \
+                 launch, which the simulator's launch cannot do"
+                    .into(),
+            ));
+        }
+        let (cx, cy, cz) = k.cluster;
+        let cluster_size = cx as u64 * cy as u64 * cz as u64;
+        if cluster_size > MAX_CLUSTER {
+            return Err(bad(format!("clusters of {:?}, {cluster_size} blocks (at most {MAX_CLUSTER})", k.cluster)));
+        }
+        if grid.0 % cx != 0 || grid.1 % cy != 0 || grid.2 % cz != 0 {
+            return Err(bad(format!(
+                "grid {grid:?} is not a whole number of the kernel's clusters of {:?} blocks (`.reqnctapercluster`) \
+                 in each dimension",
+                k.cluster
+            )));
+        }
         let mut param_buf = Vec::new();
         let mut param_offsets = Vec::new();
         for (i, (decl, value)) in k.params.iter().zip(params).enumerate() {
@@ -190,38 +223,43 @@ impl Machine {
         let nthreads = threads as usize;
         let nwarps = nthreads.div_ceil(32);
         let nregs = k.num_regs as usize;
+        // The running CTA's fields start empty: each CTA of the cluster has its state in `ctas`,
+        // and it is swapped in to run.
         let mut ctx = Block {
             kernel: k,
             code: &k.code,
             ctaid: (0, 0, 0),
             nctaid: grid,
             ntid: block,
+            cluster: k.cluster,
             nthreads,
             nregs,
-            regs: vec![0; nwarps * nregs * 32],
-            warps: (0..nwarps).map(|_| Warp::default()).collect(),
+            regs: Vec::new(),
+            warps: Vec::new(),
             arrived: [0; NAMED_BARRIERS],
-            issued: vec![0; nwarps],
-            shared: vec![0; shared_total as usize],
+            issued: Vec::new(),
+            shared: Vec::new(),
+            steps: 0,
+            ran_a_block: false,
+            ctas: (0..cluster_size).map(|_| Cta::new(nwarps, nregs, shared_total as usize)).collect(),
             params: &param_buf,
             param_offsets: &param_offsets,
             global: &mut self.global,
             stats: &mut stats,
             trace: Trace::default(),
             budget: self.instruction_budget,
-            ran_a_block: false,
         };
-        for z in 0..grid.2 {
-            for y in 0..grid.1 {
-                for x in 0..grid.0 {
-                    ctx.ctaid = (x, y, z);
-                    ctx.reset();
-                    let before = ctx.stats.warp_instructions;
-                    ctx.run().map_err(|f| ctx.site(f))?;
-                    ctx.stats.blocks += 1;
-                    ctx.stats.longest_block = ctx.stats.longest_block.max(ctx.stats.warp_instructions - before);
-                    let busiest = ctx.issued.iter().copied().max().unwrap_or(0);
-                    ctx.stats.longest_warp = ctx.stats.longest_warp.max(busiest);
+        for z in (0..grid.2).step_by(cz as usize) {
+            for y in (0..grid.1).step_by(cy as usize) {
+                for x in (0..grid.0).step_by(cx as usize) {
+                    ctx.start_cluster((x, y, z));
+                    ctx.run_cluster().map_err(|f| ctx.site(f))?;
+                    for cta in &ctx.ctas {
+                        ctx.stats.blocks += 1;
+                        ctx.stats.longest_block = ctx.stats.longest_block.max(cta.issued.iter().sum());
+                        let busiest = cta.issued.iter().copied().max().unwrap_or(0);
+                        ctx.stats.longest_warp = ctx.stats.longest_warp.max(busiest);
+                    }
                 }
             }
         }
@@ -247,6 +285,63 @@ struct Warp {
     waiting: Vec<(u32, u32)>,
     /// Lanes waiting at a named barrier: (PC of the barrier, lane mask, barrier id).
     named: Vec<(u32, u32, u32)>,
+    /// Lanes waiting at the cluster barrier (`barrier.cluster.wait`): (PC of the wait, lane mask).
+    cluster_waiting: Vec<(u32, u32)>,
+    /// Lanes that arrived at the cluster barrier in its current phase (not yet complete).
+    cluster_arrived: u32,
+    /// Lanes that arrived in a phase that has completed and have not waited since: their next wait
+    /// returns at once.
+    cluster_passed: u32,
+}
+
+impl Warp {
+    /// Lanes that wait at a block or named barrier without having arrived at the cluster barrier,
+    /// as (PC, lane mask), if any: when every thread of the cluster waits, these never arrive.
+    fn not_arrived(&self) -> Option<(u32, u32)> {
+        let blocked = self.waiting.iter().copied().chain(self.named.iter().map(|&(pc, mask, _)| (pc, mask)));
+        blocked.map(|(pc, mask)| (pc, mask & !self.cluster_arrived)).find(|&(_, mask)| mask != 0)
+    }
+
+    /// The cluster barrier's phase completes: the lanes waiting for it go on, and the lanes that
+    /// arrived but have not reached their wait yet will pass it.
+    fn pass_cluster_barrier(&mut self) {
+        let mut released = 0;
+        for (pc, mask) in self.cluster_waiting.drain(..) {
+            insert_group(&mut self.groups, pc + 1, mask);
+            released |= mask;
+        }
+        self.cluster_passed |= self.cluster_arrived & !released;
+        self.cluster_arrived = 0;
+    }
+}
+
+/// The state of one CTA of the running cluster: while another CTA runs, it is kept here; while it
+/// runs, it is swapped into the [`Block`]'s fields of the same names (see [`Block::swap_cta`]).
+#[derive(Default)]
+struct Cta {
+    ctaid: (u32, u32, u32),
+    regs: Vec<u64>,
+    warps: Vec<Warp>,
+    arrived: [u32; NAMED_BARRIERS],
+    issued: Vec<u64>,
+    shared: Vec<u8>,
+    steps: u64,
+    ran_a_block: bool,
+    /// Whether every thread of the CTA has exited (its shared memory is gone).
+    exited: bool,
+}
+
+impl Cta {
+    /// A CTA of `nwarps` warps of `nregs` registers with `shared_bytes` of shared memory, zeroed.
+    fn new(nwarps: usize, nregs: usize, shared_bytes: usize) -> Cta {
+        Cta {
+            regs: vec![0; nwarps * nregs * 32],
+            warps: (0..nwarps).map(|_| Warp::default()).collect(),
+            issued: vec![0; nwarps],
+            shared: vec![0; shared_bytes],
+            ..Cta::default()
+        }
+    }
 }
 
 /// The named barriers (`bar.sync id, count`) of a block: threads arrived at each id so far.
@@ -271,6 +366,8 @@ struct Trace {
     global: Vec<(u64, u32)>,
     shared_atomics: Vec<u64>,
     scratch: Vec<u64>,
+    /// Whether a lane of the current warp instruction reached another CTA's shared memory.
+    distributed: bool,
 }
 
 /// How the lanes of the running group move on after a warp instruction.
@@ -285,15 +382,19 @@ enum Flow {
     Barrier(u32),
     /// These lanes wait at named barrier `id` until `count` threads have arrived there.
     NamedBarrier { waiting: u32, id: u32, count: u32 },
+    /// These lanes wait at the cluster barrier; the rest go to the next instruction.
+    ClusterWait(u32),
 }
 
-/// The state of one block while it runs.
+/// The state of one block while it runs, and of the other blocks (CTAs) of its cluster.
 pub(crate) struct Block<'a> {
     kernel: &'a Kernel,
     code: &'a [Inst],
     ctaid: (u32, u32, u32),
     nctaid: (u32, u32, u32),
     ntid: (u32, u32, u32),
+    /// The shape of a cluster, in blocks ((1, 1, 1): clusters of one block).
+    cluster: (u32, u32, u32),
     nthreads: usize,
     nregs: usize,
     /// Register `r` of lane `l` of warp `w` is at `(w * nregs + r) * 32 + l`.
@@ -304,20 +405,32 @@ pub(crate) struct Block<'a> {
     /// Warp instructions each warp of the running block has issued.
     issued: Vec<u64>,
     shared: Vec<u8>,
+    /// Warp steps the running block has taken (against the instruction budget).
+    steps: u64,
+    /// Whether the running block's registers were used by an earlier block (and hold its values).
+    ran_a_block: bool,
+    /// The CTAs of the running cluster, by rank; the entry of the one that runs holds the empty
+    /// state swapped out of the fields above.
+    ctas: Vec<Cta>,
     params: &'a [u8],
     param_offsets: &'a [u64],
     global: &'a mut GlobalMemory,
     pub(crate) stats: &'a mut LaunchStats,
     trace: Trace,
     budget: u64,
-    /// Whether a block ran already (and left values in the registers).
-    ran_a_block: bool,
 }
 
 /// Where a resolved address lives.
 #[derive(Clone, Copy)]
 pub(crate) enum Loc {
+    /// Byte `offset` of the running block's shared memory.
     Shared(usize),
+    /// Byte `offset` of the shared memory of the CTA of rank `rank` of the cluster (not the one
+    /// running).
+    Cluster {
+        rank: usize,
+        offset: usize,
+    },
     /// Byte `offset` of global allocation number `alloc`.
     Global {
         alloc: usize,
@@ -331,6 +444,7 @@ impl Loc {
     pub(crate) fn plus(self, bytes: usize) -> Loc {
         match self {
             Loc::Shared(o) => Loc::Shared(o + bytes),
+            Loc::Cluster { rank, offset } => Loc::Cluster { rank, offset: offset + bytes },
             Loc::Global { alloc, offset } => Loc::Global { alloc, offset: offset + bytes },
             Loc::Param(o) => Loc::Param(o + bytes),
         }
@@ -446,6 +560,81 @@ fn f32_of(v: u64) -> f32 {
 }
 
 impl Block<'_> {
+    /// Swaps the state of the cluster's CTA of rank `rank` with the running block's fields: in, to
+    /// run it, and out again.
+    fn swap_cta(&mut self, rank: usize) {
+        let cta = &mut self.ctas[rank];
+        std::mem::swap(&mut self.ctaid, &mut cta.ctaid);
+        std::mem::swap(&mut self.regs, &mut cta.regs);
+        std::mem::swap(&mut self.warps, &mut cta.warps);
+        std::mem::swap(&mut self.arrived, &mut cta.arrived);
+        std::mem::swap(&mut self.issued, &mut cta.issued);
+        std::mem::swap(&mut self.shared, &mut cta.shared);
+        std::mem::swap(&mut self.steps, &mut cta.steps);
+        std::mem::swap(&mut self.ran_a_block, &mut cta.ran_a_block);
+    }
+
+    /// Prepares the CTAs of the cluster whose first block is `first` to run from their first
+    /// instruction: rank `r` is the block at `r`'s position in the cluster's shape, x fastest.
+    fn start_cluster(&mut self, first: (u32, u32, u32)) {
+        let (cx, cy, _) = self.cluster;
+        for rank in 0..self.ctas.len() {
+            let r = rank as u32;
+            self.swap_cta(rank);
+            self.ctaid = (first.0 + r % cx, first.1 + (r / cx) % cy, first.2 + r / (cx * cy));
+            self.reset();
+            self.swap_cta(rank);
+            self.ctas[rank].exited = false;
+        }
+    }
+
+    /// Runs the CTAs of the cluster (started by [`Block::start_cluster`]) to completion: each in
+    /// turn, rank 0 first, until it has finished or every thread it has left waits at the cluster
+    /// barrier; then the barrier completes, and they run again. A fault leaves the faulting CTA
+    /// swapped in, so that [`Block::site`] names it.
+    fn run_cluster(&mut self) -> Result<(), LaneFault> {
+        loop {
+            let mut finished = true;
+            for rank in 0..self.ctas.len() {
+                if self.ctas[rank].exited {
+                    continue;
+                }
+                self.swap_cta(rank);
+                let done = self.run()?;
+                self.swap_cta(rank);
+                self.ctas[rank].exited = done;
+                finished &= done;
+            }
+            if finished {
+                return Ok(());
+            }
+            self.complete_cluster_barrier()?;
+        }
+    }
+
+    /// Completes the cluster barrier once every CTA of the cluster has finished or waits: every
+    /// thread that has not exited must have arrived (PTX: the barrier waits for the cluster's
+    /// non-exited threads). A thread that waits at a block or named barrier without having arrived
+    /// never will: a deadlock, reported with its CTA swapped in.
+    fn complete_cluster_barrier(&mut self) -> Result<(), LaneFault> {
+        for rank in 0..self.ctas.len() {
+            let stuck = self.ctas[rank].warps.iter().enumerate().find_map(|(w, warp)| Some((w, warp.not_arrived()?)));
+            if let Some((w, (pc, mask))) = stuck {
+                self.swap_cta(rank);
+                return Err(LaneFault {
+                    thread: w * 32 + mask.trailing_zeros() as usize,
+                    pc: pc as usize,
+                    fault: Fault::Deadlock,
+                });
+            }
+        }
+        self.stats.cluster_barriers += 1;
+        for cta in &mut self.ctas {
+            cta.warps.iter_mut().for_each(Warp::pass_cluster_barrier);
+        }
+        Ok(())
+    }
+
     /// Prepares the block at `self.ctaid` to run from its first instruction. Registers start at 0:
     /// the register file is new and zeroed for the first block, and later blocks clear only the
     /// registers the kernel may read before writing (the rest are overwritten before any read).
@@ -460,6 +649,7 @@ impl Block<'_> {
         self.ran_a_block = true;
         self.shared.fill(0);
         self.issued.fill(0);
+        self.steps = 0;
         let nthreads = self.nthreads;
         for (w, warp) in self.warps.iter_mut().enumerate() {
             let lanes_here = (nthreads - w * 32).min(32);
@@ -468,6 +658,9 @@ impl Block<'_> {
             warp.groups.push((0, all));
             warp.waiting.clear();
             warp.named.clear();
+            warp.cluster_waiting.clear();
+            warp.cluster_arrived = 0;
+            warp.cluster_passed = 0;
         }
         self.arrived = [0; NAMED_BARRIERS];
     }
@@ -488,10 +681,12 @@ impl Block<'_> {
         }
     }
 
-    /// Runs the block to completion.
-    fn run(&mut self) -> Result<(), LaneFault> {
+    /// Runs the block until it has finished (true) or every thread it has left waits, some of them
+    /// at the cluster barrier (false: the other CTAs of the cluster run until the barrier
+    /// completes).
+    fn run(&mut self) -> Result<bool, LaneFault> {
         let nwarps = self.warps.len();
-        let mut steps: u64 = 0;
+        let mut steps = self.steps;
         loop {
             let mut progressed = false;
             for w in 0..nwarps {
@@ -509,8 +704,15 @@ impl Block<'_> {
             let running = self.warps.iter().any(|w| !w.groups.is_empty());
             let waiting = self.warps.iter().any(|w| !w.waiting.is_empty());
             let named = self.warps.iter().position(|w| !w.named.is_empty());
-            if !running && !waiting && named.is_none() {
-                return Ok(());
+            let cluster_waiting = self.warps.iter().any(|w| !w.cluster_waiting.is_empty());
+            if !running && !waiting && named.is_none() && !cluster_waiting {
+                return Ok(true);
+            }
+            if !running && cluster_waiting {
+                // Only the cluster barrier can release the threads that wait at it, and they may be
+                // the ones the others wait for.
+                self.steps = steps;
+                return Ok(false);
             }
             if let (false, Some(w)) = (running, named) {
                 // Lanes wait at a named barrier that no running thread can complete.
@@ -571,7 +773,12 @@ impl Block<'_> {
     /// The fault of a block that ran past its instruction budget while warp `w` ran.
     fn budget_exceeded(&self, w: usize) -> LaneFault {
         let (pc, mask) = self.warps[w].groups.first().copied().unwrap_or((0, 1));
-        let waiting: u32 = self.warps.iter().flat_map(|warp| &warp.waiting).map(|&(_, m)| m.count_ones()).sum();
+        let waiting: u32 = self
+            .warps
+            .iter()
+            .flat_map(|warp| warp.waiting.iter().chain(&warp.cluster_waiting))
+            .map(|&(_, m)| m.count_ones())
+            .sum();
         LaneFault {
             thread: w * 32 + mask.trailing_zeros() as usize,
             pc: pc as usize,
@@ -623,6 +830,10 @@ impl Block<'_> {
                 active & !waiting
             }
             Flow::NamedBarrier { waiting, .. } => active & !waiting,
+            Flow::ClusterWait(waiting) => {
+                insert_group(&mut warp.cluster_waiting, pc, waiting);
+                active & !waiting
+            }
             // A uniform branch that is taken: the whole group moves (if no group waits there yet).
             Flow::Branch { target, taken } if taken == active && warp.groups.get(1).is_none_or(|g| g.0 > target) => {
                 warp.groups[0].0 = target;
@@ -657,7 +868,7 @@ impl Block<'_> {
     }
 
     fn account_memory(&mut self) {
-        let Trace { shared, global, shared_atomics, scratch } = &mut self.trace;
+        let Trace { shared, global, shared_atomics, scratch, .. } = &mut self.trace;
         if !shared_atomics.is_empty() {
             self.stats.shared_atomic_conflicts += shared_atomic_conflicts(shared_atomics);
             shared_atomics.clear();
@@ -846,7 +1057,48 @@ impl Block<'_> {
             Special::LaneMaskGt => (!((1u64 << (lane + 1)) - 1)) & 0xffff_ffff,
             Special::LaneMaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
             Special::Clock | Special::Clock64 => self.stats.warp_instructions,
+            Special::ClusterCtaRank => self.cluster_rank() as u64,
+            Special::ClusterNCtaRank => self.ctas.len() as u64,
+            Special::ClusterId(d) => dim(self.ctaid, d) / dim(self.cluster, d),
+            Special::NClusterId(d) => dim(self.nctaid, d) / dim(self.cluster, d),
+            Special::ClusterCtaId(d) => dim(self.ctaid, d) % dim(self.cluster, d),
+            Special::ClusterNCtaId(d) => dim(self.cluster, d),
+            Special::IsExplicitCluster => self.kernel.explicit_cluster as u64,
         }
+    }
+
+    /// The running block's rank in its cluster: its position in the cluster's shape, x fastest.
+    pub(crate) fn cluster_rank(&self) -> usize {
+        let (cx, cy, cz) = self.cluster;
+        let (x, y, z) = self.ctaid;
+        ((x % cx) + (y % cy) * cx + (z % cz) * cx * cy) as usize
+    }
+
+    /// The CTA rank and byte offset that `shared::cluster` address `address` names (see module
+    /// `memory`): addresses below the cluster window are the running block's own.
+    pub(crate) fn split_cluster_address(&self, address: u64) -> Lane<(usize, u64)> {
+        let Some(above) = address.checked_sub(CLUSTER_WINDOW) else {
+            return Ok((self.cluster_rank(), address));
+        };
+        let rank = above / RANK_STRIDE;
+        if rank >= self.ctas.len() as u64 {
+            return Err(Fault::NoSuchClusterRank { rank, cluster_size: self.ctas.len() as u32 });
+        }
+        Ok((rank as usize, above % RANK_STRIDE))
+    }
+
+    /// `mapa`: the `shared::cluster` address of the byte that shared (or `shared::cluster`) address
+    /// `address` names, in the shared memory of the CTA of rank `rank`.
+    pub(crate) fn cluster_address(&self, address: u64, rank: u64) -> Lane<u64> {
+        let (_, offset) = self.split_cluster_address(address)?;
+        // One past the end is a valid address (of an empty array at the end, say).
+        if offset > self.shared.len() as u64 {
+            return Err(Fault::NotSharedAddress { addr: address });
+        }
+        if rank >= self.ctas.len() as u64 {
+            return Err(Fault::NoSuchClusterRank { rank, cluster_size: self.ctas.len() as u32 });
+        }
+        Ok(CLUSTER_WINDOW + rank * RANK_STRIDE + offset)
     }
 
     // ----- memory ----------------------------------------------------------------------------
@@ -882,6 +1134,8 @@ impl Block<'_> {
                 self.trace.shared_atomics.push(offset as u64);
             }
             Loc::Global { .. } => self.stats.global_atomics += 1,
+            // Another CTA's shared memory: not traced for bank conflicts.
+            Loc::Cluster { .. } => self.stats.shared_atomics += 1,
             Loc::Param(_) => {}
         }
     }
@@ -891,9 +1145,10 @@ impl Block<'_> {
     pub(crate) fn resolve(&mut self, space: Space, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
         match space {
             Space::Shared => self.shared_access(addr, addr, size, traced).map(Loc::Shared),
+            Space::SharedCluster => self.cluster_access(addr, addr, size, traced),
             Space::Global => self.global_access(addr, size, traced),
             Space::Generic if (SHARED_WINDOW..SHARED_WINDOW + (1 << 32)).contains(&addr) => {
-                self.shared_access(addr - SHARED_WINDOW, addr, size, traced).map(Loc::Shared)
+                self.cluster_access(addr - SHARED_WINDOW, addr, size, traced)
             }
             Space::Generic => self.global_access(addr, size, traced),
             Space::Param => {
@@ -936,6 +1191,36 @@ impl Block<'_> {
             self.trace.shared.push((offset, size));
         }
         Ok(at)
+    }
+
+    /// Checks an access of `size` bytes at `shared::cluster` address `address` (generic address
+    /// `addr`): in the running block's shared memory (traced as a shared access), or in another
+    /// CTA's of the cluster (marked as distributed).
+    fn cluster_access(&mut self, address: u64, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
+        if address < CLUSTER_WINDOW {
+            return self.shared_access(address, addr, size, traced).map(Loc::Shared);
+        }
+        let (rank, offset) = self.split_cluster_address(address)?;
+        if rank == self.cluster_rank() {
+            return self.shared_access(offset, addr, size, traced).map(Loc::Shared);
+        }
+        if self.ctas[rank].exited {
+            return Err(Fault::ExitedClusterCta { rank: rank as u32 });
+        }
+        // Every CTA of the cluster has as much shared memory as the running one.
+        let Some(at) = self.shared_offset(offset, size) else {
+            return Err(access_fault("shared::cluster", offset, addr, size));
+        };
+        self.trace.distributed |= traced;
+        Ok(Loc::Cluster { rank, offset: at })
+    }
+
+    /// Counts the current warp instruction as a distributed shared access if one of its lanes
+    /// reached another CTA's shared memory.
+    pub(crate) fn count_distributed(&mut self) {
+        if std::mem::take(&mut self.trace.distributed) {
+            self.stats.distributed_shared_accesses += 1;
+        }
     }
 
     /// Checks an access of `size` bytes at global address `addr`.
@@ -985,6 +1270,7 @@ impl Block<'_> {
     pub(crate) fn load(&self, loc: Loc, size: usize) -> u64 {
         match loc {
             Loc::Shared(o) => read_le(&self.shared[o..o + size]),
+            Loc::Cluster { rank, offset: o } => read_le(&self.ctas[rank].shared[o..o + size]),
             Loc::Param(o) => read_le(&self.params[o..o + size]),
             Loc::Global { alloc, offset } => read_le(&self.global.bytes(alloc)[offset..offset + size]),
         }
@@ -993,6 +1279,7 @@ impl Block<'_> {
     pub(crate) fn store(&mut self, loc: Loc, size: usize, v: u64) -> Lane<()> {
         match loc {
             Loc::Shared(o) => write_le(&mut self.shared[o..o + size], v),
+            Loc::Cluster { rank, offset: o } => write_le(&mut self.ctas[rank].shared[o..o + size], v),
             Loc::Global { alloc, offset } => write_le(&mut self.global.bytes_mut(alloc)[offset..offset + size], v),
             Loc::Param(o) => {
                 return Err(Fault::Unsupported(format!("store to kernel parameter space at offset {o}")));
@@ -1047,6 +1334,25 @@ impl Block<'_> {
                     return Err((first, Fault::Unsupported(why)));
                 }
                 Ok(Flow::NamedBarrier { waiting: exec, id, count })
+            }
+            Kind::ClusterArrive => {
+                let warp = &mut self.warps[w];
+                let again = exec & (warp.cluster_arrived | warp.cluster_passed);
+                if again != 0 {
+                    return Err((lo + again.trailing_zeros() as usize, Fault::ClusterArriveTwice));
+                }
+                warp.cluster_arrived |= exec;
+                Ok(Flow::Next)
+            }
+            Kind::ClusterWait => {
+                let warp = &mut self.warps[w];
+                let missing = exec & !(warp.cluster_arrived | warp.cluster_passed);
+                if missing != 0 {
+                    return Err((lo + missing.trailing_zeros() as usize, Fault::ClusterWaitWithoutArrive));
+                }
+                // Lanes whose phase has completed pass; those that arrived in this one wait.
+                warp.cluster_passed &= !exec;
+                Ok(Flow::ClusterWait(exec & warp.cluster_arrived))
             }
             Kind::Exit => Ok(Flow::Exit(exec)),
             Kind::Nop => Ok(Flow::Next),
@@ -1337,6 +1643,7 @@ impl Block<'_> {
             for l in lanes(exec) {
                 let (bytes, at): (&[u8], usize) = match self.lane_access(w, l, m.space, addrs[l], total)? {
                     Loc::Shared(at) => (&self.shared, at),
+                    Loc::Cluster { rank, offset } => (&self.ctas[rank].shared, offset),
                     Loc::Global { alloc, offset } => (self.global.bytes(alloc), offset),
                     Loc::Param(at) => (self.params, at),
                 };
@@ -1356,6 +1663,7 @@ impl Block<'_> {
                 }
             }
         }
+        self.count_distributed();
         Ok(())
     }
 

@@ -86,6 +86,7 @@ impl Block<'_> {
                     let t = lo + l;
                     self.lane(i, t).map_err(|f| (t, f))?;
                 }
+                self.count_distributed();
                 Ok(())
             }
         }
@@ -146,8 +147,8 @@ impl Block<'_> {
                 let a = self.get(t, arg(i, 1)?, ty)?;
                 let r = match (i.space, i.has("to")) {
                     (Space::Global, _) => a,
-                    (Space::Shared, false) => a.wrapping_add(SHARED_WINDOW),
-                    (Space::Shared, true) => a.wrapping_sub(SHARED_WINDOW),
+                    (Space::Shared | Space::SharedCluster, false) => a.wrapping_add(SHARED_WINDOW),
+                    (Space::Shared | Space::SharedCluster, true) => a.wrapping_sub(SHARED_WINDOW),
                     _ => return self.unsupported(i),
                 };
                 self.set(t, arg(i, 0)?, r & mask(ty.bits()))
@@ -156,6 +157,8 @@ impl Block<'_> {
             Op::Atom | Op::Red => self.atom(i, t),
             Op::Mbarrier => self.mbarrier(i, t),
             Op::Cp => self.bulk_copy(i, t),
+            Op::Mapa => self.mapa(i, t),
+            Op::Getctarank => self.getctarank(i, t),
             Op::Bfi => {
                 let ty = ty(i)?;
                 let bits = ty.bits();
@@ -729,6 +732,34 @@ impl Block<'_> {
         self.unsupported(i)
     }
 
+    /// `mapa.shared::cluster.{u32,u64} d, a, rank`: the `shared::cluster` address of the byte that
+    /// shared address `a` names, in the shared memory of the cluster's CTA of rank `rank` (see
+    /// module `memory` for the encoding); `mapa.{u32,u64}` does the same for generic addresses.
+    fn mapa(&mut self, i: &Instr, t: usize) -> Lane<()> {
+        let ty = ty(i)?;
+        let a = self.get(t, arg(i, 1)?, ty)?;
+        let rank = self.get(t, arg(i, 2)?, Type::U(32))?;
+        let d = match i.space {
+            Space::SharedCluster => self.cluster_address(a, rank)?,
+            Space::Generic => SHARED_WINDOW + self.cluster_address(shared_of_generic(a)?, rank)?,
+            _ => return self.unsupported(i),
+        };
+        self.set(t, arg(i, 0)?, d & mask(ty.bits()))
+    }
+
+    /// `getctarank.shared::cluster.{u32,u64} d, a` (and `getctarank.{u32,u64}` of a generic
+    /// address): the rank of the cluster's CTA whose shared memory `a` is in.
+    fn getctarank(&mut self, i: &Instr, t: usize) -> Lane<()> {
+        let a = self.get(t, arg(i, 1)?, ty(i)?)?;
+        let address = match i.space {
+            Space::SharedCluster => a,
+            Space::Generic => shared_of_generic(a)?,
+            _ => return self.unsupported(i),
+        };
+        let (rank, _) = self.split_cluster_address(address)?;
+        self.set(t, arg(i, 0)?, rank as u64)
+    }
+
     /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [to], [from], size,
     /// [barrier]` (an optional trailing L2 cache hint is ignored): copies at once, then counts
     /// `size` transaction bytes on the barrier. One global request of `size / 32` sectors.
@@ -880,6 +911,11 @@ impl Block<'_> {
         }
         Ok(())
     }
+}
+
+/// The `shared::cluster` address of generic address `a`, which must be in the shared window.
+fn shared_of_generic(a: u64) -> Lane<u64> {
+    a.checked_sub(SHARED_WINDOW).filter(|&offset| offset < 1 << 32).ok_or(Fault::NotSharedAddress { addr: a })
 }
 
 /// `x` rounded to an integer by `cvt`'s integer rounding modifier (`.rni`, `.rzi`, `.rmi`, `.rpi`),

@@ -8,9 +8,10 @@
 //!   a dedicated form run through the general per-lane interpreter, module `lane`);
 //! - a [`Machine`] owns a flat simulated global memory ([`Machine::alloc`], [`Machine::write`],
 //!   [`Machine::read`]) and runs kernels with [`Machine::launch`] (module `exec`);
-//! - each launch returns [`LaunchStats`]: warp instructions, divergence, barriers, shared-memory
-//!   bank conflicts, global-memory coalescing, atomics (global and shared, and the bank conflicts
-//!   of shared atomics), blocks, the longest block and the busiest warp (module `stats`).
+//! - each launch returns [`LaunchStats`]: warp instructions, divergence, barriers (block and
+//!   cluster), shared-memory bank conflicts, accesses to other blocks' shared memory, global-memory
+//!   coalescing, atomics (global and shared, and the bank conflicts of shared atomics), blocks, the
+//!   longest block and the busiest warp (module `stats`).
 //!
 //! Execution model: the blocks of a grid run one after another in order, so single-pass kernels
 //! that wait on earlier blocks make progress. Inside a block, warps of 32 lanes run in lockstep
@@ -20,12 +21,26 @@
 //! accesses, unsupported instructions) are errors naming the kernel, block, thread, instruction and
 //! address, never silent wrong results.
 //!
+//! Thread block clusters (Hopper; `.reqnctapercluster` in the PTX, from CUDA's `__cluster_dims__`,
+//! shape X x Y x Z in [`Kernel::cluster`]): the grid runs cluster after cluster, in order, and the
+//! blocks of one cluster run interleaved. Each block in turn, rank 0 first (rank = x + y X +
+//! z X Y within the cluster), runs until it has finished or every thread it has left waits at the
+//! cluster barrier (`barrier.cluster.wait`); the barrier completes once every thread of the cluster
+//! that has not exited has arrived (`barrier.cluster.arrive`), and the blocks run again in turn.
+//! Blocks read and write each other's shared memory through `mapa` and `ld`/`st`/`atom` of
+//! `shared::cluster` (or generic) addresses, encoded as module `memory` describes. Because rank 0
+//! runs first, a read of another block's shared memory that no cluster barrier orders after the
+//! write sees the value of a higher rank unwritten (zero): a missing barrier shows in the results.
+//! A read of the shared memory of a block that has exited faults, and so does a cluster whose every
+//! thread waits where none can go on ([`Fault::Deadlock`]). A kernel without clusters runs as
+//! clusters of one block, which is the order above.
+//!
 //! A block that runs more than [`Machine::instruction_budget`] warp instructions
 //! ([`DEFAULT_INSTRUCTION_BUDGET`], 2^26, unless [`INSTRUCTION_BUDGET_VAR`] or
-//! [`Machine::set_instruction_budget`] says otherwise) stops the launch with
-//! [`Fault::InstructionBudgetExceeded`], naming the kernel, block and warp: a kernel that never
-//! finishes (a spin-wait nothing ends, a barrier some threads never reach) fails instead of
-//! hanging.
+//! [`Machine::set_instruction_budget`] says otherwise; a block of a cluster counts over all its
+//! turns) stops the launch with [`Fault::InstructionBudgetExceeded`], naming the kernel, block and
+//! warp: a kernel that never finishes (a spin-wait nothing ends, a barrier some threads never
+//! reach) fails instead of hanging.
 //!
 //! Registers are 64 bits per lane, stored per warp (register `r` of the 32 lanes side by side), so
 //! a warp instruction works on whole rows; `.f16`, `.bf16` and their pairs are computed in f64 and

@@ -4,6 +4,15 @@
 //! so a pointer that runs off the end of a buffer faults instead of landing in the next one.
 //! Shared memory is per block (in the interpreter); its generic addresses live in a separate
 //! window at [`SHARED_WINDOW`], so `cvta` and generic loads and stores tell the two apart.
+//!
+//! The blocks (CTAs) of a thread block cluster reach each other's shared memory through
+//! `shared::cluster` addresses, 32 bits like shared ones: an address below [`CLUSTER_WINDOW`]
+//! (2^31) is an offset in the executing CTA's own shared memory (so every `shared::cta` address is
+//! a `shared::cluster` address too, as in PTX), and `CLUSTER_WINDOW + rank * RANK_STRIDE + offset`
+//! (bit 31 set, the rank in bits 24 to 30, the offset in bits 0 to 23) is byte `offset` of the
+//! shared memory of the CTA of that rank in the cluster: `mapa` makes these. CTA rank 2's byte
+//! 0x10 is 0x8200_0010. Their generic addresses are `SHARED_WINDOW` plus the same, as for shared
+//! ones.
 
 use std::cell::Cell;
 
@@ -13,6 +22,11 @@ use crate::error::SimError;
 pub(crate) const GLOBAL_BASE: u64 = 0x1_0000_0000;
 /// Generic address of shared-memory offset 0 (the window is 4 GiB wide).
 pub(crate) const SHARED_WINDOW: u64 = 0x7f00_0000_0000;
+/// The first `shared::cluster` address that names a CTA by rank (see the module's docs).
+pub(crate) const CLUSTER_WINDOW: u64 = 1 << 31;
+/// The distance between two CTAs' shared memories in the cluster window (16 MiB, more than any
+/// CTA's shared memory).
+pub(crate) const RANK_STRIDE: u64 = 1 << 24;
 /// Allocations never reach the shared window.
 const GLOBAL_LIMIT: u64 = 0x7000_0000_0000;
 const ALIGN: u64 = 256;

@@ -323,12 +323,24 @@ impl<'a> Parser<'a> {
                 self.expect_punct(',')?;
             }
         }
-        // Performance directives (.maxntid, .minnctapersm, ...) up to the body.
+        // Performance directives (.maxntid, .minnctapersm, ...) up to the body: the cluster ones
+        // are kept, the others skipped.
+        let mut cluster = None;
+        let mut explicit_cluster = false;
         while !self.is_punct('{') {
-            if self.peek().is_none() {
-                return self.err(format!("kernel `{name}` has no body"));
+            match self.peek() {
+                None => return self.err(format!("kernel `{name}` has no body")),
+                Some(Tok::Ident(word)) if word == ".reqnctapercluster" => {
+                    self.pos += 1;
+                    cluster = Some(self.dimensions(".reqnctapercluster")?);
+                }
+                Some(Tok::Ident(word)) if word == ".explicitcluster" => {
+                    self.pos += 1;
+                    explicit_cluster = true;
+                }
+                // `.maxclusterrank n` bounds the cluster's size chosen at launch: nothing to keep.
+                _ => self.pos += 1,
             }
-            self.pos += 1;
         }
         self.expect_punct('{')?;
         let mut body = Body {
@@ -411,11 +423,30 @@ impl<'a> Parser<'a> {
             params,
             static_shared_bytes: static_end,
             dynamic_shared_offset: dynamic_offset,
+            cluster: cluster.unwrap_or((1, 1, 1)),
+            explicit_cluster: explicit_cluster || cluster.is_some(),
+            cluster_shape_at_launch: explicit_cluster && cluster.is_none(),
             num_regs: body.num_regs,
             code,
             registers_to_clear,
             instrs,
         })
+    }
+
+    /// `x [, y [, z]]` after a directive such as `.reqnctapercluster`: positive numbers, 1 for
+    /// the dimensions left out.
+    fn dimensions(&mut self, directive: &str) -> Result<(u32, u32, u32), SimError> {
+        let mut dims = [1u32; 3];
+        for (k, dim) in dims.iter_mut().enumerate() {
+            if k > 0 && !self.eat_punct(',') {
+                break;
+            }
+            match u32::try_from(self.number()?) {
+                Ok(n) if n > 0 => *dim = n,
+                _ => return self.err(format!("`{directive}` needs positive dimensions")),
+            }
+        }
+        Ok((dims[0], dims[1], dims[2]))
     }
 
     /// `.param [.align N] .type name[[N]]`
@@ -499,6 +530,7 @@ impl<'a> Parser<'a> {
             let head = m.split("::").next().unwrap_or_default();
             match head {
                 "global" => space = Space::Global,
+                "shared" if m == "shared::cluster" => space = Space::SharedCluster,
                 "shared" => space = Space::Shared,
                 "local" => space = Space::Local,
                 "param" => space = Space::Param,
@@ -689,6 +721,10 @@ fn special(name: &str) -> Option<Special> {
             "%ntid" => Some(Special::Ntid(d)),
             "%ctaid" => Some(Special::Ctaid(d)),
             "%nctaid" => Some(Special::Nctaid(d)),
+            "%clusterid" => Some(Special::ClusterId(d)),
+            "%nclusterid" => Some(Special::NClusterId(d)),
+            "%cluster_ctaid" => Some(Special::ClusterCtaId(d)),
+            "%cluster_nctaid" => Some(Special::ClusterNCtaId(d)),
             _ => None,
         };
     }
@@ -706,6 +742,9 @@ fn special(name: &str) -> Option<Special> {
         "%lanemask_ge" => Special::LaneMaskGe,
         "%clock" => Special::Clock,
         "%clock64" => Special::Clock64,
+        "%cluster_ctarank" => Special::ClusterCtaRank,
+        "%cluster_nctarank" => Special::ClusterNCtaRank,
+        "%is_explicit_cluster" => Special::IsExplicitCluster,
         _ => return None,
     })
 }

@@ -69,7 +69,11 @@ impl Type {
 pub(crate) enum Space {
     Generic,
     Global,
+    /// `.shared` / `.shared::cta`: the executing CTA's shared memory.
     Shared,
+    /// `.shared::cluster`: the shared memory of any CTA of the cluster (see `memory`'s cluster
+    /// window); the executing CTA's own offsets are addresses in it too.
+    SharedCluster,
     Local,
     Param,
     Const,
@@ -95,6 +99,20 @@ pub(crate) enum Special {
     LaneMaskGe,
     Clock,
     Clock64,
+    /// `%cluster_ctarank`: the CTA's linear rank in its cluster.
+    ClusterCtaRank,
+    /// `%cluster_nctarank`: the CTAs of a cluster.
+    ClusterNCtaRank,
+    /// `%clusterid.{x,y,z}`: the cluster's index in the grid.
+    ClusterId(u8),
+    /// `%nclusterid.{x,y,z}`: the grid's clusters per dimension.
+    NClusterId(u8),
+    /// `%cluster_ctaid.{x,y,z}`: the CTA's index in its cluster.
+    ClusterCtaId(u8),
+    /// `%cluster_nctaid.{x,y,z}`: the cluster's shape.
+    ClusterNCtaId(u8),
+    /// `%is_explicit_cluster`: whether the kernel declares its cluster.
+    IsExplicitCluster,
 }
 
 /// What a symbol in an operand refers to.
@@ -201,6 +219,10 @@ pub(crate) enum Op {
     Mbarrier,
     /// `cp.async.bulk.*`: a bulk copy from global to shared memory, completing on an mbarrier.
     Cp,
+    /// `mapa`: the address of a shared variable in another CTA of the cluster.
+    Mapa,
+    /// `getctarank`: the rank of the CTA whose shared memory an address is in.
+    Getctarank,
     /// Anything else: parses, and fails with a clear error if executed.
     Unknown,
 }
@@ -258,6 +280,8 @@ impl Op {
             "match" => Op::Match,
             "mbarrier" => Op::Mbarrier,
             "cp" => Op::Cp,
+            "mapa" => Op::Mapa,
+            "getctarank" => Op::Getctarank,
             _ => Op::Unknown,
         }
     }
@@ -315,6 +339,16 @@ pub struct Kernel {
     pub static_shared_bytes: u32,
     /// Offset of the dynamic (`extern .shared`) array in the block's shared memory.
     pub(crate) dynamic_shared_offset: u32,
+    /// The shape of the kernel's thread block clusters, from `.reqnctapercluster` (what CUDA's
+    /// `__cluster_dims__` compiles to); (1, 1, 1) when the kernel declares none. A launch groups
+    /// the grid's blocks into clusters of this shape.
+    pub cluster: (u32, u32, u32),
+    /// Whether the kernel declares `.explicitcluster` or `.reqnctapercluster` (what
+    /// `%is_explicit_cluster` reads).
+    pub explicit_cluster: bool,
+    /// `.explicitcluster` without `.reqnctapercluster`: the cluster's shape would be given at
+    /// launch, which [`crate::Machine::launch`] cannot do.
+    pub(crate) cluster_shape_at_launch: bool,
     pub(crate) num_regs: u32,
     /// The instructions as parsed (for error messages and the general per-lane interpreter).
     pub(crate) instrs: Vec<Instr>,

@@ -7,9 +7,16 @@ use std::fmt;
 /// - A *warp instruction* is one instruction issued for the lanes of a warp at the same PC.
 /// - A branch is *divergent* when some of those lanes take it and others do not.
 /// - `barriers` counts completed block-wide barriers (`bar.sync`), summed over blocks.
+/// - `cluster_barriers` counts completed cluster-wide barriers (`barrier.cluster.arrive` by every
+///   thread of a cluster, that its `barrier.cluster.wait`s wait for), one per cluster and phase.
 /// - Shared-memory `bank_conflicts` counts extra wavefronts: for each warp-level shared access,
 ///   the largest number of distinct 4-byte words any of the 32 banks must serve, minus the
 ///   unavoidable minimum (1, or more for 8- and 16-byte accesses that move over 128 bytes).
+/// - `distributed_shared_accesses` counts warp-level loads and stores that reach the shared
+///   memory of another CTA of the cluster (through `shared::cluster` or generic addresses that
+///   `mapa` made); they are not shared accesses and have no bank conflicts counted. Lanes of such
+///   an instruction that reach their own CTA's shared memory count as a shared access (so one
+///   instruction whose lanes reach both counts in both).
 /// - Global `requests` are warp-level loads and stores; `sectors` the distinct 32-byte sectors
 ///   they touch (4 per request is perfectly coalesced 4-byte access).
 /// - `atomics` counts thread-level atomic operations (global and shared); `global_atomics` and
@@ -34,7 +41,9 @@ pub struct LaunchStats {
     pub branches: u64,
     pub divergent_branches: u64,
     pub barriers: u64,
+    pub cluster_barriers: u64,
     pub shared_accesses: u64,
+    pub distributed_shared_accesses: u64,
     pub shared_bank_conflicts: u64,
     pub global_requests: u64,
     pub global_sectors: u64,
@@ -68,7 +77,9 @@ impl LaunchStats {
             branches,
             divergent_branches,
             barriers,
+            cluster_barriers,
             shared_accesses,
+            distributed_shared_accesses,
             shared_bank_conflicts,
             global_requests,
             global_sectors,
@@ -86,7 +97,9 @@ impl LaunchStats {
         self.branches += branches;
         self.divergent_branches += divergent_branches;
         self.barriers += barriers;
+        self.cluster_barriers += cluster_barriers;
         self.shared_accesses += shared_accesses;
+        self.distributed_shared_accesses += distributed_shared_accesses;
         self.shared_bank_conflicts += shared_bank_conflicts;
         self.global_requests += global_requests;
         self.global_sectors += global_sectors;
@@ -280,7 +293,9 @@ mod tests {
             branches: 2,
             divergent_branches: 1,
             barriers: 3,
+            cluster_barriers: 2,
             shared_accesses: 4,
+            distributed_shared_accesses: 3,
             shared_bank_conflicts: 5,
             global_requests: 6,
             global_sectors: 24,
@@ -299,6 +314,7 @@ mod tests {
         assert_eq!((two.longest_block, two.longest_warp), (12, 6), "launches one after another: their spans add");
         assert_eq!((two.global_atomics, two.shared_atomics, two.shared_atomic_conflicts, two.blocks), (6, 8, 16, 4));
         assert_eq!(two.strong_loads, 10);
+        assert_eq!((two.cluster_barriers, two.distributed_shared_accesses), (4, 6));
         assert_eq!(two.sectors_per_request(), one.sectors_per_request());
         let mut zero = LaunchStats::default();
         zero.add(&one);
