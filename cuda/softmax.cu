@@ -612,6 +612,73 @@ __device__ __forceinline__ float group_reduce(float value)
 }
 // ANCHOR_END: group_reduce
 
+// ANCHOR: row_share
+// A thread's share of a row that a group of GROUP threads holds in registers, VALUES elements a
+// thread: 16 bytes at a time where the row allows it (thread t takes vectors t, t + GROUP,
+// t + 2 GROUP, ...: consecutive threads, consecutive vectors), else one element at a time
+// (elements t, t + GROUP, ...). Element at(j) of the row is in x[j], for the j with held(j). All of
+// a thread's loads are issued before any is used, so they are all in flight at once.
+template <class E, int GROUP, int VALUES>
+struct RowShare {
+    unsigned int thread; // in the group
+    unsigned int len;    // the row's elements (0: a group with no row)
+    bool vectors;        // the row and its output 16-byte aligned, len a multiple of E::PER_VEC
+
+    __device__ unsigned int at(int j) const
+    {
+        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC + j % E::PER_VEC : thread + j * GROUP;
+    }
+    __device__ bool held(int j) const
+    {
+        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC < len : thread + j * GROUP < len;
+    }
+    __device__ void load(const typename E::Word* __restrict__ x_row, float (&x)[VALUES]) const
+    {
+        if (vectors) {
+            const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x_row);
+#pragma unroll
+            for (int k = 0; k < VALUES / E::PER_VEC; k++) {
+                if (held(k * E::PER_VEC)) {
+                    E::unpack(v[thread + k * GROUP], x + k * E::PER_VEC);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < VALUES; j++) {
+                if (held(j)) {
+                    x[j] = E::load(x_row, at(j));
+                }
+            }
+        }
+    }
+    // y = x * scale for each held element.
+    __device__ void store(typename E::Word* __restrict__ y_row, const float (&x)[VALUES], float scale) const
+    {
+        if (vectors) {
+            uint4* __restrict__ w = reinterpret_cast<uint4*>(y_row);
+#pragma unroll
+            for (int k = 0; k < VALUES / E::PER_VEC; k++) {
+                if (held(k * E::PER_VEC)) {
+                    float y[E::PER_VEC];
+#pragma unroll
+                    for (int j = 0; j < E::PER_VEC; j++) {
+                        y[j] = x[k * E::PER_VEC + j] * scale;
+                    }
+                    w[thread + k * GROUP] = E::pack(y);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < VALUES; j++) {
+                if (held(j)) {
+                    E::store(y_row, at(j), x[j] * scale);
+                }
+            }
+        }
+    }
+};
+// ANCHOR_END: row_share
+
 // ANCHOR: on_chip
 // Step 6, softmax_on_chip_<GROUP>x<VALUES>: the row read from DRAM once, held in registers.
 //
@@ -622,7 +689,8 @@ __device__ __forceinline__ float group_reduce(float value)
 // t + GROUP, t + 2 GROUP, ...: consecutive threads, consecutive vectors), so all of a group's loads
 // are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
 // thread's, then the group's), e = exp(x - max) kept in place of x and summed (the group's sum the
-// same way), and the write of e / sum.
+// same way), and the write of e / sum. (RowShare, above, is the thread's share of the row: which
+// elements it holds, their loads and their stores.)
 //
 // What changed from the steps before: DRAM sees the row once on the way in and once on the way
 // out; every step before read it at least twice (the online sweep and the write). And the max is
@@ -635,52 +703,26 @@ __device__ __forceinline__ float group_reduce(float value)
 //
 // Launch: block max(GROUP, THREADS), grid ceil(rows / (block / GROUP)); GROUP a power of two from
 // 16 to 512, with GROUP x VALUES >= cols.
-
-
 template <class E, int GROUP, int VALUES>
 __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
                         unsigned int rows, unsigned int cols)
 {
-    const unsigned int thread = threadIdx.x % GROUP;
     const size_t row = (size_t)blockIdx.x * (blockDim.x / GROUP) + threadIdx.x / GROUP;
     // A block of several groups may have groups past the last row: they take part in the barriers
     // of group_reduce with nothing to hold, and write nothing.
     const unsigned int len = row < rows ? cols : 0;
     const typename E::Word* x_row = in + row * cols;
     typename E::Word* y_row = out + row * cols;
-    const bool vectors = aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0;
-
-    // The thread's share of the row: element `at(j)` in x[j], for the j with `held(j)`.
+    const RowShare<E, GROUP, VALUES> share = {threadIdx.x % GROUP, len,
+                                              aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0};
     float x[VALUES];
-    const auto at = [&](int j) -> unsigned int {
-        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC + j % E::PER_VEC : thread + j * GROUP;
-    };
-    const auto held = [&](int j) -> bool {
-        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC < len : thread + j * GROUP < len;
-    };
-    if (vectors) {
-        const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x_row);
-#pragma unroll
-        for (int k = 0; k < VALUES / E::PER_VEC; k++) {
-            const unsigned int vector = thread + k * GROUP;
-            if (vector * E::PER_VEC < len) {
-                E::unpack(v[vector], x + k * E::PER_VEC);
-            }
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < VALUES; j++) {
-            if (held(j)) {
-                x[j] = E::load(x_row, at(j));
-            }
-        }
-    }
+    share.load(x_row, x);
 
     // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float>, GROUP>); then e = softmax_exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float>, GROUP>)
     float m = Max<float>::identity();
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (held(j)) {
+        if (share.held(j)) {
             m = Max<float>::combine(m, x[j]);
         }
     }
@@ -688,7 +730,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (held(j)) {
+        if (share.held(j)) {
             x[j] = softmax_exp(x[j] - m);
             s += x[j];
         }
@@ -696,30 +738,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     s = group_reduce<Sum<float>, GROUP>(s);
     // ANCHOR_END: solution
     // ANCHOR: stub float s = 1.0f;
-    const float inverse = 1.0f / s;
-
-    if (vectors) {
-        uint4* __restrict__ w = reinterpret_cast<uint4*>(y_row);
-#pragma unroll
-        for (int k = 0; k < VALUES / E::PER_VEC; k++) {
-            const unsigned int vector = thread + k * GROUP;
-            if (vector * E::PER_VEC < len) {
-                float y[E::PER_VEC];
-#pragma unroll
-                for (int j = 0; j < E::PER_VEC; j++) {
-                    y[j] = x[k * E::PER_VEC + j] * inverse;
-                }
-                w[vector] = E::pack(y);
-            }
-        }
-    } else {
-#pragma unroll
-        for (int j = 0; j < VALUES; j++) {
-            if (held(j)) {
-                E::store(y_row, at(j), x[j] * inverse);
-            }
-        }
-    }
+    share.store(y_row, x, 1.0f / s);
 }
 // ANCHOR_END: on_chip
 
@@ -816,3 +835,149 @@ softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsig
 {
     on_chip<BF16, 512, 64>(in, out, rows, cols);
 }
+
+// Thread block clusters exist from compute capability 9.0 (Hopper): before it, step 7's kernels are
+// not compiled, and the launcher runs step 6's in their place.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+// ANCHOR: cluster
+// Step 7, softmax_cluster_<CLUSTER>x<BLOCK>x<VALUES>: a row too long for one block, held on chip
+// by a cluster of blocks.
+//
+// What it does: a thread block cluster (Hopper: CLUSTER blocks launched together on the SMs of one
+// GPC, each able to read the others' shared memory) takes a row. Block r of the cluster holds part
+// r of the row in registers, BLOCK threads of VALUES elements, as step 6's group holds a whole
+// row, and sums its part as online softmax's state: its max m and the sum s of exp(x - m), e =
+// exp(x - m) kept in place of x. Then one exchange: thread 0 of every block puts the block's (m, s)
+// in a slot of its shared memory, the cluster waits at its barrier (barrier.cluster: every thread
+// of every block has arrived, and the slots written before are visible), and every thread reads
+// the CLUSTER slots, its own block's and the others', through the cluster's shared window (mapa
+// gives the address of the same slot in block r; ld.shared::cluster reads it) and merges them
+// with online softmax's rule into the row's max M and sum S, in the ranks' order, so every block
+// holds the same M and S to the bit. The write is y = e * exp(m - M) / S, one factor per block.
+//
+// What changed from on-chip: rows longer than one block holds (step 6 sends them through split
+// rows, which reads them twice from DRAM) are read once: the blocks of a row exchange their
+// partial results, two floats each, through distributed shared memory instead of DRAM and a second
+// launch. One exchange, not one for the max and one for the sum: a cluster barrier is a round trip
+// between SMs, and the blocks wait at it with nothing to load (measured: 88% of the copy roof at
+// 768 x 2^16 with one, 83% with two; scripts/softmax-cluster-tuning.cu).
+//
+// What it leaves slow: the block waits twice, at the exchange and before it leaves (its slots must
+// outlive the others' reads of them), with nothing of its own in flight: blocks of 256 threads
+// (four per SM, where the registers allow two of 512) let other blocks' loads fill those waits.
+// And clusters of at most 8 blocks (the portable size): rows of more than 8 x 512 x 32 elements
+// still go through split rows.
+//
+// Launch: block BLOCK, grid rows x CLUSTER (the cluster's shape is compiled into the kernel with
+// __cluster_dims__, so a plain launch makes clusters), CLUSTER x BLOCK x VALUES >= cols.
+__device__ __forceinline__ void cluster_arrive()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The value of `slot` (a variable in this block's shared memory) in block `rank` of the cluster.
+__device__ __forceinline__ float read_slot(const float* slot, unsigned int rank)
+{
+    const unsigned int here = (unsigned int)__cvta_generic_to_shared(slot);
+    unsigned int there;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(there) : "r"(here), "r"(rank));
+    float value;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(there) : "memory");
+    return value;
+}
+
+template <class E, int CLUSTER, int BLOCK, int VALUES>
+__device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                             unsigned int rows, unsigned int cols)
+{
+    __shared__ float slots[2]; // the block's (m, s), for the cluster to read
+    const unsigned int rank = blockIdx.x % CLUSTER;
+    const size_t row = blockIdx.x / CLUSTER;
+    // Part r of the row: `part` elements from r x part, a multiple of 8, so that every part of a
+    // 16-byte aligned row is aligned too (the last part may be shorter, or empty).
+    const unsigned int part = (cols / CLUSTER + (cols % CLUSTER != 0) + 7) / 8 * 8;
+    const unsigned int begin = min(rank * part, cols);
+    const unsigned int len = min(part, cols - begin);
+    const typename E::Word* x_part = in + row * cols + begin;
+    typename E::Word* y_part = out + row * cols + begin;
+    const RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
+                                              aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
+    float x[VALUES];
+    share.load(x_part, x);
+
+    // ANCHOR: solution the block's state: its max m (each thread's, then group_reduce<Max<float>, BLOCK>), e = softmax_exp(x - m) in place of each x (x - 0 where m is -inf: a part of only -inf) and their sum s (group_reduce<Sum<float>, BLOCK>); thread 0 writes (m, s) to slots, the cluster waits (cluster_arrive, cluster_wait), and every thread merges the CLUSTER blocks' slots (read_slot, rank 0 first) with OnlineOp::combine into `whole`
+    float m = Max<float>::identity();
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        if (share.held(j)) {
+            m = Max<float>::combine(m, x[j]);
+        }
+    }
+    m = group_reduce<Max<float>, BLOCK>(m);
+    const float shift = m == Max<float>::identity() ? 0.0f : m; // exp(-inf - -inf) would be NaN
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        if (share.held(j)) {
+            x[j] = softmax_exp(x[j] - shift);
+            s += x[j];
+        }
+    }
+    s = group_reduce<Sum<float>, BLOCK>(s);
+    if (threadIdx.x == 0) {
+        slots[0] = m;
+        slots[1] = s;
+    }
+    cluster_arrive();
+    cluster_wait();
+    Online whole = OnlineOp::identity();
+#pragma unroll
+    for (int r = 0; r < CLUSTER; r++) {
+        const Online block = {read_slot(&slots[0], r), read_slot(&slots[1], r)};
+        whole = OnlineOp::combine(whole, block);
+    }
+    // ANCHOR_END: solution
+    // ANCHOR: stub float m = 0.0f; Online whole = {0.0f, 1.0f};
+    cluster_arrive(); // this block is done reading the others' slots ...
+    share.store(y_part, x, OnlineOp::rescale(m, whole.m) * inverse_sum(whole));
+    cluster_wait(); // ... and, once every block has said so, may leave
+}
+// ANCHOR_END: cluster
+
+// The entry points: softmax_cluster_<CLUSTER>x<BLOCK>x<VALUES>, the shapes softmax::cluster_shape
+// picks: blocks of 256 threads (four per SM) for rows a cluster of 8 of them holds, then 512.
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+softmax_cluster_4x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    cluster_rows<F32, 4, 256, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
+softmax_cluster_8x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    cluster_rows<F32, 8, 256, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
+softmax_cluster_8x512x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+{
+    cluster_rows<F32, 8, 512, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+softmax_cluster_4x256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    cluster_rows<BF16, 4, 256, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
+softmax_cluster_8x256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    cluster_rows<BF16, 8, 256, 32>(in, out, rows, cols);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
+softmax_cluster_8x512x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+{
+    cluster_rows<BF16, 8, 512, 32>(in, out, rows, cols);
+}
+#endif

@@ -126,7 +126,13 @@ impl fmt::Display for LaunchStats {
         writeln!(f, "global requests:        {}", self.global_requests)?;
         writeln!(f, "global sectors:         {}", self.global_sectors)?;
         writeln!(f, "sectors per request:    {:.2}", self.sectors_per_request())?;
-        writeln!(f, "atomics:                {}", self.atomics)
+        writeln!(f, "atomics:                {}", self.atomics)?;
+        // A cluster's counters, for kernels that use clusters only (the others' text is as it was).
+        if self.cluster_barriers > 0 || self.distributed_shared_accesses > 0 {
+            writeln!(f, "cluster barriers:       {}", self.cluster_barriers)?;
+            writeln!(f, "distributed shared:     {}", self.distributed_shared_accesses)?;
+        }
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@
 //! | [`Step::WarpRows`] | `softmax_warp_rows` | a warp per row, 16-byte loads: short rows |
 //! | [`Step::SplitRows`] | `softmax_split_partial`, `softmax_split_normalise` | blocks per row |
 //! | [`Step::OnChip`] | `softmax_on_chip_<group>x<values>` | the row read once, in registers |
+//! | [`Step::ClusterRows`] | `softmax_cluster_<blocks>x<threads>x32` | long rows on a cluster |
 //!
 //! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read and
 //! written as bf16, computed in f32; [`bf16_to_f32`] and [`f32_to_bf16`] convert on the host).
@@ -76,12 +77,25 @@ pub enum Step {
     /// Step 6: the row read once and held in registers, by a warp or a block sized to it
     /// ([`on_chip_group`]); longer rows go through [`Step::SplitRows`]'s kernels.
     OnChip,
+    /// Step 7: rows longer than a block holds at 32 elements a thread, held in the registers of a
+    /// thread block cluster ([`cluster_shape`]), the blocks exchanging their max and sum through
+    /// distributed shared memory; shorter rows as [`Step::OnChip`], longer ones through
+    /// [`Step::SplitRows`]'s kernels. Clusters need compute capability 9.0: on an older GPU the
+    /// step runs as [`Step::OnChip`].
+    ClusterRows,
 }
 
 impl Step {
     /// Every step, in the chapter's order.
-    pub const ALL: [Step; 6] =
-        [Step::ThreePass, Step::Fused, Step::Online, Step::WarpRows, Step::SplitRows, Step::OnChip];
+    pub const ALL: [Step; 7] = [
+        Step::ThreePass,
+        Step::Fused,
+        Step::Online,
+        Step::WarpRows,
+        Step::SplitRows,
+        Step::OnChip,
+        Step::ClusterRows,
+    ];
 
     /// The step's name in the registry (`course.toml`), tables and charts.
     pub const fn name(self) -> &'static str {
@@ -92,12 +106,13 @@ impl Step {
             Step::WarpRows => "warp-rows",
             Step::SplitRows => "split-rows",
             Step::OnChip => "on-chip",
+            Step::ClusterRows => "cluster-rows",
         }
     }
 
     /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order; the
     /// on-chip step launches the one of its nine for the row's group, or split rows' two for rows
-    /// too long for it.
+    /// too long for it; the cluster step one of its three for long rows, or the on-chip step's.
     pub const fn kernels(self) -> &'static [&'static str] {
         match self {
             Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
@@ -105,40 +120,46 @@ impl Step {
             Step::Online => &["softmax_online"],
             Step::WarpRows => &["softmax_warp_rows"],
             Step::SplitRows => SPLIT_KERNELS,
-            Step::OnChip => &[
-                "softmax_on_chip_16x8",
-                "softmax_on_chip_16x16",
-                "softmax_on_chip_16x32",
-                "softmax_on_chip_32x32",
-                "softmax_on_chip_64x32",
-                "softmax_on_chip_128x32",
-                "softmax_on_chip_256x32",
-                "softmax_on_chip_512x32",
-                "softmax_on_chip_512x64",
-                "softmax_split_partial",
-                "softmax_split_normalise",
-            ],
+            Step::OnChip => ON_CHIP_KERNELS.split_at(11).0,
+            Step::ClusterRows => ON_CHIP_KERNELS,
         }
     }
 
-    /// The launches that take the softmax of a `rows x cols` matrix on a GPU of `gpu`'s shape.
+    /// The launches that take the softmax of a `rows x cols` matrix on a GPU of `gpu`'s shape
+    /// (with thread block clusters: compute capability 9.0 and later).
     pub fn plan(self, rows: usize, cols: usize, gpu: GpuShape) -> Result<SoftmaxPlan> {
+        self.plan_for(rows, cols, gpu, true)
+    }
+
+    /// [`Step::plan`], on a GPU with or without clusters: without, the cluster step is the on-chip
+    /// step.
+    pub fn plan_for(self, rows: usize, cols: usize, gpu: GpuShape, clusters: bool) -> Result<SoftmaxPlan> {
         check_shape(rows, cols)?;
         let mut kernels = self.kernels();
         let mut threads = THREADS;
-        let mut group = 0;
-        let (grid, parts, chunk, scratch) = match (self, on_chip_group(cols)) {
-            (Step::ThreePass, _) => (rows, 1, cols, 2 * rows),
-            (Step::Fused | Step::Online, _) => (rows, 1, cols, 0),
-            (Step::WarpRows, _) => (rows.div_ceil((THREADS / 32) as usize), 1, cols, 0),
-            (Step::OnChip, Some(on_chip)) => {
-                let name = on_chip.kernel();
-                let at = kernels.iter().position(|k| *k == name).expect("on_chip_group picks a shape with a kernel");
-                kernels = std::slice::from_ref(&kernels[at]);
+        let (mut group, mut cluster) = (0, 0);
+        // The one kernel named `name`, among the step's.
+        let only = |name: String| {
+            let at = kernels.iter().position(|k| *k == name).expect("a shape with a kernel");
+            std::slice::from_ref(&kernels[at])
+        };
+        let long_row = if self == Step::ClusterRows && clusters { cluster_shape(cols) } else { None };
+        let on_chip = if matches!(self, Step::OnChip | Step::ClusterRows) { on_chip_group(cols) } else { None };
+        let (grid, parts, chunk, scratch) = match (self, long_row, on_chip) {
+            (Step::ThreePass, _, _) => (rows, 1, cols, 2 * rows),
+            (Step::Fused | Step::Online, _, _) => (rows, 1, cols, 0),
+            (Step::WarpRows, _, _) => (rows.div_ceil((THREADS / 32) as usize), 1, cols, 0),
+            (_, Some(shape), _) => {
+                kernels = only(shape.kernel());
+                (threads, cluster) = (shape.threads, shape.blocks);
+                (rows.saturating_mul(shape.blocks as usize), 1, cols, 0)
+            }
+            (_, None, Some(on_chip)) => {
+                kernels = only(on_chip.kernel());
                 (threads, group) = (on_chip.group.max(THREADS), on_chip.group);
                 (rows.div_ceil((threads / group) as usize), 1, cols, 0)
             }
-            (Step::SplitRows | Step::OnChip, _) => {
+            (_, None, None) => {
                 kernels = SPLIT_KERNELS;
                 let (parts, chunk) = split(rows, cols, gpu);
                 (rows * parts, parts, chunk, 2 * rows * parts)
@@ -152,13 +173,32 @@ impl Step {
             )));
         }
         let config = LaunchConfig::linear(grid as u32, threads, 0);
-        Ok(SoftmaxPlan { kernels, config, parts: parts as u32, chunk: chunk as u32, scratch_floats: scratch, group })
+        let (parts, chunk) = (parts as u32, chunk as u32);
+        Ok(SoftmaxPlan { kernels, config, parts, chunk, scratch_floats: scratch, group, cluster })
     }
 }
 // ANCHOR_END: step
 
-/// The split step's kernels (also the on-chip step's, for rows too long for registers).
+/// The split step's kernels (also the on-chip and cluster steps', for rows too long for them).
 const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normalise"];
+
+/// The on-chip step's kernels (its nine shapes and split rows' two), then the cluster step's three.
+const ON_CHIP_KERNELS: &[&str] = &[
+    "softmax_on_chip_16x8",
+    "softmax_on_chip_16x16",
+    "softmax_on_chip_16x32",
+    "softmax_on_chip_32x32",
+    "softmax_on_chip_64x32",
+    "softmax_on_chip_128x32",
+    "softmax_on_chip_256x32",
+    "softmax_on_chip_512x32",
+    "softmax_on_chip_512x64",
+    "softmax_split_partial",
+    "softmax_split_normalise",
+    "softmax_cluster_4x256x32",
+    "softmax_cluster_8x256x32",
+    "softmax_cluster_8x512x32",
+];
 
 // ANCHOR: on_chip_group
 /// How the on-chip step holds a row: `group` threads (a power of two from 16 to 512) with
@@ -202,6 +242,46 @@ pub fn on_chip_group(cols: usize) -> Option<OnChipGroup> {
 }
 // ANCHOR_END: on_chip_group
 
+// ANCHOR: cluster_shape
+/// How the cluster step holds a long row: a cluster of `blocks` blocks of `threads` threads with
+/// `values` elements each, the kernel `softmax_cluster_<blocks>x<threads>x<values>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterShape {
+    pub blocks: u32,
+    pub threads: u32,
+    pub values: u32,
+}
+
+impl ClusterShape {
+    /// The f32 kernel of this shape (the bf16 one ends in `_bf16`).
+    pub fn kernel(self) -> String {
+        format!("softmax_cluster_{}x{}x{}", self.blocks, self.threads, self.values)
+    }
+}
+
+/// The elements a thread of the cluster step holds, and the most blocks of a cluster that every
+/// Hopper GPU runs (the portable cluster size).
+pub const CLUSTER_VALUES: usize = 32;
+pub const CLUSTER_MAX_BLOCKS: usize = 8;
+
+/// The cluster step's shape for rows of `cols` elements: blocks of 256 threads (four per SM) where
+/// 8 of them hold the row, as many as hold it (a power of two, 4 or 8); longer rows on 8 blocks of
+/// 512 (two per SM). `None` for rows one block of step 6 holds at 32 elements a thread (16,384:
+/// the step runs them as step 6 does) and for rows longer than 8 x 512 x 32 (131,072; split rows).
+/// (scripts/softmax-cluster-tuning.cu measured these shapes beside others:
+/// book/src/data/nvidia-h100-80gb-hbm3/softmax-cluster-tuning.txt.)
+pub fn cluster_shape(cols: usize) -> Option<ClusterShape> {
+    let holds = |blocks: usize, threads: usize| blocks * threads * CLUSTER_VALUES;
+    let (blocks, threads) = match cols {
+        _ if cols <= ON_CHIP_MAX_GROUP * ON_CHIP_VALUES => return None,
+        _ if cols <= holds(CLUSTER_MAX_BLOCKS, 256) => (cols.div_ceil(holds(1, 256)).next_power_of_two().max(4), 256),
+        _ if cols <= holds(CLUSTER_MAX_BLOCKS, 512) => (CLUSTER_MAX_BLOCKS, 512),
+        _ => return None,
+    };
+    Some(ClusterShape { blocks: blocks as u32, threads, values: CLUSTER_VALUES as u32 })
+}
+// ANCHOR_END: cluster_shape
+
 // ANCHOR: split
 /// Blocks per row of the split step, and the elements of each: enough blocks in all to fill the GPU
 /// twice (rows x parts at least two waves of blocks of [`THREADS`]), each chunk at least
@@ -243,6 +323,8 @@ pub struct SoftmaxPlan {
     pub scratch_floats: usize,
     /// Threads per row of the on-chip step (0 for the others).
     pub group: u32,
+    /// Blocks per row of the cluster step's cluster kernels (0 for the others).
+    pub cluster: u32,
 }
 
 impl fmt::Display for SoftmaxPlan {
@@ -254,6 +336,9 @@ impl fmt::Display for SoftmaxPlan {
         }
         if self.group > 0 {
             write!(f, ", {} threads per row", self.group)?;
+        }
+        if self.cluster > 0 {
+            write!(f, ", a cluster of {} blocks per row", self.cluster)?;
         }
         if self.scratch_floats > 0 {
             write!(f, ", {} floats of scratch", self.scratch_floats)?;
@@ -290,7 +375,11 @@ pub const SCRATCH_POISON: u32 = 0x7fc0_5c0f;
 pub struct Softmax {
     device: Device,
     step: Step,
-    /// The step's f32 kernels and the bf16 ones, as [`Step::kernels`] lists them.
+    /// Whether the device runs thread block clusters (compute capability 9.0 and later).
+    clusters: bool,
+    /// The f32 names of the step's kernels this device runs ([`Step::kernels`], without the
+    /// cluster kernels on a GPU without clusters), and those kernels, f32 and bf16, in that order.
+    names: Vec<&'static str>,
     f32_kernels: Vec<Kernel>,
     bf16_kernels: Vec<Kernel>,
     /// Between kernels: the rows' max and sum (three passes), the chunks' states (split rows).
@@ -300,14 +389,19 @@ pub struct Softmax {
 impl Softmax {
     /// Compiles (or takes from the cache) the step's kernels, for f32 and bf16.
     pub fn new(device: &Device, step: Step) -> Result<Self> {
+        let clusters = device.facts().compute_capability >= (9, 0);
+        let names: Vec<&'static str> =
+            step.kernels().iter().copied().filter(|k| clusters || !k.starts_with("softmax_cluster_")).collect();
         let compile = |suffix: &str| -> Result<Vec<Kernel>> {
-            step.kernels().iter().map(|k| device.kernel(&SOURCE, &format!("{k}{suffix}"))).collect()
+            names.iter().map(|k| device.kernel(&SOURCE, &format!("{k}{suffix}"))).collect()
         };
         Ok(Softmax {
             device: device.clone(),
             step,
+            clusters,
             f32_kernels: compile(f32::SUFFIX)?,
             bf16_kernels: compile(u16::SUFFIX)?,
+            names,
             scratch: None,
         })
     }
@@ -318,7 +412,7 @@ impl Softmax {
 
     /// The launches this device would run for a `rows x cols` matrix.
     pub fn plan(&self, rows: usize, cols: usize) -> Result<SoftmaxPlan> {
-        self.step.plan(rows, cols, self.device.facts().shape())
+        self.step.plan_for(rows, cols, self.device.facts().shape(), self.clusters)
     }
 
     /// Writes the softmax of each row of the row-major `rows x cols` matrix `input` into `output`
@@ -346,11 +440,11 @@ impl Softmax {
         let kernels: Vec<&Kernel> = plan
             .kernels
             .iter()
-            .map(|name| &compiled[self.step.kernels().iter().position(|k| k == name).expect("a step's kernel")])
+            .map(|name| &compiled[self.names.iter().position(|k| k == name).expect("a compiled kernel")])
             .collect();
         let (r, c, config) = (rows as u32, cols as u32, plan.config);
         let launch = |k: usize| self.device.launch(kernels[k], config);
-        if plan.group > 0 {
+        if plan.group > 0 || plan.cluster > 0 {
             return launch(0).arg(input).arg(output).arg(r).arg(c).run();
         }
         match self.step {
@@ -362,7 +456,7 @@ impl Softmax {
                 launch(2).arg(input).arg(max).arg(sum).arg(&mut *output).arg(r).arg(c).run()
             }
             Step::Fused | Step::Online | Step::WarpRows => launch(0).arg(input).arg(output).arg(r).arg(c).run(),
-            Step::SplitRows | Step::OnChip => {
+            Step::SplitRows | Step::OnChip | Step::ClusterRows => {
                 let (parts, chunk) = (plan.parts, plan.chunk);
                 launch(0).arg(input).arg(&mut *scratch).arg(r).arg(c).arg(parts).arg(chunk).run()?;
                 launch(1).arg(input).arg(scratch.as_view()).arg(output).arg(r).arg(c).arg(parts).arg(chunk).run()

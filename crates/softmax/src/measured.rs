@@ -14,7 +14,7 @@ const CRATE: &str = env!("CARGO_PKG_NAME");
 /// A value no softmax writes (a negative one): outputs are filled with it before a checked run.
 pub const POISON: f32 = -7.0;
 
-/// Every step, in the registry's order: the six f32 steps, then the last three on bf16 rows.
+/// Every step, in the registry's order: the seven f32 steps, then the last four on bf16 rows.
 pub fn steps() -> Vec<StepEntry> {
     let f32_step = |name, step| {
         StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step))
@@ -29,9 +29,11 @@ pub fn steps() -> Vec<StepEntry> {
         f32_step("warp-rows", Step::WarpRows),
         f32_step("split-rows", Step::SplitRows),
         f32_step("on-chip", Step::OnChip),
+        f32_step("cluster-rows", Step::ClusterRows),
         bf16_step("warp-rows-bf16", Step::WarpRows),
         bf16_step("split-rows-bf16", Step::SplitRows),
         bf16_step("on-chip-bf16", Step::OnChip),
+        bf16_step("cluster-rows-bf16", Step::ClusterRows),
     ]
 }
 

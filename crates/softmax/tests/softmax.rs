@@ -125,10 +125,11 @@ fn plan_snapshot() -> Result<String, GpuError> {
     Ok(text)
 }
 
-/// What the simulator counts when `step` takes the softmax of 8 rows of 1024 f32, per kernel.
+/// What the simulator counts when `step` takes the softmax of 8 rows of 1024 f32, per kernel (the
+/// cluster step: 2 rows of 2^15, the shortest rows it runs on a cluster).
 fn counters(step: Step) -> Result<String, GpuError> {
     let device = Device::simulator()?;
-    let (rows, cols) = (8, 1024);
+    let (rows, cols) = if step == Step::ClusterRows { (2, 1 << 15) } else { (8, 1024) };
     let host: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 101) as f32 / 16.0).collect();
     let input = device.upload(&host)?;
     let mut output = device.alloc::<f32>(rows * cols)?;
@@ -316,6 +317,78 @@ fn main() -> std::process::ExitCode {
                 let host = logits::<u16>(&mut rng, rows * cols);
                 check(device, &mut softmax, &rng, &host, (rows, cols))?;
             }
+            Ok(())
+        })
+        .gpu("cluster-rows::every_cluster_size_and_its_edges", |device| {
+            // Each length where the cluster grows, and one past it, from the longest row one block
+            // holds (step 6's kernel) to one past the longest a cluster of 8 holds (split rows); a
+            // row whose parts are not all full, and rows at an odd offset (element by element).
+            let mut rng = TestRng::new();
+            let mut softmax = Softmax::new(device, Step::ClusterRows)?;
+            let mut lengths = vec![1 << 14];
+            lengths.extend((14..=17).map(|k| (1usize << k) + 1));
+            lengths.extend([1 << 15, 1 << 16, 1 << 17, 3 << 14, (1 << 16) + 8]);
+            for cols in lengths {
+                let rows = if cols > 1 << 16 { 1 } else { 2 };
+                let host = logits::<f32>(&mut rng, rows * cols);
+                check(device, &mut softmax, &rng, &host, (rows, cols))?;
+                let host = logits::<u16>(&mut rng, rows * cols);
+                check(device, &mut softmax, &rng, &host, (rows, cols))?;
+            }
+            let (rows, cols) = (2, 40_000);
+            let host = logits::<f32>(&mut rng, rows * cols + 1);
+            let buffer = device.upload(&host)?;
+            let mut out = device.alloc::<f32>(rows * cols)?;
+            out.fill(POISON)?;
+            softmax.softmax(buffer.view(1..rows * cols + 1)?, rows, cols, &mut out)?;
+            if let Some(m) = first_mismatch(&host[1..], &out.to_host()?, rows, cols) {
+                return Err(rng.fail(format!("cluster-rows: {rows} x {cols} at offset 1: {m}")));
+            }
+            Ok(())
+        })
+        .gpu("cluster-rows::torch_semantics_across_a_cluster", |device| {
+            // Special values in one block's part of a row of 2^16 (a cluster of 4): what torch
+            // gives, across the cluster's exchange of max and sum.
+            let rng = TestRng::new();
+            let mut softmax = Softmax::new(device, Step::ClusterRows)?;
+            let cols = 1 << 16;
+            let inf = f32::INFINITY;
+            let rows: [(&str, Box<dyn Fn(usize) -> f32>); 5] = [
+                ("masked: the last block's part all -inf", Box::new(|i| if i >= 3 << 14 { -inf } else { 0.5 })),
+                ("a NaN in the third part", Box::new(|i| if i == 40_000 { f32::NAN } else { 0.0 })),
+                ("one finite, in the last part", Box::new(|i| if i == cols - 1 { 2.0 } else { -inf })),
+                ("logits of 1e4 in the second part", Box::new(|i| if i / (1 << 14) == 1 { 1e4 } else { -1e4 })),
+                ("all -inf", Box::new(|_| -inf)),
+            ];
+            for (what, row) in rows {
+                let host: Vec<f32> = (0..cols).map(row).collect();
+                check(device, &mut softmax, &rng, &host, (1, cols)).map_err(|e| format!("{what}: {e:?}"))?;
+                let got = softmax.softmax_host(&host, 1, cols)?;
+                let fail = |why: &str| Err(format!("cluster-rows {what}: {why}").into());
+                match what {
+                    "a NaN in the third part" | "all -inf" if !got.iter().all(|y| y.is_nan()) => {
+                        return fail("expected NaN everywhere");
+                    }
+                    "masked: the last block's part all -inf" if got[3 << 14..].iter().any(|&y| y != 0.0) => {
+                        return fail("masked entries must be exactly 0");
+                    }
+                    "one finite, in the last part" if got[cols - 1] != 1.0 => return fail("expected 1 at the finite entry"),
+                    _ => {}
+                }
+            }
+            Ok(())
+        })
+        .cpu("cluster-rows::shapes", || {
+            let mut text = String::new();
+            for cols in [0, 1 << 14, (1 << 14) + 1, 1 << 15, (1 << 15) + 1, 1 << 16, 1 << 17, (1 << 17) + 1] {
+                let _ = writeln!(text, "{cols}: {:?}", softmax::cluster_shape(cols));
+            }
+            let gpu = GpuShape::HOPPER_132_SMS;
+            for clusters in [true, false] {
+                let plan = Step::ClusterRows.plan_for(768, 1 << 16, gpu, clusters)?;
+                let _ = writeln!(text, "768 x 2^16, clusters {clusters}: {plan}");
+            }
+            insta::assert_snapshot!("cluster_shapes", text);
             Ok(())
         })
         .cpu("on-chip::groups", || {

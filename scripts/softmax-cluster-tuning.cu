@@ -1,0 +1,339 @@
+// The cluster softmax (cuda/softmax.cu, step 7) against other cluster shapes and the steps it
+// replaces for long rows (split rows; step 6's 512 x 64 block for rows of 2^15), timed in one run
+// with the device copy of the same bytes: how softmax::cluster_shape was chosen. A variant is a
+// cluster of CLUSTER blocks of BLOCK threads holding VALUES elements each, launched with the
+// cluster's shape given at launch (cudaLaunchKernelEx), at most MIN_BLOCKS blocks' registers per SM
+// asked of the compiler; the chapter's kernels (their shape compiled in) run with a plain launch.
+// Every variant is checked against split rows first; times are the median of 15 batches of
+// CUDA-event timings, as in the tour.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o softmax-cluster-tuning scripts/softmax-cluster-tuning.cu
+//   ./softmax-cluster-tuning
+#include "../cuda/softmax.cu"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tuning.cuh"
+
+// Two exchanges, the first form of step 7: the cluster's max through one cluster barrier, then
+// exp(x - max) and the cluster's sum through another.
+template <class Op, int CLUSTER>
+__device__ __forceinline__ float cluster_reduce(float* slot, float value)
+{
+    if (threadIdx.x == 0) *slot = value;
+    cluster_arrive();
+    cluster_wait();
+    value = read_slot(slot, 0);
+#pragma unroll
+    for (int r = 1; r < CLUSTER; r++) value = Op::combine(value, read_slot(slot, r));
+    return value;
+}
+
+template <class E, int CLUSTER, int BLOCK, int VALUES>
+__device__ void cluster_rows_two_exchanges(const typename E::Word* __restrict__ in,
+                                           typename E::Word* __restrict__ out, unsigned int rows, unsigned int cols)
+{
+    __shared__ float slots[2];
+    const unsigned int rank = blockIdx.x % CLUSTER;
+    const size_t row = blockIdx.x / CLUSTER;
+    const unsigned int part = (cols / CLUSTER + (cols % CLUSTER != 0) + 7) / 8 * 8;
+    const unsigned int begin = min(rank * part, cols);
+    const unsigned int len = min(part, cols - begin);
+    const typename E::Word* x_part = in + row * cols + begin;
+    typename E::Word* y_part = out + row * cols + begin;
+    const RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
+                                              aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
+    float x[VALUES];
+    share.load(x_part, x);
+    float m = Max<float>::identity();
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        if (share.held(j)) m = Max<float>::combine(m, x[j]);
+    }
+    m = cluster_reduce<Max<float>, CLUSTER>(&slots[0], group_reduce<Max<float>, BLOCK>(m));
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        if (share.held(j)) {
+            x[j] = softmax_exp(x[j] - m);
+            s += x[j];
+        }
+    }
+    s = cluster_reduce<Sum<float>, CLUSTER>(&slots[1], group_reduce<Sum<float>, BLOCK>(s));
+    cluster_arrive();
+    share.store(y_part, x, 1.0f / s);
+    cluster_wait();
+}
+
+template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES = false>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+    variant(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
+{
+    if (TWO_EXCHANGES) cluster_rows_two_exchanges<E, CLUSTER, BLOCK, VALUES>(in, out, rows, cols);
+    else cluster_rows<E, CLUSTER, BLOCK, VALUES>(in, out, rows, cols);
+}
+
+struct Shape {
+    unsigned rows, cols;
+};
+
+// A way to take the softmax of a shape: launches on (in, out), or false where it does not apply.
+using Run = std::function<bool(const void*, void*, Shape)>;
+
+struct Variant {
+    std::string name;
+    Run f32, bf16;
+    int regs = 0, blocks_per_sm = 0;
+};
+
+template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES>
+static Run cluster_run()
+{
+    return [](const void* in, void* out, Shape s) {
+        // Shapes the cluster holds, down to a quarter full.
+        if (s.cols > (unsigned)(CLUSTER * BLOCK * VALUES) || 4 * s.cols <= (unsigned)(CLUSTER * BLOCK * VALUES))
+            return false;
+        cudaLaunchConfig_t config = {};
+        config.gridDim = dim3(s.rows * CLUSTER);
+        config.blockDim = dim3(BLOCK);
+        cudaLaunchAttribute attribute[1];
+        attribute[0].id = cudaLaunchAttributeClusterDimension;
+        attribute[0].val.clusterDim.x = CLUSTER;
+        attribute[0].val.clusterDim.y = 1;
+        attribute[0].val.clusterDim.z = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+        CHECK(cudaLaunchKernelEx(&config, variant<E, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>,
+                                 (const typename E::Word*)in, (typename E::Word*)out, s.rows, s.cols));
+        return true;
+    };
+}
+
+template <int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES = false>
+static Variant cluster_variant(std::string name)
+{
+    Variant v{name, cluster_run<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>(),
+              cluster_run<BF16, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>()};
+    cudaFuncAttributes a;
+    auto kernel = variant<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>;
+    CHECK(cudaFuncGetAttributes(&a, kernel));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, 0));
+    return v;
+}
+
+// The chapter's kernels with their cluster compiled in (__cluster_dims__): a plain launch, the
+// shape softmax::cluster_shape picks.
+static Variant chapter_variant()
+{
+    Variant v{"chapter (cluster_shape)", {}, {}};
+    v.f32 = [](const void* in, void* out, Shape s) {
+        if (s.cols <= 16384 || s.cols > 131072) return false;
+        if (s.cols <= 32768) softmax_cluster_4x256x32<<<s.rows * 4, 256>>>((const float*)in, (float*)out, s.rows, s.cols);
+        else if (s.cols <= 65536)
+            softmax_cluster_8x256x32<<<s.rows * 8, 256>>>((const float*)in, (float*)out, s.rows, s.cols);
+        else softmax_cluster_8x512x32<<<s.rows * 8, 512>>>((const float*)in, (float*)out, s.rows, s.cols);
+        CHECK(cudaGetLastError());
+        return true;
+    };
+    v.bf16 = [](const void* in, void* out, Shape s) {
+        typedef const unsigned short* In;
+        typedef unsigned short* Out;
+        if (s.cols <= 16384 || s.cols > 131072) return false;
+        if (s.cols <= 32768) softmax_cluster_4x256x32_bf16<<<s.rows * 4, 256>>>((In)in, (Out)out, s.rows, s.cols);
+        else if (s.cols <= 65536) softmax_cluster_8x256x32_bf16<<<s.rows * 8, 256>>>((In)in, (Out)out, s.rows, s.cols);
+        else softmax_cluster_8x512x32_bf16<<<s.rows * 8, 512>>>((In)in, (Out)out, s.rows, s.cols);
+        CHECK(cudaGetLastError());
+        return true;
+    };
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, softmax_cluster_8x256x32));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, softmax_cluster_8x256x32, 256, 0));
+    return v;
+}
+
+// Split rows as the launcher plans them on 132 SMs (softmax::split): 2 waves of 256-thread blocks.
+static float* partial = nullptr;
+static void split_plan(Shape s, unsigned& parts, unsigned& chunk)
+{
+    const unsigned wanted = 2 * 132 * 8, most = std::max(1u, (s.cols + 8191) / 8192);
+    parts = std::min(std::max(1u, (wanted + s.rows - 1) / s.rows), most);
+    chunk = ((s.cols + parts - 1) / parts + 7) / 8 * 8;
+    parts = (s.cols + chunk - 1) / chunk;
+}
+
+static Variant split_variant()
+{
+    Variant v{"split rows (step 5)", {}, {}};
+    v.f32 = [](const void* in, void* out, Shape s) {
+        unsigned parts, chunk;
+        split_plan(s, parts, chunk);
+        softmax_split_partial<<<s.rows * parts, 256>>>((const float*)in, partial, s.rows, s.cols, parts, chunk);
+        softmax_split_normalise<<<s.rows * parts, 256>>>((const float*)in, partial, (float*)out, s.rows, s.cols, parts,
+                                                         chunk);
+        return true;
+    };
+    v.bf16 = [](const void* in, void* out, Shape s) {
+        unsigned parts, chunk;
+        split_plan(s, parts, chunk);
+        softmax_split_partial_bf16<<<s.rows * parts, 256>>>((const unsigned short*)in, partial, s.rows, s.cols, parts,
+                                                            chunk);
+        softmax_split_normalise_bf16<<<s.rows * parts, 256>>>((const unsigned short*)in, partial,
+                                                              (unsigned short*)out, s.rows, s.cols, parts, chunk);
+        return true;
+    };
+    return v;
+}
+
+static Variant block_512x64_variant()
+{
+    Variant v{"one block 512x64 (step 6)", {}, {}};
+    v.f32 = [](const void* in, void* out, Shape s) {
+        if (s.cols > 32768) return false;
+        softmax_on_chip_512x64<<<s.rows, 512>>>((const float*)in, (float*)out, s.rows, s.cols);
+        return true;
+    };
+    v.bf16 = [](const void* in, void* out, Shape s) {
+        if (s.cols > 32768) return false;
+        softmax_on_chip_512x64_bf16<<<s.rows, 512>>>((const unsigned short*)in, (unsigned short*)out, s.rows, s.cols);
+        return true;
+    };
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, softmax_on_chip_512x64));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, softmax_on_chip_512x64, 512, 0));
+    return v;
+}
+
+static float bf16_value(unsigned short w)
+{
+    unsigned bits = (unsigned)w << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+int main()
+{
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    const size_t n = 1ull << 26; // every shape below holds 2^26 elements
+    std::vector<float> host(n);
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : host) x = u(rng);
+    std::vector<unsigned short> host_bf16(n);
+    for (size_t i = 0; i < n; ++i) {
+        unsigned bits;
+        std::memcpy(&bits, &host[i], 4);
+        host_bf16[i] = (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    }
+    float *in, *out, *expected;
+    unsigned short *in_bf16, *out_bf16, *expected_bf16;
+    CHECK(cudaMalloc(&in, n * 4));
+    CHECK(cudaMalloc(&out, n * 4));
+    CHECK(cudaMalloc(&expected, n * 4));
+    CHECK(cudaMalloc(&in_bf16, n * 2));
+    CHECK(cudaMalloc(&out_bf16, n * 2));
+    CHECK(cudaMalloc(&expected_bf16, n * 2));
+    CHECK(cudaMalloc(&partial, 2 * 4 * 1024 * 1024));
+    CHECK(cudaMemcpy(in, host.data(), n * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(in_bf16, host_bf16.data(), n * 2, cudaMemcpyHostToDevice));
+
+    std::vector<Variant> variants;
+    variants.push_back(split_variant());
+    variants.push_back(block_512x64_variant());
+    variants.push_back(chapter_variant());
+    // The first run timed clusters of 2, 4 and 8 blocks of 512 x 32 at 1 block/SM, 2x512x64, 4x and
+    // 8x256x32 at 2 and 3 blocks/SM, 4x and 8x512x16, 4x and 8x1024x16, 2x1024x32 and 8x128x64,
+    // every one with two exchanges (the max, then the sum); the second run the shapes below with
+    // one exchange and with two. (Their outputs: softmax-cluster-tuning.txt.) This, the third run,
+    // times the chapter's kernels beside the best of them.
+    variants.push_back(cluster_variant<2, 512, 32, 2>("2x512x32 2/SM one exchange"));
+    variants.push_back(cluster_variant<4, 256, 32, 4>("4x256x32 4/SM one exchange"));
+    variants.push_back(cluster_variant<8, 256, 32, 4>("8x256x32 4/SM one exchange"));
+    variants.push_back(cluster_variant<8, 256, 32, 4, true>("8x256x32 4/SM two exchanges"));
+    variants.push_back(cluster_variant<8, 512, 32, 2>("8x512x32 2/SM one exchange"));
+
+    const Shape shapes[] = {{768, 1u << 16}, {1536, 1u << 15}, {384, 1u << 17}, {3072, 1u << 14}};
+    // Check every variant against split rows, f32 within 1e-5 relative, bf16 within one bf16 ulp.
+    std::vector<float> got(n), want(n);
+    std::vector<unsigned short> got_bf16(n), want_bf16(n);
+    for (const Shape& s : shapes) {
+        const size_t m = (size_t)s.rows * s.cols;
+        variants[0].f32(in, expected, s);
+        variants[0].bf16(in_bf16, expected_bf16, s);
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaMemcpy(want.data(), expected, m * 4, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(want_bf16.data(), expected_bf16, m * 2, cudaMemcpyDeviceToHost));
+        for (auto& v : variants) {
+            CHECK(cudaMemset(out, 0xff, m * 4));
+            CHECK(cudaMemset(out_bf16, 0xff, m * 2));
+            if (v.f32(in, out, s)) {
+                CHECK(cudaDeviceSynchronize());
+                CHECK(cudaMemcpy(got.data(), out, m * 4, cudaMemcpyDeviceToHost));
+                for (size_t i = 0; i < m; ++i) {
+                    if (!(std::fabs(got[i] - want[i]) <= 1e-5f * want[i])) {
+                        std::printf("WRONG %s f32 %ux%u at %zu: %g, expected %g\n", v.name.c_str(), s.rows, s.cols, i,
+                                    got[i], want[i]);
+                        break;
+                    }
+                }
+            }
+            if (v.bf16(in_bf16, out_bf16, s)) {
+                CHECK(cudaDeviceSynchronize());
+                CHECK(cudaMemcpy(got_bf16.data(), out_bf16, m * 2, cudaMemcpyDeviceToHost));
+                for (size_t i = 0; i < m; ++i) {
+                    const float g = bf16_value(got_bf16[i]), w = bf16_value(want_bf16[i]);
+                    if (!(std::fabs(g - w) <= w * (1.0f / 128))) {
+                        std::printf("WRONG %s bf16 %ux%u at %zu: %g, expected %g\n", v.name.c_str(), s.rows, s.cols,
+                                    i, g, w);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    std::printf("ms (%% of the copy of the same bytes)\n%-28s %4s %3s", "variant", "regs", "occ");
+    for (const Shape& s : shapes) std::printf(" | f32 %4ux2^%-2d    bf16", s.rows, (int)std::log2((double)s.cols));
+    std::printf("\n%-28s %4s %3s", "copy (cudaMemcpy)", "", "");
+    std::vector<double> copy_f32, copy_bf16;
+    for (const Shape& s : shapes) {
+        const size_t m = (size_t)s.rows * s.cols;
+        copy_f32.push_back(median_ms([&] { CHECK(cudaMemcpyAsync(out, in, m * 4, cudaMemcpyDeviceToDevice)); }));
+        copy_bf16.push_back(
+            median_ms([&] { CHECK(cudaMemcpyAsync(out_bf16, in_bf16, m * 2, cudaMemcpyDeviceToDevice)); }));
+        std::printf(" | %7.4f        %7.4f       ", copy_f32.back(), copy_bf16.back());
+    }
+    std::printf("\n");
+    for (auto& v : variants) {
+        std::printf("%-28s %4d %3d", v.name.c_str(), v.regs, v.blocks_per_sm);
+        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); ++i) {
+            const Shape& s = shapes[i];
+            if (v.f32(in, out, s)) {
+                const double ms = median_ms([&] { v.f32(in, out, s); });
+                std::printf(" | %7.4f %5.1f%%", ms, 100.0 * copy_f32[i] / ms);
+            } else {
+                std::printf(" | %15s", "-");
+            }
+            if (v.bf16(in_bf16, out_bf16, s)) {
+                const double ms = median_ms([&] { v.bf16(in_bf16, out_bf16, s); });
+                std::printf(" %7.4f %5.1f%%", ms, 100.0 * copy_bf16[i] / ms);
+            } else {
+                std::printf(" %14s", "-");
+            }
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+    }
+    return 0;
+}
