@@ -122,9 +122,10 @@ __global__ void __launch_bounds__(THREADS)
 
 
 // The chapter's single pass (cuda/compact.cu: single_pass) with PER_LANE predecessors per lane of
-// the look-back warp (32 * PER_LANE tiles per round trip to L2).
-template <int THREADS, int ITEMS, int PER_LANE, bool MASKED>
-__global__ void __launch_bounds__(THREADS)
+// the look-back warp (32 * PER_LANE tiles per round trip to L2), a sleep of SLEEP_NS between the
+// look-back's polls, and registers for MIN_BLOCKS blocks per SM.
+template <int THREADS, int ITEMS, int PER_LANE, bool MASKED, int SLEEP_NS = 0, int MIN_BLOCKS = 1>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     wide(const float* input, const unsigned char* mask, float threshold, float* output, unsigned long long capacity,
          unsigned* kept, unsigned long long* status_words, unsigned* counter, unsigned long long n, unsigned epoch)
 {
@@ -153,7 +154,7 @@ __global__ void __launch_bounds__(THREADS)
     unsigned rank[ITEMS];
     const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
     if (threadIdx.x < 32) {
-        const unsigned earlier = tile_prefix<ScanSum<unsigned>, PER_LANE, 0>(status, tile, tile_count);
+        const unsigned earlier = tile_prefix<ScanSum<unsigned>, PER_LANE, SLEEP_NS>(status, tile, tile_count);
         if (threadIdx.x == 0) before_tile = earlier;
     }
 #pragma unroll
@@ -236,23 +237,24 @@ static Variant bulk_variant(std::string name)
     return v;
 }
 
-template <int THREADS, int ITEMS, int PER_LANE>
+template <int THREADS, int ITEMS, int PER_LANE, int SLEEP_NS = 0, int MIN_BLOCKS = 1>
 static Variant wide_variant(std::string name)
 {
     Variant v{name, {}, 0, 0};
     cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, wide<THREADS, ITEMS, PER_LANE, false>));
+    auto by_test = wide<THREADS, ITEMS, PER_LANE, false, SLEEP_NS, MIN_BLOCKS>;
+    CHECK(cudaFuncGetAttributes(&a, by_test));
     v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, wide<THREADS, ITEMS, PER_LANE, false>, THREADS, 0));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, by_test, THREADS, 0));
     v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
         const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
         ++epoch;
         if (masked)
-            wide<THREADS, ITEMS, PER_LANE, true><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n,
-                                                                                b.kept, b.status, b.counter, n, epoch);
+            wide<THREADS, ITEMS, PER_LANE, true, SLEEP_NS, MIN_BLOCKS><<<(unsigned)tiles, THREADS>>>(
+                b.in, b.mask, threshold, b.out, n, b.kept, b.status, b.counter, n, epoch);
         else
-            wide<THREADS, ITEMS, PER_LANE, false><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n,
-                                                                                 b.kept, b.status, b.counter, n, epoch);
+            wide<THREADS, ITEMS, PER_LANE, false, SLEEP_NS, MIN_BLOCKS><<<(unsigned)tiles, THREADS>>>(
+                b.in, b.mask, threshold, b.out, n, b.kept, b.status, b.counter, n, epoch);
     };
     return v;
 }
@@ -288,16 +290,21 @@ int main()
     CHECK(cudaMalloc(&temp, temp_bytes));
 
     std::vector<Variant> variants;
+    // The fourth run: more blocks per SM (fewer registers a thread), so that other tiles' loads
+    // fill a tile's wait on its predecessors, with and without a sleep between the look-back's polls.
+    // (The third run also timed sleeps of 32 and 512 ns, 256 x 24 at 4 blocks/SM and 128 x 32.)
     variants.push_back(chapter_variant<512, 16>("chapter 512x16"));
-    variants.push_back(wide_variant<512, 16, 1>("wide1 512x16 (= chapter)"));
-    variants.push_back(wide_variant<512, 16, 2>("wide2 512x16"));
-    variants.push_back(wide_variant<512, 16, 4>("wide4 512x16"));
-    variants.push_back(wide_variant<256, 16, 4>("wide4 256x16"));
-    variants.push_back(wide_variant<256, 16, 1>("wide1 256x16"));
-    variants.push_back(wide_variant<256, 24, 1>("wide1 256x24"));
-    variants.push_back(wide_variant<128, 32, 1>("wide1 128x32"));
-    variants.push_back(wide_variant<128, 32, 4>("wide4 128x32"));
-    variants.push_back(bulk_variant<128, 32>("bulk 128x32"));
+    variants.push_back(wide_variant<512, 16, 1, 128>("512x16 sleep 128"));
+    variants.push_back(wide_variant<512, 16, 1, 0, 3>("512x16 3 blocks/SM"));
+    variants.push_back(wide_variant<512, 16, 1, 128, 3>("512x16 3/SM sleep 128"));
+    variants.push_back(wide_variant<512, 16, 1, 0, 4>("512x16 4 blocks/SM"));
+    variants.push_back(wide_variant<512, 12, 1, 0, 4>("512x12 4 blocks/SM"));
+    variants.push_back(wide_variant<512, 8, 1, 0, 4>("512x8 4 blocks/SM"));
+    variants.push_back(wide_variant<384, 16, 1, 0, 4>("384x16 4 blocks/SM"));
+    variants.push_back(wide_variant<384, 16, 1, 128, 4>("384x16 4/SM sleep 128"));
+    variants.push_back(wide_variant<256, 16, 1, 0, 8>("256x16 8 blocks/SM"));
+    variants.push_back(wide_variant<256, 16, 1, 0, 6>("256x16 6 blocks/SM"));
+    variants.push_back(wide_variant<1024, 8, 1, 0, 2>("1024x8 2 blocks/SM"));
 
     // Check: by a test at three thresholds, and by the mask, at awkward sizes.
     std::vector<float> got(max_n);
