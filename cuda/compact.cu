@@ -26,11 +26,6 @@
 #define COMPACT_ITEMS 16
 #endif
 #define FLAG_THREADS 256
-// The single pass asks the compiler for registers that let 3 of its blocks share an SM (40 a
-// thread, where it would take 51 and fit 2): a block waiting on its predecessors' counts has no
-// loads in flight, and a third block's loads fill the wait. Measured on an H100 at 2^28, half
-// kept by x > 0: 0.81 ms against 0.96 (scripts/compact-bulk-tuning.cu, its third and fourth runs).
-#define COMPACT_SINGLE_PASS_BLOCKS_PER_SM 3
 
 // ---------------------------------------------------------------------------------------------
 // What is kept
@@ -319,9 +314,10 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // look-back only waits on running blocks), loads it (starting with tile blockIdx.x before the
 // number comes back, the usual one), ranks the kept elements in registers, and warp 0 finds how
 // many the earlier tiles keep by decoupled look-back over the tiles' published counts (tile_prefix
-// with ScanSum of unsigned). Then the kept elements are staged in shared memory in order, and the
-// block writes them out as one contiguous run: consecutive threads write consecutive words, so
-// every store is coalesced, whichever elements were kept. The last tile's block stores the total.
+// with ScanSum of unsigned, pausing before its first read: look_back_pause_ns). Then the kept
+// elements are staged in shared memory in order, and the block writes them out as one contiguous
+// run: consecutive threads write consecutive words, so every store is coalesced, whichever
+// elements were kept. The last tile's block stores the total.
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>
@@ -351,7 +347,8 @@ __device__ __forceinline__ void single_pass(const Select& select, T* __restrict_
     unsigned rank[ITEMS];
     const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
     if (threadIdx.x < 32) {
-        const unsigned earlier = tile_prefix<ScanSum<unsigned>, 1, 0>(status, tile, tile_count);
+        const unsigned earlier =
+            tile_prefix<ScanSum<unsigned>, 1, 0>(status, tile, tile_count, look_back_pause_ns());
         if (threadIdx.x == 0) {
             before_tile = earlier;
         }
@@ -573,7 +570,7 @@ compact_scatter_tiles_if_u32(const unsigned* input, int test, unsigned threshold
 }
 
 // Step 3: one pass.
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_SINGLE_PASS_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
 compact_single_pass_masked_f32(const float* input, const unsigned char* mask, float* output,
                                unsigned long long capacity, unsigned* kept, unsigned long long* status,
                                unsigned* counter, unsigned long long n, unsigned epoch)
@@ -583,7 +580,7 @@ compact_single_pass_masked_f32(const float* input, const unsigned char* mask, fl
                                                        counter, n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_SINGLE_PASS_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
 compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int* output, unsigned long long capacity,
                                unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
                                unsigned epoch)
@@ -593,7 +590,7 @@ compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int*
                                                      n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_SINGLE_PASS_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
 compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* output,
                                unsigned long long capacity, unsigned* kept, unsigned long long* status,
                                unsigned* counter, unsigned long long n, unsigned epoch)
@@ -603,7 +600,7 @@ compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask,
                                                           counter, n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_SINGLE_PASS_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
 compact_single_pass_if_f32(const float* input, int test, float threshold, float* output, unsigned long long capacity,
                            unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
                            unsigned epoch)
@@ -613,7 +610,7 @@ compact_single_pass_if_f32(const float* input, int test, float threshold, float*
                                                        counter, n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_SINGLE_PASS_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
 compact_single_pass_if_i32(const int* input, int test, int threshold, int* output, unsigned long long capacity,
                            unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
                            unsigned epoch)
@@ -623,7 +620,7 @@ compact_single_pass_if_i32(const int* input, int test, int threshold, int* outpu
                                                      n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_SINGLE_PASS_BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
 compact_single_pass_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* output,
                            unsigned long long capacity, unsigned* kept, unsigned long long* status, unsigned* counter,
                            unsigned long long n, unsigned epoch)

@@ -170,11 +170,17 @@ __device__ __forceinline__ int lowest_lane(unsigned lanes)
 // to the next 32 * PER_LANE. Tile 0 always publishes a prefix, so the walk ends. With PER_LANE = 1
 // this is the usual look-back, and the one the scans use; reading several tiles per lane cuts the
 // round trips of a long walk, but measured slower (scan_wide_look_back, see the scan chapter).
+// pause_ns: a pause before the first read (the caller has just published its aggregate), so that
+// the predecessors have published too by the time the warp reads (look_back_pause_ns, below);
+// SLEEP_NS: a pause between reads that found a predecessor still empty.
 template <class Op, int PER_LANE, int SLEEP_NS>
-__device__ typename Op::Value look_back(TileStatus status, unsigned tile)
+__device__ typename Op::Value look_back(TileStatus status, unsigned tile, unsigned pause_ns = 0)
 {
     typedef typename Op::Value Value;
     const int lane = threadIdx.x & 31;
+    if (pause_ns > 0) {
+        __nanosleep(pause_ns);
+    }
     Value prefix = Op::identity(); // the tiles between the current window and `tile`
     int window = (int)tile - 1;
     while (true) {
@@ -236,13 +242,31 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile)
 }
 // ANCHOR_END: look_back
 
+// ANCHOR: pause
+// The pause before a look-back's first read, in ns: 1150 on grids of 512 tiles or more, else 0.
+// A tile that reads at once finds its nearest predecessors still loading their own tiles and reads
+// again and again, hundreds of warps at a time, crowding the L2 lines its predecessors are about
+// to publish to; after a pause, one read usually finds a prefix. A grid of a few hundred tiles
+// runs at once, and its chain of prefixes is the whole launch: a pause only lengthens it. The
+// numbers are CUB's for DeviceSelect::If on sm_90 (fixed_delay_constructor_t<76, 1150>, applied
+// from 500 tiles); measured here with the compaction and the scan on an H100
+// (scripts/compact-bulk-tuning.cu, sixth run; scripts/scan-pipeline-tuning.cu, second run).
+#define LOOK_BACK_PAUSE_NS 1150u
+#define LOOK_BACK_PAUSE_MIN_TILES 512u
+__device__ __forceinline__ unsigned look_back_pause_ns()
+{
+    return gridDim.x >= LOOK_BACK_PAUSE_MIN_TILES ? LOOK_BACK_PAUSE_NS : 0u;
+}
+// ANCHOR_END: pause
+
 // ANCHOR: tile_prefix
 // Everything before `tile`, found by warp 0 while the block's other warps wait: the tile publishes
-// its aggregate at once (tile 0: its prefix, there is nothing before it), looks back, then
-// publishes its inclusive prefix for the tiles after it.
+// its aggregate at once (tile 0: its prefix, there is nothing before it), looks back (pausing
+// pause_ns before the first read: look_back_pause_ns), then publishes its inclusive prefix for the
+// tiles after it.
 template <class Op, int PER_LANE, int SLEEP_NS>
 __device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, unsigned tile,
-                                                          typename Op::Value aggregate)
+                                                          typename Op::Value aggregate, unsigned pause_ns = 0)
 {
     const int lane = threadIdx.x & 31;
     if (tile == 0) {
@@ -251,11 +275,11 @@ __device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, uns
         }
         return Op::identity();
     }
-    // ANCHOR: solution(scan) lane 0 publishes the tile's aggregate (publish, TILE_AGGREGATE); the warp looks back over the predecessors (look_back) for the exclusive prefix; lane 0 publishes the inclusive prefix (TILE_PREFIX) for the tiles after it; return the exclusive prefix
+    // ANCHOR: solution(scan) lane 0 publishes the tile's aggregate (publish, TILE_AGGREGATE); the warp looks back over the predecessors (look_back<Op, PER_LANE, SLEEP_NS>, pausing pause_ns first) for the exclusive prefix; lane 0 publishes the inclusive prefix (TILE_PREFIX) for the tiles after it; return the exclusive prefix
     if (lane == 0) {
         publish<Op>(status, tile, TILE_AGGREGATE, aggregate);
     }
-    const typename Op::Value exclusive = look_back<Op, PER_LANE, SLEEP_NS>(status, tile);
+    const typename Op::Value exclusive = look_back<Op, PER_LANE, SLEEP_NS>(status, tile, pause_ns);
     if (lane == 0) {
         publish<Op>(status, tile, TILE_PREFIX, Op::combine(exclusive, aggregate));
     }

@@ -465,7 +465,8 @@ __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, uns
     Value before_warp, aggregate;
     combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
     if (warp == 0) {
-        const Value exclusive = tile_prefix<Op, Form::PER_LANE, SLEEP_NS>(status, tile, aggregate);
+        const Value exclusive =
+            tile_prefix<Op, Form::PER_LANE, SLEEP_NS>(status, tile, aggregate, look_back_pause_ns());
         if (threadIdx.x == 0) {
             before_tile = exclusive;
         }
@@ -508,9 +509,10 @@ __device__ __forceinline__ bool both_aligned(const void* a, const void* b)
 // Without the bulk copy (before compute capability 9.0, an unaligned buffer, the last partial
 // tile) the threads copy the tile into shared memory with ordinary loads.
 // Launch: ceil(n / (THREADS * BULK_ITEMS)) blocks of THREADS threads, tile state as step 4.
+// pause_ns: the look-back's pause before its first read (look_back_pause_ns in the kernels).
 template <class T, int THREADS, int BULK_ITEMS, int ITEMS, bool INCLUSIVE>
 __device__ __forceinline__ void bulk_copy_pass(const T* input, T* output, TileStatus status, unsigned* counter,
-                                               unsigned long long n)
+                                               unsigned long long n, unsigned pause_ns)
 {
     typedef ScanSum<T> Op;
     typedef typename Vec4<T>::Type V;
@@ -570,7 +572,7 @@ __device__ __forceinline__ void bulk_copy_pass(const T* input, T* output, TileSt
     T before_warp, aggregate;
     combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
     if (warp == 0) {
-        const T exclusive = tile_prefix<Op, 1, 0>(status, tile, aggregate);
+        const T exclusive = tile_prefix<Op, 1, 0>(status, tile, aggregate, pause_ns);
         if (threadIdx.x == 0) {
             before_tile = exclusive;
         }
@@ -1016,7 +1018,7 @@ __device__ __forceinline__ void scan_bulk(const T* input, T* output, unsigned lo
                                           unsigned long long n, unsigned epoch)
 {
     bulk_copy_pass<T, SCAN_THREADS, SCAN_BULK_ITEMS, SCAN_ITEMS, INCLUSIVE>(input, output, TileStatus{status, epoch},
-                                                                            counter, n);
+                                                                            counter, n, look_back_pause_ns());
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)

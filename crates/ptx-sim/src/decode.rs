@@ -248,7 +248,7 @@ pub(crate) enum Kind {
     ClusterWait,
     /// `ret` / `exit`.
     Exit,
-    /// Instructions with no effect in the simulator (fences, `bar.warp.sync`).
+    /// Instructions with no effect in the simulator (fences, `bar.warp.sync`, `nanosleep`).
     Nop,
     /// Faults with `Unsupported(message)` when executed.
     Unsupported(String),
@@ -302,7 +302,9 @@ fn kind(i: &Instr) -> Option<Kind> {
         }
         Op::Bar | Op::Barrier if i.args.len() == 2 => Some(Kind::NamedBarrier),
         Op::Bar | Op::Barrier => Some(Kind::Barrier),
-        Op::Membar | Op::Fence => Some(Kind::Nop),
+        // A thread's pause (`nanosleep`): the simulator runs blocks in order, so a pause changes
+        // nothing it could observe.
+        Op::Membar | Op::Fence | Op::Nanosleep => Some(Kind::Nop),
         Op::Mbarrier | Op::Cp | Op::Mapa | Op::Getctarank => None,
         Op::Ld | Op::St => mem(i, ty?),
         Op::Setp => setp(i, ty?),
