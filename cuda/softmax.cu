@@ -64,12 +64,32 @@ __device__ __forceinline__ float softmax_exp(float x)
 }
 // ANCHOR_END: exp
 
+// ANCHOR: sfu_exp
+// exp(x) for bf16 rows (x <= 0, -inf, NaN), by the special-function unit: 2^(x log2 e), three
+// instructions where softmax_exp takes fifteen. ex2.approx.ftz is one instruction but flushes
+// results below 2^-126 to zero (the form without .ftz adds a test and a rescale for them), so the
+// exponent is shifted up by 64 first and the result scaled back by 2^-64 after: results down to
+// 2^-149 come out of the multiply, rounded once, as softmax_exp's do. The exponent's rounding
+// (x log2 e + 64, to 2^-18) and ex2's own error (2 ulp) leave the result within 2^-18 of exp(x),
+// far inside bf16's 8 bits; its last bits are the hardware's, may differ from GPU to GPU and from
+// the simulator's (2^x rounded from f64), and reach a bf16 output only at a rounding tie, which
+// the tests' tolerance for bf16 allows. f32 rows keep softmax_exp's bits everywhere.
+__device__ __forceinline__ float sfu_exp(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(x, 1.44269504088896341f, 64.0f)));
+    return y * 5.42101086e-20f; // 2^-64
+}
+// ANCHOR_END: sfu_exp
+
 // ANCHOR: elements
 // The element types. `Word` is what memory holds; values are f32 in registers. A 16-byte vector
-// (uint4) holds PER_VEC elements.
+// (uint4) holds PER_VEC elements. `exp` is the element's exp of x - max: softmax_exp for f32 rows,
+// sfu_exp for bf16 rows.
 struct F32 {
     typedef float Word;
     enum { PER_VEC = 4 };
+    __device__ static float exp(float x) { return softmax_exp(x); }
     __device__ static float load(const Word* p, size_t i) { return p[i]; }
     __device__ static void store(Word* p, size_t i, float y) { p[i] = y; }
     __device__ static void unpack(uint4 q, float* x)
@@ -89,6 +109,7 @@ struct F32 {
 struct BF16 {
     typedef unsigned short Word;
     enum { PER_VEC = 8 };
+    __device__ static float exp(float x) { return sfu_exp(x); }
     __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
     __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16(y); }
     __device__ static void unpack(uint4 q, float* x)
@@ -161,7 +182,7 @@ __device__ void pass_sum(const typename E::Word* __restrict__ in, const float* _
     const float m = row_max[blockIdx.x];
     float s = 0.0f;
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
-        s += softmax_exp(E::load(x, i) - m);
+        s += E::exp(E::load(x, i) - m);
     }
     s = block_reduce<Sum<float> >(s);
     if (threadIdx.x == 0) {
@@ -177,7 +198,7 @@ __device__ void pass_normalise(const typename E::Word* __restrict__ in, const fl
     const size_t offset = (size_t)blockIdx.x * cols;
     const float m = row_max[blockIdx.x], inverse = 1.0f / row_sum[blockIdx.x];
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
-        E::store(out + offset, i, softmax_exp(E::load(in + offset, i) - m) * inverse);
+        E::store(out + offset, i, E::exp(E::load(in + offset, i) - m) * inverse);
     }
 }
 // ANCHOR_END: three_pass
@@ -243,14 +264,14 @@ __device__ void fused(const typename E::Word* __restrict__ in, typename E::Word*
     // ANCHOR: solution the sum of exp(x - m) over the row: each thread its elements (i = threadIdx.x, threadIdx.x + blockDim.x, ...), then a block reduction (block_reduce<Sum<float> >) broadcast to every thread (block_broadcast)
     float s = 0.0f;
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
-        s += softmax_exp(E::load(x, i) - m);
+        s += E::exp(E::load(x, i) - m);
     }
     s = block_broadcast(block_reduce<Sum<float> >(s));
     // ANCHOR_END: solution
     // ANCHOR: stub float s = 0.0f;
     const float inverse = 1.0f / s;
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
-        E::store(out + offset, i, softmax_exp(E::load(x, i) - m) * inverse);
+        E::store(out + offset, i, E::exp(E::load(x, i) - m) * inverse);
     }
 }
 // ANCHOR_END: fused
@@ -366,7 +387,7 @@ __device__ void online(const typename E::Word* __restrict__ in, typename E::Word
     acc = block_broadcast(block_reduce<OnlineOp>(acc));
     const float inverse = inverse_sum(acc);
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
-        E::store(out + offset, i, softmax_exp(E::load(x, i) - acc.m) * inverse);
+        E::store(out + offset, i, E::exp(E::load(x, i) - acc.m) * inverse);
     }
 }
 // ANCHOR_END: online_kernel
@@ -434,14 +455,14 @@ __device__ __forceinline__ void write_span(const typename E::Word* __restrict__ 
             E::unpack(v[k], f);
 #pragma unroll
             for (int j = 0; j < E::PER_VEC; j++) {
-                f[j] = softmax_exp(f[j] - m) * inverse;
+                f[j] = E::exp(f[j] - m) * inverse;
             }
             w[k] = E::pack(f);
         }
         done = vectors * E::PER_VEC;
     }
     for (unsigned int i = done + thread; i < len; i += threads) {
-        E::store(y, i, softmax_exp(E::load(x, i) - m) * inverse);
+        E::store(y, i, E::exp(E::load(x, i) - m) * inverse);
     }
 }
 // ANCHOR_END: spans
@@ -718,7 +739,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     float x[VALUES];
     share.load(x_row, x);
 
-    // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float>, GROUP>); then e = softmax_exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float>, GROUP>)
+    // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float>, GROUP>); then e = E::exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float>, GROUP>)
     float m = Max<float>::identity();
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
@@ -731,7 +752,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
         if (share.held(j)) {
-            x[j] = softmax_exp(x[j] - m);
+            x[j] = E::exp(x[j] - m);
             s += x[j];
         }
     }
@@ -909,7 +930,7 @@ __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E
     float x[VALUES];
     share.load(x_part, x);
 
-    // ANCHOR: solution the block's state: its max m (each thread's, then group_reduce<Max<float>, BLOCK>), e = softmax_exp(x - m) in place of each x (x - 0 where m is -inf: a part of only -inf) and their sum s (group_reduce<Sum<float>, BLOCK>); thread 0 writes (m, s) to slots, the cluster waits (cluster_arrive, cluster_wait), and every thread merges the CLUSTER blocks' slots (read_slot, rank 0 first) with OnlineOp::combine into `whole`
+    // ANCHOR: solution the block's state: its max m (each thread's, then group_reduce<Max<float>, BLOCK>), e = E::exp(x - m) in place of each x (x - 0 where m is -inf: a part of only -inf) and their sum s (group_reduce<Sum<float>, BLOCK>); thread 0 writes (m, s) to slots, the cluster waits (cluster_arrive, cluster_wait), and every thread merges the CLUSTER blocks' slots (read_slot, rank 0 first) with OnlineOp::combine into `whole`
     float m = Max<float>::identity();
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
@@ -923,7 +944,7 @@ __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
         if (share.held(j)) {
-            x[j] = softmax_exp(x[j] - shift);
+            x[j] = E::exp(x[j] - shift);
             s += x[j];
         }
     }

@@ -133,7 +133,9 @@ impl Block<'_> {
                 self.set(t, arg(i, 0)?, r & mask(bits))
             }
             Op::Mad | Op::Fma => self.mad(i, t),
-            Op::Neg | Op::Abs | Op::Not | Op::Popc | Op::Clz | Op::Brev | Op::Sqrt | Op::Rcp => self.unary(i, t),
+            Op::Neg | Op::Abs | Op::Not | Op::Popc | Op::Clz | Op::Brev | Op::Sqrt | Op::Rcp | Op::Ex2 => {
+                self.unary(i, t)
+            }
             Op::Selp => {
                 let ty = ty(i)?;
                 let c = self.get(t, arg(i, 3)?, Type::Pred)?;
@@ -443,6 +445,14 @@ impl Block<'_> {
             (Op::Sqrt | Op::Rcp, Type::F(64)) if i.has("rn") => {
                 let x = f64::from_bits(a);
                 f64_result(if i.op == Op::Sqrt { x.sqrt() } else { 1.0 / x })
+            }
+            // 2^x, computed in f64 and rounded to f32: the hardware's approximation is within 2 ulp
+            // of it, so a kernel that uses ex2.approx must not depend on its last bits. `.ftz`
+            // flushes a subnormal input or result to zero of the same sign.
+            (Op::Ex2, Type::F(32)) if i.has("approx") => {
+                let flush = |v: f32| if i.has("ftz") && v.is_subnormal() { 0.0f32.copysign(v) } else { v };
+                let x = flush(f32::from_bits(a as u32));
+                f32_result(flush(f64::from(x).exp2() as f32))
             }
             _ => return self.unsupported(i),
         };

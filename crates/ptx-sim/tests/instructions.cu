@@ -268,3 +268,15 @@ extern "C" __global__ void named_barrier_never_filled(unsigned* out)
     }
     out[threadIdx.x] = 1;
 }
+
+// ex2.approx (2^x; with and without .ftz) and nanosleep, a pause the simulator skips.
+extern "C" __global__ void exp2_and_pause(const float* in, float* out, float* out_ftz)
+{
+    const float x = in[threadIdx.x];
+    float y, y_ftz;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y_ftz) : "f"(x));
+    __nanosleep(100 + threadIdx.x);
+    out[threadIdx.x] = y;
+    out_ftz[threadIdx.x] = y_ftz;
+}

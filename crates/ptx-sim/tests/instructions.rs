@@ -21,6 +21,7 @@ fn main() -> std::process::ExitCode {
         .nvrtc("halves::f16_and_bf16_conversions_and_arithmetic", f16_and_bf16_conversions_and_arithmetic)
         .nvrtc("memory::bulk_copy_and_mbarrier_phases", bulk_copy_and_mbarrier_phases)
         .nvrtc("control::named_barriers", named_barriers)
+        .nvrtc("special::ex2_approx_and_nanosleep", ex2_approx_and_nanosleep)
         .run()
 }
 
@@ -433,4 +434,32 @@ fn named_barriers() -> TestResult {
         Err(e) if e.to_string().to_lowercase().contains("deadlock") => Ok(()),
         other => Err(format!("a named barrier only one of its two warps reaches: {other:?}").into()),
     }
+}
+
+/// ex2.approx: 2^x rounded to f32 (the hardware is within 2 ulp of it), the special values, and
+/// subnormal results kept without .ftz and flushed with it; nanosleep runs as nothing.
+fn ex2_approx_and_nanosleep() -> TestResult {
+    let inputs =
+        [0.0f32, 1.0, -1.0, 0.5, 10.0, -126.5, -140.0, -150.0, f32::NEG_INFINITY, f32::INFINITY, f32::NAN, 128.0];
+    let (mut m, b) = machine(&[4 * inputs.len(), 4 * inputs.len(), 4 * inputs.len()]);
+    write(&mut m, b[0], &inputs, |x: f32| x.to_le_bytes().to_vec());
+    launch(&mut m, "exp2_and_pause", 1, inputs.len() as u32, &b);
+    let (got, got_ftz) = (f32s(&m, b[1], inputs.len()), f32s(&m, b[2], inputs.len()));
+    for (k, &x) in inputs.iter().enumerate() {
+        let want = f64::from(x).exp2() as f32;
+        let want_ftz = if want.is_subnormal() { 0.0 } else { want };
+        let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        if !same(got[k], want) || !same(got_ftz[k], want_ftz) {
+            return Err(format!(
+                "ex2.approx of {x:e}: {:e} and {:e} (ftz), expected {want:e} and {want_ftz:e}",
+                got[k], got_ftz[k]
+            )
+            .into());
+        }
+    }
+    assert_eq!(got[0], 1.0, "2^0 is exactly 1");
+    assert!(got[6] > 0.0 && got[6].is_subnormal() && got_ftz[6] == 0.0, "2^-140: subnormal, flushed by .ftz");
+    assert_eq!(got[8], 0.0, "2^-inf is 0");
+    assert!(got[11].is_infinite(), "2^128 overflows");
+    Ok(())
 }

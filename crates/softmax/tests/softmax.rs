@@ -73,6 +73,8 @@ fn torch_rows() -> Vec<(&'static str, Vec<f32>)> {
         ("a +inf", row(&|i| if i == 5 { inf } else { i as f32 / 10.0 })),
         ("one finite among -inf", row(&|i| if i == 39 { -3.0 } else { -inf })),
         ("all equal", row(&|_| 0.25)),
+        // e^-90 is about 8e-40: subnormal in f32 and in bf16, which must not be flushed to zero.
+        ("subnormal results", row(&|i| if i == 0 { 0.0 } else { -90.0 })),
     ]
 }
 
@@ -96,6 +98,7 @@ fn torch_semantics<T: Value>(device: &Device, step: Step) -> TestResult {
                 return fail("expected 1 at the finite entry and 0 elsewhere");
             }
             "logits of 1e4" | "1e4 and -1e4" if got.iter().any(|y| !y.is_finite()) => return fail("overflowed"),
+            "subnormal results" if got[1..].iter().any(|&y| y == 0.0) => return fail("flushed a subnormal to zero"),
             _ => {}
         }
     }
