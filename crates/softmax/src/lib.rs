@@ -87,15 +87,8 @@ pub enum Step {
 
 impl Step {
     /// Every step, in the chapter's order.
-    pub const ALL: [Step; 7] = [
-        Step::ThreePass,
-        Step::Fused,
-        Step::Online,
-        Step::WarpRows,
-        Step::SplitRows,
-        Step::OnChip,
-        Step::ClusterRows,
-    ];
+    pub const ALL: [Step; 7] =
+        [Step::ThreePass, Step::Fused, Step::Online, Step::WarpRows, Step::SplitRows, Step::OnChip, Step::ClusterRows];
 
     /// The step's name in the registry (`course.toml`), tables and charts.
     pub const fn name(self) -> &'static str {

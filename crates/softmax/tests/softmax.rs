@@ -25,6 +25,9 @@ fn logits<T: Value>(rng: &mut TestRng, n: usize) -> Vec<T> {
     rng.uniform_f32(n, -20.0, 20.0).into_iter().map(T::from_f32).collect()
 }
 
+/// A row given as the logit at each column.
+type LogitAt = fn(usize) -> f32;
+
 /// Runs `softmax` on `host` (`rows x cols`) into a poisoned output and checks it.
 fn check<T: Value>(
     device: &Device,
@@ -98,7 +101,7 @@ fn torch_semantics<T: Value>(device: &Device, step: Step) -> TestResult {
                 return fail("expected 1 at the finite entry and 0 elsewhere");
             }
             "logits of 1e4" | "1e4 and -1e4" if got.iter().any(|y| !y.is_finite()) => return fail("overflowed"),
-            "subnormal results" if got[1..].iter().any(|&y| y == 0.0) => return fail("flushed a subnormal to zero"),
+            "subnormal results" if got[1..].contains(&0.0) => return fail("flushed a subnormal to zero"),
             _ => {}
         }
     }
@@ -350,18 +353,19 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("cluster-rows::torch_semantics_across_a_cluster", |device| {
-            // Special values in one block's part of a row of 2^16 (a cluster of 4): what torch
-            // gives, across the cluster's exchange of max and sum.
+            // Special values in one block's part of a row of 2^16 (a cluster of 8 blocks, 8192
+            // elements each): what torch gives, across the cluster's exchange of max and sum.
+            const COLS: usize = 1 << 16;
+            const PART: usize = 1 << 13;
             let rng = TestRng::new();
             let mut softmax = Softmax::new(device, Step::ClusterRows)?;
-            let cols = 1 << 16;
-            let inf = f32::INFINITY;
-            let rows: [(&str, Box<dyn Fn(usize) -> f32>); 5] = [
-                ("masked: the last block's part all -inf", Box::new(|i| if i >= 3 << 14 { -inf } else { 0.5 })),
-                ("a NaN in the third part", Box::new(|i| if i == 40_000 { f32::NAN } else { 0.0 })),
-                ("one finite, in the last part", Box::new(|i| if i == cols - 1 { 2.0 } else { -inf })),
-                ("logits of 1e4 in the second part", Box::new(|i| if i / (1 << 14) == 1 { 1e4 } else { -1e4 })),
-                ("all -inf", Box::new(|_| -inf)),
+            let cols = COLS;
+            let rows: [(&str, LogitAt); 5] = [
+                ("masked: the last block's part all -inf", |i| if i >= 7 * PART { f32::NEG_INFINITY } else { 0.5 }),
+                ("a NaN in the third part", |i| if i == 2 * PART + 1000 { f32::NAN } else { 0.0 }),
+                ("one finite, in the last part", |i| if i == COLS - 1 { 2.0 } else { f32::NEG_INFINITY }),
+                ("logits of 1e4 in the second part", |i| if i / PART == 1 { 1e4 } else { -1e4 }),
+                ("all -inf", |_| f32::NEG_INFINITY),
             ];
             for (what, row) in rows {
                 let host: Vec<f32> = (0..cols).map(row).collect();
@@ -372,10 +376,12 @@ fn main() -> std::process::ExitCode {
                     "a NaN in the third part" | "all -inf" if !got.iter().all(|y| y.is_nan()) => {
                         return fail("expected NaN everywhere");
                     }
-                    "masked: the last block's part all -inf" if got[3 << 14..].iter().any(|&y| y != 0.0) => {
+                    "masked: the last block's part all -inf" if got[7 * PART..].iter().any(|&y| y != 0.0) => {
                         return fail("masked entries must be exactly 0");
                     }
-                    "one finite, in the last part" if got[cols - 1] != 1.0 => return fail("expected 1 at the finite entry"),
+                    "one finite, in the last part" if got[cols - 1] != 1.0 => {
+                        return fail("expected 1 at the finite entry");
+                    }
                     _ => {}
                 }
             }
