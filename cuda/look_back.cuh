@@ -243,14 +243,15 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile, unsign
 // ANCHOR_END: look_back
 
 // ANCHOR: pause
-// The pause before a look-back's first read, in ns: 1150 on grids of 512 tiles or more, else 0.
-// A tile that reads at once finds its nearest predecessors still loading their own tiles and reads
-// again and again, hundreds of warps at a time, crowding the L2 lines its predecessors are about
-// to publish to; after a pause, one read usually finds a prefix. A grid of a few hundred tiles
-// runs at once, and its chain of prefixes is the whole launch: a pause only lengthens it. The
+// The pause before a look-back's first read, in ns (__nanosleep's: about that long): 1150 on grids
+// of 512 tiles or more, else 0. A tile that reads at once finds its nearest predecessors still
+// loading their own tiles and reads again and again, hundreds of warps at a time, crowding the L2
+// lines its predecessors are about to publish to; after a pause, one read usually finds a prefix.
+// On a small grid the chain of prefixes is most of the launch, and a pause only lengthens it. The
 // numbers are CUB's for DeviceSelect::If on sm_90 (fixed_delay_constructor_t<76, 1150>, applied
-// from 500 tiles); measured here with the compaction and the scan on an H100
-// (scripts/compact-bulk-tuning.cu, sixth run; scripts/scan-pipeline-tuning.cu, second run).
+// from 500 tiles), not ours: measured here on an H100, grids of 128 and 171 tiles lose with the
+// pause and grids of thousands gain (scripts/compact-bulk-tuning.cu, sixth and seventh runs;
+// scripts/scan-pipeline-tuning.cu, second run); between, nothing was measured.
 #define LOOK_BACK_PAUSE_NS 1150u
 #define LOOK_BACK_PAUSE_MIN_TILES 512u
 __device__ __forceinline__ unsigned look_back_pause_ns()

@@ -413,8 +413,9 @@ struct WideLookBack {
 // scan_single_pass: the whole scan in one launch, a block per tile. Each block draws its tile
 // number from an atomic counter, loads its tile (16-byte vectors, ITEMS per thread), scans it in
 // registers (scan_rows), combines its warps' totals through shared memory, and finds everything
-// before the tile by decoupled look-back (tile_prefix). Then each element is written once: the
-// input is read once and the output written once, 2n accesses in all.
+// before the tile by decoupled look-back (tile_prefix, pausing before its first read on grids of
+// 512 tiles or more: look_back_pause_ns). Then each element is written once: the input is read
+// once and the output written once, 2n accesses in all.
 // What it leaves slow: a block's loads wait for its ticket, a round trip to L2 at the start of
 // every block.
 //

@@ -25,6 +25,7 @@
 //   5. softmax_split_partial,        several blocks per row and a second stage: long rows
 //      softmax_split_normalise
 //   6. softmax_on_chip_<G>x<V>       the row read once, held in registers by a warp or a block
+//   7. softmax_cluster_<C>x<B>x<V>   a long row held by a cluster of C blocks (Hopper)
 #include "bf16.cuh"
 #include "block_reduce.cuh"
 
@@ -70,10 +71,10 @@ __device__ __forceinline__ float softmax_exp(float x)
 // results below 2^-126 to zero (the form without .ftz adds a test and a rescale for them), so the
 // exponent is shifted up by 64 first and the result scaled back by 2^-64 after: results down to
 // 2^-149 come out of the multiply, rounded once, as softmax_exp's do. The exponent's rounding
-// (x log2 e + 64, to 2^-18) and ex2's own error (2 ulp) leave the result within 2^-18 of exp(x),
-// far inside bf16's 8 bits; its last bits are the hardware's, may differ from GPU to GPU and from
-// the simulator's (2^x rounded from f64), and reach a bf16 output only at a rounding tie, which
-// the tests' tolerance for bf16 allows. f32 rows keep softmax_exp's bits everywhere.
+// (x log2 e + 64, to 2^-18) and ex2's own error (2 ulp) leave the result within about 2^-18 of
+// exp(x), far inside bf16's 8 bits: a bf16 output moves only where the exact value lies that close
+// to a rounding midpoint, and then may differ from GPU to GPU and from the simulator's (2^x
+// rounded from f64), which the tests' tolerance for bf16 allows. f32 rows keep softmax_exp's bits.
 __device__ __forceinline__ float sfu_exp(float x)
 {
     float y;
@@ -880,12 +881,13 @@ softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsig
 // rows, which reads them twice from DRAM) are read once: the blocks of a row exchange their
 // partial results, two floats each, through distributed shared memory instead of DRAM and a second
 // launch. One exchange, not one for the max and one for the sum: a cluster barrier is a round trip
-// between SMs, and the blocks wait at it with nothing to load (measured: 88% of the copy roof at
-// 768 x 2^16 with one, 83% with two; scripts/softmax-cluster-tuning.cu).
+// between SMs, and the blocks wait at it with nothing to load (measured at 768 x 2^16 on blocks of
+// 256: 92% of the copy roof with one, 87% with two; scripts/softmax-cluster-tuning.cu).
 //
-// What it leaves slow: the block waits twice, at the exchange and before it leaves (its slots must
-// outlive the others' reads of them), with nothing of its own in flight: blocks of 256 threads
-// (four per SM, where the registers allow two of 512) let other blocks' loads fill those waits.
+// What it leaves slow: the block waits at the exchange with nothing of its own in flight (and once
+// more before it leaves, behind its stores: its slots must outlive the others' reads of them);
+// blocks of 256 threads (four per SM, where the registers allow two of 512) let other blocks'
+// loads fill the wait.
 // And clusters of at most 8 blocks (the portable size): rows of more than 8 x 512 x 32 elements
 // still go through split rows.
 //
