@@ -2,8 +2,9 @@
 // replaces for long rows (split rows; step 6's 512 x 64 block for rows of 2^15), timed in one run
 // with the device copy of the same bytes: how softmax::cluster_shape was chosen. A variant is a
 // cluster of CLUSTER blocks of BLOCK threads holding VALUES elements each, launched with the
-// cluster's shape given at launch (cudaLaunchKernelEx), at most MIN_BLOCKS blocks' registers per SM
-// asked of the compiler; the chapter's kernels (their shape compiled in) run with a plain launch.
+// cluster's shape given at launch (cudaLaunchKernelEx), the compiler asked for registers that let
+// MIN_BLOCKS blocks share an SM; the chapter's kernels (their shape compiled in) run with a plain
+// launch.
 // Every variant is checked against split rows first; times are the median of 15 batches of
 // CUDA-event timings, as in the tour.
 //
