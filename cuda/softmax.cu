@@ -913,20 +913,30 @@ __device__ __forceinline__ float read_slot(const float* slot, unsigned int rank)
     return value;
 }
 
+// Where this block's part of its row starts in the matrix (block b holds part b % CLUSTER of row
+// b / CLUSTER), and in `len` how many elements it has. A part is `part` elements from r x part, a
+// multiple of 8, so that every part of a 16-byte aligned row is aligned too (the last part may be
+// shorter, or empty).
+template <int CLUSTER>
+__device__ __forceinline__ size_t cluster_part(unsigned int cols, unsigned int& len)
+{
+    const unsigned int rank = blockIdx.x % CLUSTER;
+    const size_t row = blockIdx.x / CLUSTER;
+    const unsigned int part = (cols / CLUSTER + (cols % CLUSTER != 0) + 7) / 8 * 8;
+    const unsigned int begin = min(rank * part, cols);
+    len = min(part, cols - begin);
+    return row * cols + begin;
+}
+
 template <class E, int CLUSTER, int BLOCK, int VALUES>
 __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
                              unsigned int rows, unsigned int cols)
 {
     __shared__ float slots[2]; // the block's (m, s), for the cluster to read
-    const unsigned int rank = blockIdx.x % CLUSTER;
-    const size_t row = blockIdx.x / CLUSTER;
-    // Part r of the row: `part` elements from r x part, a multiple of 8, so that every part of a
-    // 16-byte aligned row is aligned too (the last part may be shorter, or empty).
-    const unsigned int part = (cols / CLUSTER + (cols % CLUSTER != 0) + 7) / 8 * 8;
-    const unsigned int begin = min(rank * part, cols);
-    const unsigned int len = min(part, cols - begin);
-    const typename E::Word* x_part = in + row * cols + begin;
-    typename E::Word* y_part = out + row * cols + begin;
+    unsigned int len;
+    const size_t offset = cluster_part<CLUSTER>(cols, len);
+    const typename E::Word* x_part = in + offset;
+    typename E::Word* y_part = out + offset;
     const RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
                                               aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
     float x[VALUES];

@@ -158,16 +158,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     unsigned rank[ITEMS];
     const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
     if (threadIdx.x < 32) {
-        unsigned earlier;
-        if (FIRST_SLEEP_NS == 0 || tile == 0) {
-            earlier = tile_prefix<ScanSum<unsigned>, PER_LANE, SLEEP_NS>(status, tile, tile_count);
-        } else {
-            // CUB's order (fixed_delay_constructor_t): publish the count, sleep once, then look back.
-            if (threadIdx.x == 0) publish<ScanSum<unsigned>>(status, tile, TILE_AGGREGATE, tile_count);
-            __nanosleep(FIRST_SLEEP_NS);
-            earlier = look_back<ScanSum<unsigned>, PER_LANE, SLEEP_NS>(status, tile);
-            if (threadIdx.x == 0) publish<ScanSum<unsigned>>(status, tile, TILE_PREFIX, earlier + tile_count);
-        }
+        // CUB's order (fixed_delay_constructor_t): publish the count, pause once, then look back.
+        const unsigned earlier =
+            tile_prefix<ScanSum<unsigned>, PER_LANE, SLEEP_NS>(status, tile, tile_count, FIRST_SLEEP_NS);
         if (threadIdx.x == 0) before_tile = earlier;
     }
 #pragma unroll

@@ -41,13 +41,10 @@ __device__ void cluster_rows_two_exchanges(const typename E::Word* __restrict__ 
                                            typename E::Word* __restrict__ out, unsigned int rows, unsigned int cols)
 {
     __shared__ float slots[2];
-    const unsigned int rank = blockIdx.x % CLUSTER;
-    const size_t row = blockIdx.x / CLUSTER;
-    const unsigned int part = (cols / CLUSTER + (cols % CLUSTER != 0) + 7) / 8 * 8;
-    const unsigned int begin = min(rank * part, cols);
-    const unsigned int len = min(part, cols - begin);
-    const typename E::Word* x_part = in + row * cols + begin;
-    typename E::Word* y_part = out + row * cols + begin;
+    unsigned int len;
+    const size_t offset = cluster_part<CLUSTER>(cols, len);
+    const typename E::Word* x_part = in + offset;
+    typename E::Word* y_part = out + offset;
     const RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
                                               aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
     float x[VALUES];

@@ -113,8 +113,8 @@ impl Step {
             Step::Online => &["softmax_online"],
             Step::WarpRows => &["softmax_warp_rows"],
             Step::SplitRows => SPLIT_KERNELS,
-            Step::OnChip => ON_CHIP_KERNELS.split_at(11).0,
-            Step::ClusterRows => ON_CHIP_KERNELS,
+            Step::OnChip => ROW_KERNELS.split_at(ON_CHIP_KERNEL_COUNT).0,
+            Step::ClusterRows => ROW_KERNELS,
         }
     }
 
@@ -175,8 +175,11 @@ impl Step {
 /// The split step's kernels (also the on-chip and cluster steps', for rows too long for them).
 const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normalise"];
 
-/// The on-chip step's kernels (its nine shapes and split rows' two), then the cluster step's three.
-const ON_CHIP_KERNELS: &[&str] = &[
+/// How many of [`ROW_KERNELS`] are the on-chip step's: its nine shapes and split rows' two.
+const ON_CHIP_KERNEL_COUNT: usize = 11;
+
+/// The on-chip step's kernels, then the cluster step's three.
+const ROW_KERNELS: &[&str] = &[
     "softmax_on_chip_16x8",
     "softmax_on_chip_16x16",
     "softmax_on_chip_16x32",
@@ -370,9 +373,10 @@ pub struct Softmax {
     step: Step,
     /// Whether the device runs thread block clusters (compute capability 9.0 and later).
     clusters: bool,
-    /// The f32 names of the step's kernels this device runs ([`Step::kernels`], without the
-    /// cluster kernels on a GPU without clusters), and those kernels, f32 and bf16, in that order.
-    names: Vec<&'static str>,
+    /// The f32 names of the step's kernels this device runs ([`Step::kernels`]; the on-chip step's
+    /// for the cluster step on a GPU without clusters), and those kernels, f32 and bf16, in that
+    /// order.
+    names: &'static [&'static str],
     f32_kernels: Vec<Kernel>,
     bf16_kernels: Vec<Kernel>,
     /// Between kernels: the rows' max and sum (three passes), the chunks' states (split rows).
@@ -383,8 +387,8 @@ impl Softmax {
     /// Compiles (or takes from the cache) the step's kernels, for f32 and bf16.
     pub fn new(device: &Device, step: Step) -> Result<Self> {
         let clusters = device.facts().compute_capability >= (9, 0);
-        let names: Vec<&'static str> =
-            step.kernels().iter().copied().filter(|k| clusters || !k.starts_with("softmax_cluster_")).collect();
+        // Without clusters the cluster step plans as the on-chip step (Step::plan_for).
+        let names = if step == Step::ClusterRows && !clusters { Step::OnChip.kernels() } else { step.kernels() };
         let compile = |suffix: &str| -> Result<Vec<Kernel>> {
             names.iter().map(|k| device.kernel(&SOURCE, &format!("{k}{suffix}"))).collect()
         };
