@@ -30,3 +30,17 @@ __device__ __forceinline__ unsigned int float_to_bf16_cvt(float y)
     return float_to_bf16(y);
 #endif
 }
+
+// Two f32 rounded to bf16 and packed in one 32-bit word, lo in the low half: one conversion
+// instruction for the pair from sm_80 on (cvt.rn.bf16x2.f32, NaN as the canonical 0x7fff), before,
+// float_to_bf16 twice.
+__device__ __forceinline__ unsigned int float2_to_bf16x2_cvt(float lo, float hi)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned int pair;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(pair) : "f"(hi), "f"(lo));
+    return pair;
+#else
+    return float_to_bf16(lo) | (float_to_bf16(hi) << 16);
+#endif
+}

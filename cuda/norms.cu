@@ -44,11 +44,11 @@
 #define LANE_ELEMENTS 32
 
 // ANCHOR: elements
-// The element types. `Word` is what memory holds; values are f32 in registers. A 16-byte vector
-// (uint4) holds PER_VEC elements; `element(q, j)` is the j-th (j a constant once loops unroll),
-// `unpack` all of them, and `gather` reads elements [first, first + PER_VEC) one load at a time
-// into such a vector, zero words from `len` on (a row's tail, or a row that does not start on a
-// 16-byte boundary), which unpack to +0.0.
+// The element types. `Word` is what memory holds; values are f32 when computed with. A 16-byte
+// vector (uint4) holds PER_VEC elements; `element(q, j)` is the j-th as f32 (j a constant once
+// loops unroll), and `gather` reads elements [first, first + PER_VEC) one load at a time into such
+// a vector, zero words from `len` on (a row's tail, or a row that does not start on a 16-byte
+// boundary), which are +0.0.
 __device__ __forceinline__ unsigned int word(uint4 q, int k) { return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w; }
 
 struct F32 {
@@ -57,13 +57,6 @@ struct F32 {
     __device__ static float load(const Word* p, size_t i) { return p[i]; }
     __device__ static void store(Word* p, size_t i, float y) { p[i] = y; }
     __device__ static float element(uint4 q, int j) { return __uint_as_float(word(q, j)); }
-    __device__ static void unpack(uint4 q, float* x)
-    {
-#pragma unroll
-        for (int j = 0; j < PER_VEC; j++) {
-            x[j] = element(q, j);
-        }
-    }
     __device__ static uint4 gather(const Word* p, unsigned int first, unsigned int len)
     {
         unsigned int w[PER_VEC];
@@ -88,13 +81,6 @@ struct BF16 {
     __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
     __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16_cvt(y); }
     __device__ static float element(uint4 q, int j) { return bf16_to_float((word(q, j / 2) >> (16 * (j % 2))) & 0xffffu); }
-    __device__ static void unpack(uint4 q, float* x)
-    {
-#pragma unroll
-        for (int j = 0; j < PER_VEC; j++) {
-            x[j] = element(q, j);
-        }
-    }
     __device__ static uint4 gather(const Word* p, unsigned int first, unsigned int len)
     {
         unsigned int w[PER_VEC];
@@ -676,9 +662,10 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 // What changed from one pass: the group that takes a row is sized by the row's length: a warp per
 // short row needs no shared memory and no barrier (row_reduce skips them), and keeps eight 16-byte
 // loads per lane in flight (four for bf16) where step 2 had four 4-byte ones; the loads and stores
-// move 16 bytes. A lane issues all its loads before it unpacks any (load_vectors): bf16's unpack
-// is an instruction per element, and a lane that unpacked each vector as it came would wait for
-// every load in turn.
+// move 16 bytes. A lane issues all its loads before it uses any (load_vectors), and keeps them as
+// loaded: an element is widened to f32 where it is used (Vectors::get), so a bf16 lane holds its
+// 32 elements in 16 registers, and five blocks of bf16 rows share an SM where four would hold
+// them widened.
 // A row that does not start on a 16-byte boundary (odd lengths), and the tail of a row, are read
 // one element at a time.
 //
@@ -690,22 +677,22 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 template <class E>
 struct Vectors {
     enum { N = LANE_ELEMENTS, VECTORS = LANE_ELEMENTS / E::PER_VEC };
-    float v[LANE_ELEMENTS]; // vector k in v[k * PER_VEC, (k + 1) * PER_VEC), as f32
-    __device__ float get(int s) const { return v[s]; }
+    uint4 q[VECTORS]; // as loaded: element s is element s % PER_VEC of vector s / PER_VEC
+    __device__ float get(int s) const { return E::element(q[s / E::PER_VEC], s % E::PER_VEC); }
 };
 
 __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
 
 // Elements [0, len) of a chunk into this lane's vectors (`lanes` lanes share the chunk); returns
 // how many slots are the lane's. `whole` says the chunk, the output, w and b all start on a
-// 16-byte boundary. Every vector is loaded before any is unpacked: a branch that unpacked its own
-// load would wait for it before the next load could start (bf16's unpack is an instruction an
-// element; f32's is none).
+// 16-byte boundary. The vectors are kept as loaded, and an element is widened where it is used
+// (Vectors::get): for f32 that is the register itself; for bf16 a shift or a mask each time, which
+// holds a lane's 32 elements in 16 registers instead of 32, so that more rows share an SM.
 template <class E>
 __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
                                             unsigned int lanes, bool whole, Vectors<E>& v)
 {
-    uint4 q[Vectors<E>::VECTORS];
+    uint4* q = v.q;
     int count = 0;
 #pragma unroll
     for (int k = 0; k < Vectors<E>::VECTORS; k++) {
@@ -719,10 +706,6 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
         // ANCHOR_END: solution
         // ANCHOR: stub q[k] = E::gather(x, first, 0);
         count += first < len ? min(len - first, (unsigned int)E::PER_VEC) : 0;
-    }
-#pragma unroll
-    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
-        E::unpack(q[k], &v.v[k * E::PER_VEC]);
     }
     return count;
 }
@@ -802,11 +785,14 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 }
 // ANCHOR_END: by_length
 
-// The bf16 kernels ask for BF16_BLOCKS_PER_SM blocks of THREADS on an SM at once (at most 64
-// registers a thread). A bf16 lane holds 64 bytes of its row where an f32 lane holds 128, so more
-// warps are needed to keep as many bytes in flight; left to itself, ptxas (NVRTC 13.5, sm_90)
-// gave the layer norm's 80 registers, three blocks per SM, and at 64 it spills nothing.
-#define BF16_BLOCKS_PER_SM 4
+// The bf16 kernels ask for BF16_BLOCKS_PER_SM blocks of THREADS on an SM at once (at most 51
+// registers a thread; ptxas gives 48). A bf16 lane holds 64 bytes of its row where an f32 lane
+// holds 128, so more rows are needed to keep as many bytes in flight; held as loaded (16 registers
+// for 32 elements), five blocks fit. Left to itself, ptxas (NVRTC 13.5, sm_90) gave the layer
+// norm's 80 registers, three blocks per SM; at four, with the elements widened to f32 as they
+// came, 64 registers: 87.7% of the copy at 8192 x 4096 where five blocks of the packed lanes make
+// 90.7% (scripts/norms-bf16-tuning.cu; norms-bf16-tuning.txt).
+#define BF16_BLOCKS_PER_SM 5
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 layer_norm_by_length(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,

@@ -84,15 +84,27 @@ __device__ __forceinline__ float sfu_exp(float x)
 // ANCHOR_END: sfu_exp
 
 // ANCHOR: elements
-// The element types. `Word` is what memory holds; values are f32 in registers. A 16-byte vector
-// (uint4) holds PER_VEC elements. `exp` is the element's exp of x - max: softmax_exp for f32 rows,
-// sfu_exp for bf16 rows.
+// The element types. `Word` is what memory holds; values are f32 when computed with. A 16-byte
+// vector (uint4) holds PER_VEC elements, PER_WORD to a 32-bit word; `element(q, j)` is the j-th as
+// f32 (j a constant once loops unroll), `bits` an element's bits as loaded, and minus_infinity() a
+// word of -inf. `exp` is the element's exp of x - max: softmax_exp for f32 rows, sfu_exp for bf16
+// rows. KEEPS_EXP says whether an element's slot in a vector has room for its f32 exp (`keep`).
+__device__ __forceinline__ unsigned int word_of(uint4 q, int i) { return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w; }
+
 struct F32 {
     typedef float Word;
-    enum { PER_VEC = 4 };
+    enum { PER_VEC = 4, PER_WORD = 1, KEEPS_EXP = 1 };
+    __device__ static unsigned int minus_infinity() { return 0xff800000u; }
     __device__ static float exp(float x) { return softmax_exp(x); }
     __device__ static float load(const Word* p, size_t i) { return p[i]; }
+    __device__ static unsigned int bits(const Word* p, size_t i) { return __float_as_uint(p[i]); }
     __device__ static void store(Word* p, size_t i, float y) { p[i] = y; }
+    __device__ static float element(uint4 q, int j) { return __uint_as_float(word_of(q, j)); }
+    __device__ static void keep(uint4& q, int j, float e)
+    {
+        const unsigned int w = __float_as_uint(e);
+        q = make_uint4(j == 0 ? w : q.x, j == 1 ? w : q.y, j == 2 ? w : q.z, j == 3 ? w : q.w);
+    }
     __device__ static void unpack(uint4 q, float* x)
     {
         x[0] = __uint_as_float(q.x), x[1] = __uint_as_float(q.y);
@@ -105,14 +117,32 @@ struct F32 {
     }
 };
 
-// bfloat16: widened by a shift (bf16_to_float), rounded to nearest even in integer arithmetic
-// (float_to_bf16); both in bf16.cuh.
+// bfloat16: widened by a shift or a mask (the top half of an f32), rounded to nearest even by one
+// conversion instruction a pair (float2_to_bf16x2_cvt; float_to_bf16_cvt for one; bf16.cuh). Its
+// 16 bits have no room for an f32 exp.
 struct BF16 {
     typedef unsigned short Word;
-    enum { PER_VEC = 8 };
+    enum { PER_VEC = 8, PER_WORD = 2, KEEPS_EXP = 0 };
+    __device__ static unsigned int minus_infinity() { return 0xff80ff80u; }
     __device__ static float exp(float x) { return sfu_exp(x); }
     __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
-    __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16(y); }
+    __device__ static unsigned int bits(const Word* p, size_t i) { return p[i]; }
+    __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16_cvt(y); }
+    // Written as volatile asm so that each use widens again: left to itself, the compiler keeps
+    // the widened f32 of every element from the max's sweep to the write, in the registers that
+    // holding the row as bf16 saves (and spills the rest).
+    __device__ static float element(uint4 q, int j)
+    {
+        const unsigned int w = word_of(q, j / 2);
+        unsigned int widened;
+        if (j % 2 == 0) {
+            asm volatile("shl.b32 %0, %1, 16;" : "=r"(widened) : "r"(w));
+        } else {
+            asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(widened) : "r"(w));
+        }
+        return __uint_as_float(widened);
+    }
+    __device__ static void keep(uint4&, int, float) {}
     __device__ static void unpack(uint4 q, float* x)
     {
         const unsigned int w[4] = {q.x, q.y, q.z, q.w};
@@ -123,12 +153,8 @@ struct BF16 {
     }
     __device__ static uint4 pack(const float* y)
     {
-        unsigned int w[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            w[i] = float_to_bf16(y[2 * i]) | (float_to_bf16(y[2 * i + 1]) << 16);
-        }
-        return make_uint4(w[0], w[1], w[2], w[3]);
+        return make_uint4(float2_to_bf16x2_cvt(y[0], y[1]), float2_to_bf16x2_cvt(y[2], y[3]),
+                          float2_to_bf16x2_cvt(y[4], y[5]), float2_to_bf16x2_cvt(y[6], y[7]));
     }
 };
 // ANCHOR_END: elements
@@ -634,17 +660,48 @@ __device__ __forceinline__ float group_reduce(float value)
 }
 // ANCHOR_END: group_reduce
 
+// ANCHOR: max_nan
+// The larger of two floats, NaN if either is one, as Max<float> (block_reduce.cuh) but in one
+// instruction from sm_80 on (max.NaN.f32) where Max<float>::combine is a compare, a NaN test and a
+// select: steps 6 and 7 take it once an element. (max.NaN takes +0 as the larger of -0 and +0;
+// either is the same shift for softmax.)
+struct MaxNaN {
+    __device__ static float identity() { return Limits<float>::lowest(); } // -inf
+    __device__ static float combine(float a, float b)
+    {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        float larger;
+        asm("max.NaN.f32 %0, %1, %2;" : "=f"(larger) : "f"(a), "f"(b));
+        return larger;
+#else
+        return Max<float>::combine(a, b);
+#endif
+    }
+};
+// ANCHOR_END: max_nan
+
 // ANCHOR: row_share
 // A thread's share of a row that a group of GROUP threads holds in registers, VALUES elements a
-// thread: 16 bytes at a time where the row allows it (thread t takes vectors t, t + GROUP,
+// thread, kept as loaded: q[k] is the thread's k-th 16-byte vector, and slot j of the share is
+// element j % PER_VEC of q[j / PER_VEC], widened to f32 where it is used (get). For f32 that is the
+// register itself; bf16 slots are two to a 32-bit word, so a thread holds 64 bf16 elements in the
+// registers of 32 f32 ones.
+// The row comes 16 bytes at a time where it allows (thread t takes vectors t, t + GROUP,
 // t + 2 GROUP, ...: consecutive threads, consecutive vectors), else one element at a time
-// (elements t, t + GROUP, ...). Element at(j) of the row is in x[j], for the j with held(j). All of
-// a thread's loads are issued before any is used, so they are all in flight at once.
+// (elements t, t + GROUP, ...): slot j holds element at(j) of the row, for the j with held(j). All
+// of a thread's loads are issued before any is used, so they are all in flight at once.
+// The slots past the row hold -inf: the max passes over it, and its exp is 0 (-inf - m is -inf for
+// any m but -inf, and a row all of -inf is NaN whatever the slots hold), so the sweeps over the
+// registers take every slot and test none; only the loads and the stores ask held().
+// An f32 slot keeps its exp(x - max) in place of x (keep); a bf16 slot has no room for it, so the
+// write takes exp again, from the slot (sfu_exp: three instructions).
 template <class E, int GROUP, int VALUES>
 struct RowShare {
+    enum { VECTORS = VALUES / E::PER_VEC };
     unsigned int thread; // in the group
     unsigned int len;    // the row's elements (0: a group with no row)
     bool vectors;        // the row and its output 16-byte aligned, len a multiple of E::PER_VEC
+    uint4 q[VECTORS];
 
     __device__ unsigned int at(int j) const
     {
@@ -654,37 +711,51 @@ struct RowShare {
     {
         return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC < len : thread + j * GROUP < len;
     }
-    __device__ void load(const typename E::Word* __restrict__ x_row, float (&x)[VALUES]) const
+    __device__ float get(int j) const { return E::element(q[j / E::PER_VEC], j % E::PER_VEC); }
+    __device__ void keep(int j, float e) { E::keep(q[j / E::PER_VEC], j % E::PER_VEC, e); }
+    __device__ void load(const typename E::Word* __restrict__ x_row)
     {
+        const unsigned int pad = E::minus_infinity();
         if (vectors) {
             const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x_row);
 #pragma unroll
-            for (int k = 0; k < VALUES / E::PER_VEC; k++) {
-                if (held(k * E::PER_VEC)) {
-                    E::unpack(v[thread + k * GROUP], x + k * E::PER_VEC);
-                }
+            for (int k = 0; k < VECTORS; k++) {
+                q[k] = held(k * E::PER_VEC) ? v[thread + k * GROUP] : make_uint4(pad, pad, pad, pad);
             }
         } else {
+            // Element j's bits go to word (j % PER_VEC) / PER_WORD of q[k], at bit 32 / PER_WORD
+            // times j % PER_WORD.
+            const unsigned int bits = 32 / E::PER_WORD, mask = 0xffffffffu >> (32 - bits);
 #pragma unroll
-            for (int j = 0; j < VALUES; j++) {
-                if (held(j)) {
-                    x[j] = E::load(x_row, at(j));
+            for (int k = 0; k < VECTORS; k++) {
+                unsigned int w[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    w[i] = 0;
+#pragma unroll
+                    for (int h = 0; h < E::PER_WORD; h++) {
+                        const int j = k * E::PER_VEC + i * E::PER_WORD + h;
+                        w[i] |= (held(j) ? E::bits(x_row, at(j)) : pad & mask) << (bits * h);
+                    }
                 }
+                q[k] = make_uint4(w[0], w[1], w[2], w[3]);
             }
         }
     }
-    // y = x * scale for each held element.
-    __device__ void store(typename E::Word* __restrict__ y_row, const float (&x)[VALUES], float scale) const
+    // Slot j's exp(x - shift): kept (f32), or taken again (bf16).
+    __device__ float exp_of(int j, float shift) const { return E::KEEPS_EXP ? get(j) : E::exp(get(j) - shift); }
+    // y = exp(x - shift) * scale for each held element.
+    __device__ void store(typename E::Word* __restrict__ y_row, float shift, float scale) const
     {
         if (vectors) {
             uint4* __restrict__ w = reinterpret_cast<uint4*>(y_row);
 #pragma unroll
-            for (int k = 0; k < VALUES / E::PER_VEC; k++) {
+            for (int k = 0; k < VECTORS; k++) {
                 if (held(k * E::PER_VEC)) {
                     float y[E::PER_VEC];
 #pragma unroll
                     for (int j = 0; j < E::PER_VEC; j++) {
-                        y[j] = x[k * E::PER_VEC + j] * scale;
+                        y[j] = exp_of(k * E::PER_VEC + j, shift) * scale;
                     }
                     w[thread + k * GROUP] = E::pack(y);
                 }
@@ -693,7 +764,7 @@ struct RowShare {
 #pragma unroll
             for (int j = 0; j < VALUES; j++) {
                 if (held(j)) {
-                    E::store(y_row, at(j), x[j] * scale);
+                    E::store(y_row, at(j), exp_of(j, shift) * scale);
                 }
             }
         }
@@ -735,32 +806,28 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     const unsigned int len = row < rows ? cols : 0;
     const typename E::Word* x_row = in + row * cols;
     typename E::Word* y_row = out + row * cols;
-    const RowShare<E, GROUP, VALUES> share = {threadIdx.x % GROUP, len,
-                                              aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0};
-    float x[VALUES];
-    share.load(x_row, x);
+    RowShare<E, GROUP, VALUES> share = {threadIdx.x % GROUP, len,
+                                        aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0};
+    share.load(x_row);
 
-    // ANCHOR: solution the row's max: each thread's over its elements (Max<float>::combine, which keeps a NaN), then the group's (group_reduce<Max<float>, GROUP>); then e = E::exp(x - max) in place of each x, each thread's sum of its e, and the group's sum (group_reduce<Sum<float>, GROUP>)
-    float m = Max<float>::identity();
+    // ANCHOR: solution the row's max m: each thread's over all its slots (share.get(j); MaxNaN::combine, which keeps a NaN; the slots past the row hold -inf), then the group's (group_reduce<MaxNaN, GROUP>); then each e = E::exp(x - m), kept in its slot (share.keep) and summed, and the group's sum s (group_reduce<Sum<float>, GROUP>)
+    float m = MaxNaN::identity();
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (share.held(j)) {
-            m = Max<float>::combine(m, x[j]);
-        }
+        m = MaxNaN::combine(m, share.get(j));
     }
-    m = group_reduce<Max<float>, GROUP>(m);
+    m = group_reduce<MaxNaN, GROUP>(m);
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (share.held(j)) {
-            x[j] = E::exp(x[j] - m);
-            s += x[j];
-        }
+        const float e = E::exp(share.get(j) - m);
+        share.keep(j, e);
+        s += e;
     }
     s = group_reduce<Sum<float>, GROUP>(s);
     // ANCHOR_END: solution
-    // ANCHOR: stub float s = 1.0f;
-    share.store(y_row, x, 1.0f / s);
+    // ANCHOR: stub float m = 0.0f, s = 1.0f;
+    share.store(y_row, m, 1.0f / s);
 }
 // ANCHOR_END: on_chip
 
@@ -937,28 +1004,24 @@ __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E
     const size_t offset = cluster_part<CLUSTER>(cols, len);
     const typename E::Word* x_part = in + offset;
     typename E::Word* y_part = out + offset;
-    const RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
-                                              aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
-    float x[VALUES];
-    share.load(x_part, x);
+    RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
+                                        aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
+    share.load(x_part);
 
-    // ANCHOR: solution the block's state: its max m (each thread's, then group_reduce<Max<float>, BLOCK>), e = E::exp(x - m) in place of each x (x - 0 where m is -inf: a part of only -inf) and their sum s (group_reduce<Sum<float>, BLOCK>); thread 0 writes (m, s) to slots, the cluster waits (cluster_arrive, cluster_wait), and every thread merges the CLUSTER blocks' slots (read_slot, rank 0 first) with OnlineOp::combine into `whole`
-    float m = Max<float>::identity();
+    // ANCHOR: solution the block's state: its max m (each thread's over all its slots, share.get(j) with MaxNaN::combine, then group_reduce<MaxNaN, BLOCK>), each e = E::exp(x - shift) kept in its slot (share.keep; shift is m, or 0 where m is -inf: a part of only -inf) and their sum s (group_reduce<Sum<float>, BLOCK>); thread 0 writes (m, s) to slots, the cluster waits (cluster_arrive, cluster_wait), and every thread merges the CLUSTER blocks' slots (read_slot, rank 0 first) with OnlineOp::combine into `whole`
+    float m = MaxNaN::identity();
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (share.held(j)) {
-            m = Max<float>::combine(m, x[j]);
-        }
+        m = MaxNaN::combine(m, share.get(j));
     }
-    m = group_reduce<Max<float>, BLOCK>(m);
-    const float shift = m == Max<float>::identity() ? 0.0f : m; // exp(-inf - -inf) would be NaN
+    m = group_reduce<MaxNaN, BLOCK>(m);
+    const float shift = m == MaxNaN::identity() ? 0.0f : m; // exp(-inf - -inf) would be NaN
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (share.held(j)) {
-            x[j] = E::exp(x[j] - shift);
-            s += x[j];
-        }
+        const float e = E::exp(share.get(j) - shift);
+        share.keep(j, e);
+        s += e;
     }
     s = group_reduce<Sum<float>, BLOCK>(s);
     if (threadIdx.x == 0) {
@@ -974,9 +1037,9 @@ __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E
         whole = OnlineOp::combine(whole, block);
     }
     // ANCHOR_END: solution
-    // ANCHOR: stub float m = 0.0f; Online whole = {0.0f, 1.0f};
+    // ANCHOR: stub float m = 0.0f, shift = 0.0f; Online whole = {0.0f, 1.0f};
     cluster_arrive(); // this block is done reading the others' slots ...
-    share.store(y_part, x, OnlineOp::rescale(m, whole.m) * inverse_sum(whole));
+    share.store(y_part, shift, OnlineOp::rescale(m, whole.m) * inverse_sum(whole));
     cluster_wait(); // ... and, once every block has said so, may leave
 }
 // ANCHOR_END: cluster
@@ -999,18 +1062,18 @@ softmax_cluster_8x512x32(const float* in, float* out, unsigned int rows, unsigne
     cluster_rows<F32, 8, 512, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
-softmax_cluster_4x256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+softmax_cluster_4x256x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
 {
-    cluster_rows<BF16, 4, 256, 32>(in, out, rows, cols);
+    cluster_rows<BF16, 4, 256, 64>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
-softmax_cluster_8x256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+softmax_cluster_8x256x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
 {
-    cluster_rows<BF16, 8, 256, 32>(in, out, rows, cols);
+    cluster_rows<BF16, 8, 256, 64>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
-softmax_cluster_8x512x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+softmax_cluster_8x512x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
 {
-    cluster_rows<BF16, 8, 512, 32>(in, out, rows, cols);
+    cluster_rows<BF16, 8, 512, 64>(in, out, rows, cols);
 }
 #endif

@@ -568,6 +568,20 @@ impl Block<'_> {
                     _ => f64_result(x),
                 }
             }
+            // Two f32 into a pair (`cvt.rn.bf16x2.f32 d, a, b`): a rounded into the upper half of
+            // d, b into the lower.
+            (Type::F16x2 | Type::Bf16x2, Type::F(32)) => {
+                if ["rz", "rm", "rp", "rna", "sat", "relu", "satfinite"].iter().any(|m| i.has(m)) {
+                    return self.unsupported(i);
+                }
+                let format = if dst == Type::Bf16x2 { HalfFormat::Bf16 } else { HalfFormat::F16 };
+                let b = self.get(t, arg(i, 2)?, src)?;
+                let round = |bits: u64| {
+                    let x = f32::from_bits(bits as u32);
+                    format.round((if i.has("ftz") { ftz32(x) } else { x }) as f64)
+                };
+                (round(a) << 16) | round(b)
+            }
             (Type::F(16) | Type::Bf16 | Type::F16x2 | Type::Bf16x2, _)
             | (_, Type::F(16) | Type::Bf16 | Type::F16x2 | Type::Bf16x2)
             | (Type::Pred, _)

@@ -178,6 +178,8 @@ extern "C" __global__ void halves(const unsigned short* h, const unsigned int* h
     out32[96 + t] = r32;
     asm("{ add.rn.bf16 %0,%1,%2;\n}\n" : "=h"(r16) : "h"(h[t]), "h"(h[(t + 7) % 32]));
     out16[64 + t] = r16;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r32) : "f"(f[(t + 1) % 32]), "f"(f[t])); // bf16.cuh's pair
+    out32[128 + t] = r32;
 }
 
 // Hopper's bulk copy and mbarriers (cuda/bulk_copy.cuh), and one barrier of two arrivals walked

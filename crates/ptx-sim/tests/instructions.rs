@@ -376,20 +376,26 @@ fn f16_and_bf16_conversions_and_arithmetic() -> TestResult {
     // Small multiples of 1/4, so sums and products are exact in half precision.
     let quarter = |k: i32| to_f16(k as f64 / 4.0);
     let h2: Vec<u32> = (0..32i32).map(|t| quarter(t - 9) as u32 | (quarter(13 - t) as u32) << 16).collect();
-    let (mut m, b) = machine(&[2 * 32, 4 * 32, 4 * 32, 4 * 96, 2 * 96, 4 * 128]);
+    let (mut m, b) = machine(&[2 * 32, 4 * 32, 4 * 32, 4 * 96, 2 * 96, 4 * 160]);
     write(&mut m, b[0], &h, |v| v.to_le_bytes().to_vec());
     write(&mut m, b[1], &h2, |v| v.to_le_bytes().to_vec());
     write(&mut m, b[2], &f, |v| v.to_le_bytes().to_vec());
     launch(&mut m, "halves", 1, 32, &b);
     let out = f32s(&m, b[3], 96);
     let out16 = u16s(&m, b[4], 96);
-    let out32 = u32s(&m, b[5], 128);
+    let out32 = u32s(&m, b[5], 160);
     let halves = |v: u32| [(v & 0xffff) as u16, (v >> 16) as u16];
     for t in 0..32 {
         let (x, bits) = (f[t] as f64, h[t]);
         let same = |got: f32, want: f64| got.to_bits() == (want as f32).to_bits() || (got.is_nan() && want.is_nan());
         assert!(same(out[t], f16_value(bits)), "cvt.f32.f16 of {bits:#06x}: {}", out[t]);
         assert!(same(out[32 + t], bf16_value(bits)), "cvt.f32.bf16 of {bits:#06x}: {}", out[32 + t]);
+        // cvt.rn.bf16x2.f32 d, a, b: a (here f[t + 1]) into the upper half, b (f[t]) into the lower.
+        for (got, value) in halves(out32[128 + t]).into_iter().zip([f[t], f[(t + 1) % 32]]) {
+            let value = value as f64;
+            let ok = if value.is_nan() { is_nan16(got, 0x7f80) } else { got == to_bf16(value) };
+            assert!(ok, "cvt.rn.bf16x2.f32, lane {t}: {got:#06x} for {value:e}");
+        }
         if x.is_nan() {
             assert!(is_nan16(out16[t], 0x7c00) && is_nan16(out16[32 + t], 0x7f80), "NaN converts to NaN");
             continue;

@@ -77,8 +77,9 @@ pub enum Step {
     /// Step 6: the row read once and held in registers, by a warp or a block sized to it
     /// ([`on_chip_group`]); longer rows go through [`Step::SplitRows`]'s kernels.
     OnChip,
-    /// Step 7: rows longer than a block holds at 32 elements a thread, held in the registers of a
-    /// thread block cluster ([`cluster_shape`]), the blocks exchanging their max and sum through
+    /// Step 7: rows longer than a block holds (at 32 f32 or 64 bf16 elements a thread), held in the
+    /// registers of a thread block cluster ([`cluster_shape`]), the blocks exchanging their max and
+    /// sum through
     /// distributed shared memory; shorter rows as [`Step::OnChip`], longer ones through
     /// [`Step::SplitRows`]'s kernels. Clusters need compute capability 9.0: on an older GPU the
     /// step runs as [`Step::OnChip`].
@@ -103,10 +104,11 @@ impl Step {
         }
     }
 
-    /// Its kernels in `cuda/softmax.cu` (f32; the bf16 ones end in `_bf16`), in launch order; the
-    /// on-chip step launches the one of its nine for the row's group, or split rows' two for rows
-    /// too long for it; the cluster step one of its three for long rows, or the on-chip step's.
-    pub const fn kernels(self) -> &'static [&'static str] {
+    /// Its kernels in `cuda/softmax.cu` for f32 rows, or for bf16 rows (whose names then end in
+    /// `_bf16`), in launch order; the on-chip step launches the one of its nine for the row's group,
+    /// or split rows' two for rows too long for it; the cluster step one of its three for long
+    /// rows (bf16's hold 64 elements a thread where f32's hold 32), or the on-chip step's.
+    pub const fn kernels(self, bf16: bool) -> &'static [&'static str] {
         match self {
             Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
             Step::Fused => &["softmax_fused"],
@@ -114,21 +116,22 @@ impl Step {
             Step::WarpRows => &["softmax_warp_rows"],
             Step::SplitRows => SPLIT_KERNELS,
             Step::OnChip => ROW_KERNELS.split_at(ON_CHIP_KERNEL_COUNT).0,
+            Step::ClusterRows if bf16 => ROW_KERNELS_BF16,
             Step::ClusterRows => ROW_KERNELS,
         }
     }
 
-    /// The launches that take the softmax of a `rows x cols` matrix on a GPU of `gpu`'s shape
-    /// (with thread block clusters: compute capability 9.0 and later).
-    pub fn plan(self, rows: usize, cols: usize, gpu: GpuShape) -> Result<SoftmaxPlan> {
-        self.plan_for(rows, cols, gpu, true)
+    /// The launches that take the softmax of a `rows x cols` matrix of `T` (f32, or bf16 as `u16`)
+    /// on a GPU of `gpu`'s shape (with thread block clusters: compute capability 9.0 and later).
+    pub fn plan<T: Value>(self, rows: usize, cols: usize, gpu: GpuShape) -> Result<SoftmaxPlan> {
+        self.plan_for::<T>(rows, cols, gpu, true)
     }
 
     /// [`Step::plan`], on a GPU with or without clusters: without, the cluster step is the on-chip
     /// step.
-    pub fn plan_for(self, rows: usize, cols: usize, gpu: GpuShape, clusters: bool) -> Result<SoftmaxPlan> {
+    pub fn plan_for<T: Value>(self, rows: usize, cols: usize, gpu: GpuShape, clusters: bool) -> Result<SoftmaxPlan> {
         check_shape(rows, cols)?;
-        let mut kernels = self.kernels();
+        let mut kernels = self.kernels(T::BF16);
         let mut threads = THREADS;
         let (mut group, mut cluster) = (0, 0);
         // The one kernel named `name`, among the step's.
@@ -136,7 +139,7 @@ impl Step {
             let at = kernels.iter().position(|k| *k == name).expect("a shape with a kernel");
             std::slice::from_ref(&kernels[at])
         };
-        let long_row = if self == Step::ClusterRows && clusters { cluster_shape(cols) } else { None };
+        let long_row = if self == Step::ClusterRows && clusters { cluster_shape(cols, T::BF16) } else { None };
         let on_chip = if matches!(self, Step::OnChip | Step::ClusterRows) { on_chip_group(cols) } else { None };
         let (grid, parts, chunk, scratch) = match (self, long_row, on_chip) {
             (Step::ThreePass, _, _) => (rows, 1, cols, 2 * rows),
@@ -178,7 +181,7 @@ const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normali
 /// How many of [`ROW_KERNELS`] are the on-chip step's: its nine shapes and split rows' two.
 const ON_CHIP_KERNEL_COUNT: usize = 11;
 
-/// The on-chip step's kernels, then the cluster step's three.
+/// The on-chip step's kernels, then the cluster step's three (f32; [`ROW_KERNELS_BF16`] for bf16).
 const ROW_KERNELS: &[&str] = &[
     "softmax_on_chip_16x8",
     "softmax_on_chip_16x16",
@@ -194,6 +197,25 @@ const ROW_KERNELS: &[&str] = &[
     "softmax_cluster_4x256x32",
     "softmax_cluster_8x256x32",
     "softmax_cluster_8x512x32",
+];
+
+/// The same for bf16 rows: the on-chip step's kernels, then the cluster step's three, whose threads
+/// hold 64 elements where f32's hold 32 (two bf16 in the register of one f32).
+const ROW_KERNELS_BF16: &[&str] = &[
+    "softmax_on_chip_16x8",
+    "softmax_on_chip_16x16",
+    "softmax_on_chip_16x32",
+    "softmax_on_chip_32x32",
+    "softmax_on_chip_64x32",
+    "softmax_on_chip_128x32",
+    "softmax_on_chip_256x32",
+    "softmax_on_chip_512x32",
+    "softmax_on_chip_512x64",
+    "softmax_split_partial",
+    "softmax_split_normalise",
+    "softmax_cluster_4x256x64",
+    "softmax_cluster_8x256x64",
+    "softmax_cluster_8x512x64",
 ];
 
 // ANCHOR: on_chip_group
@@ -249,32 +271,38 @@ pub struct ClusterShape {
 }
 
 impl ClusterShape {
-    /// The f32 kernel of this shape (the bf16 one ends in `_bf16`).
+    /// The kernel of this shape (for bf16 rows, with `_bf16` after it).
     pub fn kernel(self) -> String {
         format!("softmax_cluster_{}x{}x{}", self.blocks, self.threads, self.values)
     }
 }
 
-/// The elements a thread of the cluster step holds, and the most blocks of a cluster that every
-/// Hopper GPU runs (the portable cluster size).
-pub const CLUSTER_VALUES: usize = 32;
+/// The elements a thread of the cluster step holds: 32 f32, or 64 bf16 (two to a register: the
+/// registers of 32 f32), and the most blocks of a cluster that every Hopper GPU runs (the portable
+/// cluster size).
+pub const fn cluster_values(bf16: bool) -> usize {
+    if bf16 { 64 } else { 32 }
+}
 pub const CLUSTER_MAX_BLOCKS: usize = 8;
 
-/// The cluster step's shape for rows of `cols` elements: blocks of 256 threads (four per SM) where
-/// 8 of them hold the row, as many as hold it (a power of two, 4 or 8); longer rows on 8 blocks of
-/// 512 (two per SM). `None` for rows one block of step 6 holds at 32 elements a thread (16,384:
-/// the step runs them as step 6 does) and for rows longer than 8 x 512 x 32 (131,072; split rows).
-/// (scripts/softmax-cluster-tuning.cu measured these shapes beside others:
-/// book/src/data/nvidia-h100-80gb-hbm3/softmax-cluster-tuning.txt.)
-pub fn cluster_shape(cols: usize) -> Option<ClusterShape> {
-    let holds = |blocks: usize, threads: usize| blocks * threads * CLUSTER_VALUES;
+/// The cluster step's shape for rows of `cols` elements (bf16 or f32): blocks of 256 threads (four
+/// per SM) where 8 of them hold the row, as many as hold it (a power of two, 4 or 8); longer rows on
+/// 8 blocks of 512 (two per SM). `None` for rows one block of step 6 holds (512 threads of 32 f32,
+/// 16,384; of 64 bf16, 32,768: the step runs them as step 6 does) and for rows longer than
+/// 8 x 512 of them (131,072 f32, 262,144 bf16; split rows).
+/// (scripts/softmax-cluster-tuning.cu and softmax-bf16-tuning.cu measured these shapes beside
+/// others: book/src/data/nvidia-h100-80gb-hbm3/softmax-cluster-tuning.txt and
+/// softmax-bf16-tuning.txt.)
+pub fn cluster_shape(cols: usize, bf16: bool) -> Option<ClusterShape> {
+    let values = cluster_values(bf16);
+    let holds = |blocks: usize, threads: usize| blocks * threads * values;
     let (blocks, threads) = match cols {
-        _ if cols <= ON_CHIP_MAX_GROUP * ON_CHIP_VALUES => return None,
+        _ if cols <= holds(1, ON_CHIP_MAX_GROUP) => return None,
         _ if cols <= holds(CLUSTER_MAX_BLOCKS, 256) => (cols.div_ceil(holds(1, 256)).next_power_of_two().max(4), 256),
         _ if cols <= holds(CLUSTER_MAX_BLOCKS, 512) => (CLUSTER_MAX_BLOCKS, 512),
         _ => return None,
     };
-    Some(ClusterShape { blocks: blocks as u32, threads, values: CLUSTER_VALUES as u32 })
+    Some(ClusterShape { blocks: blocks as u32, threads, values: values as u32 })
 }
 // ANCHOR_END: cluster_shape
 
@@ -373,10 +401,11 @@ pub struct Softmax {
     step: Step,
     /// Whether the device runs thread block clusters (compute capability 9.0 and later).
     clusters: bool,
-    /// The f32 names of the step's kernels this device runs ([`Step::kernels`]; the on-chip step's
-    /// for the cluster step on a GPU without clusters), and those kernels, f32 and bf16, in that
-    /// order.
-    names: &'static [&'static str],
+    /// The names of the step's kernels this device runs, for f32 rows and for bf16 rows
+    /// ([`Step::kernels`]; the on-chip step's for the cluster step on a GPU without clusters), and
+    /// those kernels, in those orders.
+    f32_names: &'static [&'static str],
+    bf16_names: &'static [&'static str],
     f32_kernels: Vec<Kernel>,
     bf16_kernels: Vec<Kernel>,
     /// Between kernels: the rows' max and sum (three passes), the chunks' states (split rows).
@@ -388,17 +417,20 @@ impl Softmax {
     pub fn new(device: &Device, step: Step) -> Result<Self> {
         let clusters = device.facts().compute_capability >= (9, 0);
         // Without clusters the cluster step plans as the on-chip step (Step::plan_for).
-        let names = if step == Step::ClusterRows && !clusters { Step::OnChip.kernels() } else { step.kernels() };
-        let compile = |suffix: &str| -> Result<Vec<Kernel>> {
+        let names = |bf16: bool| {
+            if step == Step::ClusterRows && !clusters { Step::OnChip.kernels(bf16) } else { step.kernels(bf16) }
+        };
+        let compile = |names: &[&str], suffix: &str| -> Result<Vec<Kernel>> {
             names.iter().map(|k| device.kernel(&SOURCE, &format!("{k}{suffix}"))).collect()
         };
         Ok(Softmax {
             device: device.clone(),
             step,
             clusters,
-            f32_kernels: compile(f32::SUFFIX)?,
-            bf16_kernels: compile(u16::SUFFIX)?,
-            names,
+            f32_kernels: compile(names(false), f32::SUFFIX)?,
+            bf16_kernels: compile(names(true), u16::SUFFIX)?,
+            f32_names: names(false),
+            bf16_names: names(true),
             scratch: None,
         })
     }
@@ -407,9 +439,9 @@ impl Softmax {
         self.step
     }
 
-    /// The launches this device would run for a `rows x cols` matrix.
-    pub fn plan(&self, rows: usize, cols: usize) -> Result<SoftmaxPlan> {
-        self.step.plan_for(rows, cols, self.device.facts().shape(), self.clusters)
+    /// The launches this device would run for a `rows x cols` matrix of `T`.
+    pub fn plan<T: Value>(&self, rows: usize, cols: usize) -> Result<SoftmaxPlan> {
+        self.step.plan_for::<T>(rows, cols, self.device.facts().shape(), self.clusters)
     }
 
     /// Writes the softmax of each row of the row-major `rows x cols` matrix `input` into `output`
@@ -425,19 +457,20 @@ impl Softmax {
         if check_lengths(rows, cols, input.len(), output.len())? == 0 {
             return Ok(());
         }
-        let plan = self.plan(rows, cols)?;
+        let plan = self.plan::<T>(rows, cols)?;
         if self.scratch.as_ref().is_none_or(|s| s.len() < plan.scratch_floats) {
             let mut scratch = self.device.alloc::<f32>(plan.scratch_floats.max(1))?;
             scratch.fill_words(SCRATCH_POISON)?;
             self.scratch = Some(scratch);
         }
         let scratch = self.scratch.as_mut().expect("allocated above");
-        let compiled = if T::SUFFIX.is_empty() { &self.f32_kernels } else { &self.bf16_kernels };
+        let (names, compiled) =
+            if T::BF16 { (self.bf16_names, &self.bf16_kernels) } else { (self.f32_names, &self.f32_kernels) };
         // The plan's kernels, in launch order, among those compiled.
         let kernels: Vec<&Kernel> = plan
             .kernels
             .iter()
-            .map(|name| &compiled[self.names.iter().position(|k| k == name).expect("a compiled kernel")])
+            .map(|name| &compiled[names.iter().position(|k| k == name).expect("a compiled kernel")])
             .collect();
         let (r, c, config) = (rows as u32, cols as u32, plan.config);
         let launch = |k: usize| self.device.launch(kernels[k], config);

@@ -25,9 +25,6 @@ fn logits<T: Value>(rng: &mut TestRng, n: usize) -> Vec<T> {
     rng.uniform_f32(n, -20.0, 20.0).into_iter().map(T::from_f32).collect()
 }
 
-/// A row given as the logit at each column.
-type LogitAt = fn(usize) -> f32;
-
 /// Runs `softmax` on `host` (`rows x cols`) into a poisoned output and checks it.
 fn check<T: Value>(
     device: &Device,
@@ -125,7 +122,12 @@ fn plan_snapshot() -> Result<String, GpuError> {
     for &(rows, cols) in &shapes {
         let _ = writeln!(text, "{rows} x {cols}:");
         for step in Step::ALL {
-            let _ = writeln!(text, "  {}", step.plan(rows, cols, GpuShape::HOPPER_132_SMS)?);
+            let f32_plan = step.plan::<f32>(rows, cols, GpuShape::HOPPER_132_SMS)?.to_string();
+            let bf16_plan = step.plan::<u16>(rows, cols, GpuShape::HOPPER_132_SMS)?.to_string();
+            let _ = writeln!(text, "  {f32_plan}");
+            if bf16_plan != f32_plan {
+                let _ = writeln!(text, "    bf16: {bf16_plan}");
+            }
         }
     }
     Ok(text)
@@ -149,6 +151,42 @@ fn counters(step: Step) -> Result<String, GpuError> {
     Ok(text)
 }
 
+/// What torch gives for special values in one block's part (`part` elements) of a row of 2^16 on
+/// the cluster step, across the cluster's exchange of max and sum.
+fn semantics_across_a_cluster<T: Value>(device: &Device, part: usize) -> TestResult {
+    const COLS: usize = 1 << 16;
+    let rng = TestRng::new();
+    let mut softmax = Softmax::new(device, Step::ClusterRows)?;
+    let cols = COLS;
+    let last = COLS - part;
+    let rows: [(&str, &dyn Fn(usize) -> f32); 5] = [
+        ("masked: the last block's part all -inf", &|i| if i >= last { f32::NEG_INFINITY } else { 0.5 }),
+        ("a NaN in the third part", &|i| if i == 2 * part + 1000 { f32::NAN } else { 0.0 }),
+        ("one finite, in the last part", &|i| if i == COLS - 1 { 2.0 } else { f32::NEG_INFINITY }),
+        ("logits of 1e4 in the second part", &|i| if i / part == 1 { 1e4 } else { -1e4 }),
+        ("all -inf", &|_| f32::NEG_INFINITY),
+    ];
+    for (what, row) in rows {
+        let host: Vec<T> = (0..cols).map(|i| T::from_f32(row(i))).collect();
+        check(device, &mut softmax, &rng, &host, (1, cols)).map_err(|e| format!("{} {what}: {e:?}", T::NAME))?;
+        let got: Vec<f64> = softmax.softmax_host(&host, 1, cols)?.into_iter().map(T::to_f64).collect();
+        let fail = |why: &str| Err(format!("cluster-rows {} {what}: {why}", T::NAME).into());
+        match what {
+            "a NaN in the third part" | "all -inf" if !got.iter().all(|y| y.is_nan()) => {
+                return fail("expected NaN everywhere");
+            }
+            "masked: the last block's part all -inf" if got[last..].iter().any(|&y| y != 0.0) => {
+                return fail("masked entries must be exactly 0");
+            }
+            "one finite, in the last part" if got[cols - 1] != 1.0 => {
+                return fail("expected 1 at the finite entry");
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = TestSuite::new()
         .cpu("illustration::launch_plans", || {
@@ -160,7 +198,7 @@ fn main() -> std::process::ExitCode {
             for (step, rows, cols) in
                 [(Step::Online, 1, MAX_SIDE + 1), (Step::WarpRows, MAX_SIDE + 1, 1), (Step::SplitRows, 3, MAX_SIDE + 1)]
             {
-                match step.plan(rows, cols, GpuShape::HOPPER_132_SMS) {
+                match step.plan::<f32>(rows, cols, GpuShape::HOPPER_132_SMS) {
                     Err(GpuError::BadInput(message)) => {
                         let _ = writeln!(text, "{} {rows} x {cols}: {message}", step.name());
                     }
@@ -327,17 +365,20 @@ fn main() -> std::process::ExitCode {
         })
         .gpu("cluster-rows::every_cluster_size_and_its_edges", |device| {
             // Each length where the cluster grows, and one past it, from the longest row one block
-            // holds (step 6's kernel) to one past the longest a cluster of 8 holds (split rows); a
-            // row whose parts are not all full, and rows at an odd offset (element by element).
+            // holds (step 6's kernel) to one past the longest a cluster of 8 holds (split rows):
+            // for f32 16,384 to 131,073, for bf16 (twice the elements a thread) 32,768 to 262,145;
+            // rows whose parts are not all full, and rows at an odd offset (element by element).
             let mut rng = TestRng::new();
             let mut softmax = Softmax::new(device, Step::ClusterRows)?;
             let mut lengths = vec![1 << 14];
-            lengths.extend((14..=17).map(|k| (1usize << k) + 1));
-            lengths.extend([1 << 15, 1 << 16, 1 << 17, 3 << 14, (1 << 16) + 8]);
+            lengths.extend((14..=18).map(|k| (1usize << k) + 1));
+            lengths.extend([1 << 15, 1 << 16, 1 << 17, 1 << 18, 3 << 14, 3 << 15, (1 << 16) + 8]);
             for cols in lengths {
                 let rows = if cols > 1 << 16 { 1 } else { 2 };
-                let host = logits::<f32>(&mut rng, rows * cols);
-                check(device, &mut softmax, &rng, &host, (rows, cols))?;
+                if cols <= (1 << 17) + 1 {
+                    let host = logits::<f32>(&mut rng, rows * cols);
+                    check(device, &mut softmax, &rng, &host, (rows, cols))?;
+                }
                 let host = logits::<u16>(&mut rng, rows * cols);
                 check(device, &mut softmax, &rng, &host, (rows, cols))?;
             }
@@ -353,49 +394,27 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("cluster-rows::torch_semantics_across_a_cluster", |device| {
-            // Special values in one block's part of a row of 2^16 (a cluster of 8 blocks, 8192
-            // elements each): what torch gives, across the cluster's exchange of max and sum.
-            const COLS: usize = 1 << 16;
-            const PART: usize = 1 << 13;
-            let rng = TestRng::new();
-            let mut softmax = Softmax::new(device, Step::ClusterRows)?;
-            let cols = COLS;
-            let rows: [(&str, LogitAt); 5] = [
-                ("masked: the last block's part all -inf", |i| if i >= 7 * PART { f32::NEG_INFINITY } else { 0.5 }),
-                ("a NaN in the third part", |i| if i == 2 * PART + 1000 { f32::NAN } else { 0.0 }),
-                ("one finite, in the last part", |i| if i == COLS - 1 { 2.0 } else { f32::NEG_INFINITY }),
-                ("logits of 1e4 in the second part", |i| if i / PART == 1 { 1e4 } else { -1e4 }),
-                ("all -inf", |_| f32::NEG_INFINITY),
-            ];
-            for (what, row) in rows {
-                let host: Vec<f32> = (0..cols).map(row).collect();
-                check(device, &mut softmax, &rng, &host, (1, cols)).map_err(|e| format!("{what}: {e:?}"))?;
-                let got = softmax.softmax_host(&host, 1, cols)?;
-                let fail = |why: &str| Err(format!("cluster-rows {what}: {why}").into());
-                match what {
-                    "a NaN in the third part" | "all -inf" if !got.iter().all(|y| y.is_nan()) => {
-                        return fail("expected NaN everywhere");
-                    }
-                    "masked: the last block's part all -inf" if got[7 * PART..].iter().any(|&y| y != 0.0) => {
-                        return fail("masked entries must be exactly 0");
-                    }
-                    "one finite, in the last part" if got[cols - 1] != 1.0 => {
-                        return fail("expected 1 at the finite entry");
-                    }
-                    _ => {}
-                }
-            }
-            Ok(())
+            // Special values in one block's part of a row of 2^16: f32 on a cluster of 8 blocks
+            // (8192 elements each), bf16 on one of 4 (16,384 each).
+            semantics_across_a_cluster::<f32>(device, 1 << 13)?;
+            semantics_across_a_cluster::<u16>(device, 1 << 14)
         })
         .cpu("cluster-rows::shapes", || {
             let mut text = String::new();
-            for cols in [0, 1 << 14, (1 << 14) + 1, 1 << 15, (1 << 15) + 1, 1 << 16, 1 << 17, (1 << 17) + 1] {
-                let _ = writeln!(text, "{cols}: {:?}", softmax::cluster_shape(cols));
+            for bf16 in [false, true] {
+                let _ = writeln!(text, "{}:", if bf16 { "bf16" } else { "f32" });
+                for k in [14, 15, 16, 17, 18] {
+                    for cols in [1 << k, (1 << k) + 1] {
+                        let _ = writeln!(text, "  {cols}: {:?}", softmax::cluster_shape(cols, bf16));
+                    }
+                }
             }
             let gpu = GpuShape::HOPPER_132_SMS;
             for clusters in [true, false] {
-                let plan = Step::ClusterRows.plan_for(768, 1 << 16, gpu, clusters)?;
-                let _ = writeln!(text, "768 x 2^16, clusters {clusters}: {plan}");
+                let plan = Step::ClusterRows.plan_for::<f32>(768, 1 << 16, gpu, clusters)?;
+                let _ = writeln!(text, "768 x 2^16 f32, clusters {clusters}: {plan}");
+                let plan = Step::ClusterRows.plan_for::<u16>(768, 1 << 16, gpu, clusters)?;
+                let _ = writeln!(text, "768 x 2^16 bf16, clusters {clusters}: {plan}");
             }
             insta::assert_snapshot!("cluster_shapes", text);
             Ok(())

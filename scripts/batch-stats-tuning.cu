@@ -1,0 +1,236 @@
+// Batch-norm statistics (cuda/batch_stats.cu, step 4) against wider pieces, timed in one run with a
+// streaming read of the same bytes (cuda/roofs.cu's): how many bytes a lane should have in flight.
+// Step 4 cuts a channel's planes into pieces of 32 x 16 elements, 16 values a lane: 64 bytes of
+// f32 but only 32 of bf16, so a bf16 lane has half the bytes in flight between its folds. A
+// "wide" variant takes pieces of 32 x 32, a lane's 32 values loaded at once and folded as two
+// halves of 16 (moments_of<16> twice, then Chan's combination), at the same 64 registers. And the
+// grid: one wave of C x slices blocks (the chapter's rule), or two.
+// Every variant is checked against the chapter's kernel (means and variances within 1e-5
+// relative); times are the median of 15 batches of CUDA-event timings, as in the tour.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-tuning scripts/batch-stats-tuning.cu
+//   ./batch-stats-tuning
+#include "../cuda/batch_stats.cu"
+#include "../cuda/roofs.cu"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tuning.cuh"
+
+// A lane's accumulator of a piece of 32 x 32 elements: as lane_piece with K = 32, the values
+// folded in two halves of 16. Elements [0, 512) of the piece are laid out among the lanes as a
+// piece of 32 x 16 is, and so are [512, 1024): a short piece is two short pieces of 16.
+template <class E, int V>
+__device__ __forceinline__ Moments lane_piece_wide(const typename E::Word* __restrict__ piece, unsigned int len,
+                                                   unsigned int lane)
+{
+    typedef MomentsOf<float> Op;
+    if (len == 32 * 32) {
+        float x[32];
+#pragma unroll
+        for (int k = 0; k < 32 / V; k++) {
+            load_vector<E, V>(piece + load_at<V>(k, lane), x + k * V);
+        }
+        return Op::combine(moments_of<16>(x, 16), moments_of<16>(x + 16, 16));
+    }
+    const unsigned int first = len < 512 ? len : 512;
+    return Op::combine(lane_piece<E, V, 16>(piece, first, lane), lane_piece<E, V, 16>(piece + 512, len - first, lane));
+}
+
+// The same for bf16 pieces of 32 x K (K = 32 or 64), the lane's vectors kept as loaded (K / 2
+// registers) and widened 16 values at a time, each 16 folded by moments_of<16> and combined.
+template <int K>
+__device__ __forceinline__ Moments lane_piece_packed(const unsigned short* __restrict__ piece, unsigned int len,
+                                                     unsigned int lane)
+{
+    typedef MomentsOf<float> Op;
+    Moments acc = Op::identity();
+    if (len == 32 * K) {
+        uint4 q[K / 8];
+#pragma unroll
+        for (int k = 0; k < K / 8; k++) {
+            q[k] = *reinterpret_cast<const uint4*>(piece + load_at<8>(k, lane));
+        }
+#pragma unroll
+        for (int h = 0; h < K / 16; h++) {
+            float x[16];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                BF16::unpack(word(q[2 * h], i), x + 2 * i);
+                BF16::unpack(word(q[2 * h + 1], i), x + 8 + 2 * i);
+            }
+            acc = Op::combine(acc, moments_of<16>(x, 16));
+        }
+        return acc;
+    }
+#pragma unroll
+    for (int h = 0; h < K / 16; h++) {
+        const unsigned int begin = h * 512, sub = len > begin ? min(len - begin, 512u) : 0u;
+        acc = Op::combine(acc, lane_piece<BF16, 8, 16>(piece + begin, sub, lane));
+    }
+    return acc;
+}
+
+// A lane's accumulator of a piece of 32 x K elements: the chapter's (K = 16), wide (K = 32, f32
+// values), or packed (bf16, K = 32 or 64).
+template <class E, int K, bool PACKED>
+__device__ __forceinline__ Moments piece_variant(const typename E::Word* __restrict__ piece, unsigned int len,
+                                                 unsigned int lane)
+{
+    if constexpr (PACKED) return lane_piece_packed<K>(piece, len, lane);
+    else if constexpr (K == 32) return lane_piece_wide<E, E::MAX_VEC>(piece, len, lane);
+    else return lane_piece<E, E::MAX_VEC, 16>(piece, len, lane);
+}
+
+// Step 4 (planes a multiple of the vector), with pieces of 32 x K.
+template <class E, int K, bool PACKED, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    variant(const typename E::Word* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
+            unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices)
+{
+    typedef MomentsOf<float> Op;
+    const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
+    const unsigned int per_plane = (plane + 32 * K - 1) / (32 * K);
+    const unsigned int pieces = batch * per_plane;
+    const unsigned int per_slice = (pieces + slices - 1) / slices;
+    const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
+    const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
+    const unsigned int lane = threadIdx.x % 32;
+    Moments acc = Op::identity();
+    for (unsigned int p = first + threadIdx.x / 32; p < last; p += WARPS) {
+        const unsigned int n = per_plane == 1 ? p : p / per_plane;
+        const unsigned int begin = (p - n * per_plane) * (32 * K);
+        const unsigned int len = plane - begin < 32 * K ? plane - begin : 32 * K;
+        acc = Op::combine(acc, piece_variant<E, K, PACKED>(in + ((size_t)n * channels + c) * plane + begin, len, lane));
+    }
+    finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, 1, mean, var);
+}
+
+struct Shape {
+    unsigned n, c, h, w;
+};
+
+int main()
+{
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    const Shape shapes[] = {{256, 64, 56, 56}, {512, 64, 56, 56}, {256, 128, 28, 28}};
+    size_t most = 0;
+    for (const Shape& s : shapes) most = std::max(most, (size_t)s.n * s.c * s.h * s.w);
+    std::vector<float> host(most);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.5f, 2.0f);
+    for (auto& x : host) x = normal(rng);
+    std::vector<unsigned short> host_bf16(most);
+    for (size_t i = 0; i < most; ++i) {
+        unsigned bits;
+        std::memcpy(&bits, &host[i], 4);
+        host_bf16[i] = (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    }
+    float *in, *mean, *var, *sink;
+    unsigned short* in_bf16;
+    Moments* partial;
+    unsigned int* ticket;
+    CHECK(cudaMalloc(&in, most * 4));
+    CHECK(cudaMalloc(&in_bf16, most * 2));
+    CHECK(cudaMalloc(&mean, 4096 * 4));
+    CHECK(cudaMalloc(&var, 4096 * 4));
+    CHECK(cudaMalloc(&sink, 1 << 20));
+    CHECK(cudaMalloc(&partial, 1 << 20));
+    CHECK(cudaMalloc(&ticket, 4096 * 4));
+    CHECK(cudaMemset(ticket, 0, 4096 * 4));
+    CHECK(cudaMemcpy(in, host.data(), most * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(in_bf16, host_bf16.data(), most * 2, cudaMemcpyHostToDevice));
+
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+        for (const Shape& s : shapes) {
+            const unsigned plane = s.h * s.w;
+            const size_t bytes = (size_t)s.n * s.c * plane * (bf16 ? 2 : 4);
+            const void* x = bf16 ? (const void*)in_bf16 : (const void*)in;
+            // The read roof: the faster of roofs.cu's two streaming reads on a full wave of blocks.
+            const size_t vectors = bytes / 16;
+            const unsigned roof_grid = prop.multiProcessorCount * 8;
+            const double read4 = median_ms([&] {
+                read_roof_unroll4<<<roof_grid, 256>>>((const float4*)x, sink, (long long)vectors, NAN);
+            });
+            const double read8 = median_ms([&] {
+                read_roof_unroll8<<<roof_grid, 256>>>((const float4*)x, sink, (long long)vectors, NAN);
+            });
+            const double roof = std::min(read4, read8);
+            std::printf("%s %ux%ux%ux%u (%.0f MB): read roof %.4f ms\n", bf16 ? "bf16" : "f32", s.n, s.c, s.h, s.w,
+                        bytes / 1e6, roof);
+            std::vector<float> want_mean, want_var;
+            struct Config {
+                const char* name;
+                unsigned k, min_blocks, waves;
+                std::function<void(unsigned)> launch; // given slices
+            };
+            const unsigned N = s.n, C = s.c;
+#define LAUNCH(E, K, PACKED, MIN)                                                                                  \
+    [&, N, C, plane](unsigned slices) {                                                                            \
+        variant<E, K, PACKED, MIN><<<C * slices, THREADS>>>((const E::Word*)x, partial, ticket, mean, var, N, C, plane, \
+                                                             slices);                                              \
+    }
+            std::vector<Config> configs = {
+                {"chapter", 16, BLOCKS_PER_SM, 1,
+                 [&, N, C, plane](unsigned slices) {
+                     if (bf16)
+                         batch_stats_vectors_bf16<<<C * slices, THREADS>>>(in_bf16, partial, ticket, mean, var, N, C,
+                                                                            plane, slices, 1);
+                     else
+                         batch_stats_vectors<<<C * slices, THREADS>>>(in, partial, ticket, mean, var, N, C, plane,
+                                                                       slices, 1);
+                 }},
+                {"chapter", 16, BLOCKS_PER_SM, 2, {}},
+            };
+            configs[1].launch = configs[0].launch;
+            if (bf16) {
+                configs.push_back({"wide pieces", 32, 4, 1, LAUNCH(BF16, 32, false, 4)});
+                configs.push_back({"packed 32", 32, 4, 1, LAUNCH(BF16, 32, true, 4)});
+                configs.push_back({"packed 32", 32, 5, 1, LAUNCH(BF16, 32, true, 5)});
+                configs.push_back({"packed 32", 32, 6, 1, LAUNCH(BF16, 32, true, 6)});
+                configs.push_back({"packed 64", 64, 4, 1, LAUNCH(BF16, 64, true, 4)});
+                configs.push_back({"packed 64", 64, 4, 2, LAUNCH(BF16, 64, true, 4)});
+            } else {
+                configs.push_back({"wide pieces", 32, 4, 1, LAUNCH(F32, 32, false, 4)});
+            }
+            for (size_t config = 0; config < configs.size(); ++config) {
+                const Config& k = configs[config];
+                const unsigned resident = prop.multiProcessorCount * k.min_blocks * k.waves;
+                const unsigned pieces = s.n * ((plane + 32 * k.k - 1) / (32 * k.k));
+                const unsigned slices = std::max(1u, std::min(resident / s.c, pieces));
+                const std::function<void()> launch = [&k, slices] { k.launch(slices); };
+                CHECK(cudaMemset(mean, 0xff, s.c * 4));
+                CHECK(cudaMemset(var, 0xff, s.c * 4));
+                launch();
+                CHECK(cudaDeviceSynchronize());
+                std::vector<float> got_mean(s.c), got_var(s.c);
+                CHECK(cudaMemcpy(got_mean.data(), mean, s.c * 4, cudaMemcpyDeviceToHost));
+                CHECK(cudaMemcpy(got_var.data(), var, s.c * 4, cudaMemcpyDeviceToHost));
+                if (config == 0) {
+                    want_mean = got_mean;
+                    want_var = got_var;
+                }
+                int wrong = 0;
+                for (unsigned c = 0; c < s.c; ++c) {
+                    if (!(std::fabs(got_mean[c] - want_mean[c]) <= 1e-5f * std::fabs(want_mean[c]) + 1e-6f) ||
+                        !(std::fabs(got_var[c] - want_var[c]) <= 1e-5f * want_var[c]))
+                        wrong++;
+                }
+                const double ms = median_ms(launch);
+                std::printf("  %-12s pieces of %4u, %u blocks/SM, %u wave%s (%4u blocks) %8.4f ms %6.1f%% of the read roof%s\n",
+                            k.name, 32 * k.k, k.min_blocks, k.waves, k.waves > 1 ? "s" : " ", s.c * slices, ms,
+                            100.0 * roof / ms, wrong ? "  WRONG" : "");
+                std::fflush(stdout);
+            }
+        }
+    }
+    return 0;
+}
