@@ -40,10 +40,11 @@
 
 // ANCHOR: elements
 // The element types. `Word` is what memory holds; values are f32 in registers. `unpack` turns a
-// 32-bit word of memory into its PER_WORD values; MAX_VEC elements make 16 bytes.
+// 32-bit word of memory into its PER_WORD values; MAX_VEC elements make 16 bytes, and K_LONG
+// elements 64 (what a lane takes of a piece of a long plane: see pieces below).
 struct F32 {
     typedef float Word;
-    enum { PER_WORD = 1, MAX_VEC = 4 };
+    enum { PER_WORD = 1, MAX_VEC = 4, K_LONG = 16 };
     __device__ static float load(const Word* p) { return *p; }
     __device__ static void unpack(unsigned int w, float* x) { x[0] = __uint_as_float(w); }
 };
@@ -51,7 +52,7 @@ struct F32 {
 // bfloat16 is the top half of an f32: widening is a shift (bf16_to_float, in bf16.cuh).
 struct BF16 {
     typedef unsigned short Word;
-    enum { PER_WORD = 2, MAX_VEC = 8 };
+    enum { PER_WORD = 2, MAX_VEC = 8, K_LONG = 32 };
     __device__ static float load(const Word* p) { return bf16_to_float(*p); }
     __device__ static void unpack(unsigned int w, float* x)
     {
@@ -122,13 +123,18 @@ extern "C" __global__ void batch_stats_naive_bf16(const unsigned short* in, floa
 
 // ANCHOR: pieces
 // The walk of steps 2 to 4. A channel's planes are cut into pieces of at most 32 K elements, K
-// values per lane: K = 16 (pieces of 512) for planes of more than 256 elements, K = 8 for shorter
-// ones, so that a plane of 196 fills most of its piece. A plane of 3136 is six pieces of 512 and
-// one of 64; a plane of 196 is one piece of 256. A warp takes a piece at a time: lane l reads
-// elements l * V, (32 + l) * V, (64 + l) * V, ... of the piece, V at a time (V = 1 in steps 2 and
-// 3), so the 32 lanes of one load read 32 V consecutive elements, and each lane has K / V loads in
-// flight before it adds anything.
-__device__ __forceinline__ unsigned int piece_of(unsigned int plane) { return plane > 256 ? 512 : 256; }
+// values per lane: for planes of more than 256 elements, K is the elements of 64 bytes (E::K_LONG:
+// 16 f32, pieces of 512; 32 bf16, pieces of 1024), and K = 8 for shorter ones, so that a plane of
+// 196 fills most of its piece. A plane of 3136 f32 is six pieces of 512 and one of 64 (bf16: three
+// of 1024 and one of 64); a plane of 196 is one piece of 256. A warp takes a piece at a time: lane
+// l reads elements l * V, (32 + l) * V, (64 + l) * V, ... of the piece, V at a time (V = 1 in
+// steps 2 and 3), so the 32 lanes of one load read 32 V consecutive elements, and each lane has
+// K / V loads in flight before it adds anything.
+template <class E>
+__device__ __forceinline__ unsigned int piece_of(unsigned int plane)
+{
+    return plane > 256 ? 32 * E::K_LONG : 256;
+}
 
 // The number of bytes of V elements, as a type a load can move at once, and its 32-bit words.
 template <int BYTES> struct Bytes;
@@ -235,6 +241,22 @@ __device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict
                                               unsigned int lane)
 {
     float x[K];
+    if constexpr (K > 16) {
+        // A piece of 32 x 32 (bf16) is two of 32 x 16: elements [0, 512) of it are laid out among
+        // the lanes as a piece of 512 is, and so are [512, 1024). Folded as two halves of 16
+        // values (moments_of<32> would need 32 more registers), loaded together where it is whole.
+        typedef MomentsOf<float> Op;
+        if (len == 32 * K) {
+#pragma unroll
+            for (int k = 0; k < K / V; k++) {
+                load_vector<E, V>(piece + load_at<V>(k, lane), x + k * V);
+            }
+            return Op::combine(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, K / 2));
+        }
+        const unsigned int first = len < 16 * K ? len : 16 * K;
+        return Op::combine(lane_piece<E, V, K / 2>(piece, first, lane),
+                           lane_piece<E, V, K / 2>(piece + 16 * K, len - first, lane));
+    }
     if (len == 32 * K) {
 #pragma unroll
         for (int k = 0; k < K / V; k++) {
@@ -289,8 +311,8 @@ template <class E, int V>
 __device__ __forceinline__ Moments walk(const typename E::Word* __restrict__ in, unsigned int c, unsigned int channels,
                                         unsigned int plane, unsigned int first, unsigned int last)
 {
-    if (piece_of(plane) == 512) {
-        return walk_pieces<E, V, 16>(in, c, channels, plane, first, last);
+    if (piece_of<E>(plane) > 256) {
+        return walk_pieces<E, V, E::K_LONG>(in, c, channels, plane, first, last);
     }
     return walk_pieces<E, V, 8>(in, c, channels, plane, first, last);
 }
@@ -316,7 +338,7 @@ __device__ void coalesced(const typename E::Word* __restrict__ in, float* __rest
                           unsigned int batch, unsigned int channels, unsigned int plane, unsigned int correction)
 {
     const unsigned int c = blockIdx.x;
-    const unsigned int pieces = batch * ((plane + piece_of(plane) - 1) / piece_of(plane));
+    const unsigned int pieces = batch * ((plane + piece_of<E>(plane) - 1) / piece_of<E>(plane));
     Moments acc = walk<E, 1>(in, c, channels, plane, 0, pieces);
     acc = block_reduce<MomentsOf<float> >(acc);
     if (threadIdx.x == 0) {
@@ -392,7 +414,8 @@ __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict_
 // costs C x slices accumulators of 16 bytes and one atomic per block, in the same launch. Where
 // the channels alone fill the GPU (512 of them), slices is 1 and the step is step 2.
 //
-// What it leaves slow: each lane loads 4 bytes at a time, 16 load instructions for 16 values.
+// What it leaves slow: each lane loads one element at a time, 16 load instructions for 16 f32
+// values (32 for 32 bf16).
 // Where DRAM is the limit (planes of 3136 that the L2 does not hold) that costs nothing: the load
 // units keep up with the memory. It shows where instructions, not bytes, set the time: short
 // planes in the L2 (14 x 14), where each piece's loads, their bounds, its fold and its
@@ -407,7 +430,7 @@ __device__ void split(const typename E::Word* __restrict__ in, Moments* __restri
                       unsigned int correction)
 {
     const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
-    const unsigned int pieces = batch * ((plane + piece_of(plane) - 1) / piece_of(plane));
+    const unsigned int pieces = batch * ((plane + piece_of<E>(plane) - 1) / piece_of<E>(plane));
     const unsigned int per_slice = (pieces + slices - 1) / slices;
     const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
     const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
@@ -448,8 +471,9 @@ batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int*
 // edges to read one by one: a piece starts at a multiple of 32 K and holds a multiple of V
 // elements.
 //
-// What changed from split: a lane's K values come in K / V loads instead of K (4 for f32 and
-// 2 for bf16, where K = 16); the walk, the slices and the finish are step 3's.
+// What changed from split: a lane's K values come in K / V loads instead of K: four loads of 16
+// bytes for both types on long planes (K = 16 f32 or 32 bf16); the walk, the slices and the
+// finish are step 3's.
 //
 // What it leaves slow: odd planes (H * W = 195) fall back to step 3's single loads; a plane of
 // 14 x 14 = 196 fills 196 of its piece's 256 elements, and its lanes' last loads are partly past

@@ -744,7 +744,7 @@ __device__ __forceinline__ void write_vectors(const Vectors<E>& v, unsigned int 
     }
 }
 
-template <class E, class N>
+template <class E, class N, bool CHUNKS>
 __device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
                           const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
                           unsigned int cols, float eps, unsigned int warps)
@@ -755,32 +755,36 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
     // The last block's spare warps take no row, but still meet the row's barriers (warps > 1).
     const bool live = row < rows;
     const size_t offset = (live ? row : 0) * cols;
-    const unsigned int capacity = LANE_ELEMENTS * lanes;
     Vectors<E> v;
-    int count = 0;
-    typename N::Op::Value state = N::Op::identity();
-    for (unsigned int c = 0; c < cols; c += capacity) {
-        const unsigned int len = live ? min(capacity, cols - c) : 0;
-        const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
-                           (!N::HAS_BIAS || aligned16(b + c));
-        count = load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
-        state = N::Op::combine(state, thread_state<N>(v, count));
-    }
-    state = row_reduce<typename N::Op>(state, warps);
-    const Affine a = N::affine(state, cols, eps);
-    if (cols <= capacity) {
+    if constexpr (!CHUNKS) {
+        // The row fits the lanes' registers (the launcher sees to it): read once, written from
+        // the registers.
         const bool whole = aligned16(x + offset) && aligned16(y + offset) && aligned16(w) &&
                            (!N::HAS_BIAS || aligned16(b));
-        write_vectors<E, N>(v, live ? cols : 0, lane, lanes, whole, w, b, y + offset, a); // from the registers
-        return;
-    }
-    for (unsigned int c = 0; c < cols; c += capacity) {
-        const unsigned int len = live ? min(capacity, cols - c) : 0;
-        const typename E::Word* bias = N::HAS_BIAS ? b + c : b;
-        const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
-                           (!N::HAS_BIAS || aligned16(bias));
-        load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
-        write_vectors<E, N>(v, len, lane, lanes, whole, w + c, bias, y + offset + c, a);
+        const int count = load_vectors<E>(x + offset, live ? cols : 0, lane, lanes, whole, v);
+        const typename N::Op::Value state = row_reduce<typename N::Op>(thread_state<N>(v, count), warps);
+        write_vectors<E, N>(v, live ? cols : 0, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
+    } else {
+        // A longer row, a chunk of `capacity` elements at a time: its statistics, then its write.
+        const unsigned int capacity = LANE_ELEMENTS * lanes;
+        typename N::Op::Value state = N::Op::identity();
+        for (unsigned int c = 0; c < cols; c += capacity) {
+            const unsigned int len = live ? min(capacity, cols - c) : 0;
+            const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
+                               (!N::HAS_BIAS || aligned16(b + c));
+            const int count = load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
+            state = N::Op::combine(state, thread_state<N>(v, count));
+        }
+        state = row_reduce<typename N::Op>(state, warps);
+        const Affine a = N::affine(state, cols, eps);
+        for (unsigned int c = 0; c < cols; c += capacity) {
+            const unsigned int len = live ? min(capacity, cols - c) : 0;
+            const typename E::Word* bias = N::HAS_BIAS ? b + c : b;
+            const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
+                               (!N::HAS_BIAS || aligned16(bias));
+            load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
+            write_vectors<E, N>(v, len, lane, lanes, whole, w + c, bias, y + offset + c, a);
+        }
     }
 }
 // ANCHOR_END: by_length
@@ -794,27 +798,56 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 // 90.7% (scripts/norms-bf16-tuning.cu; norms-bf16-tuning.txt).
 #define BF16_BLOCKS_PER_SM 5
 
+// The entry points: <norm>_by_length for rows the lanes' registers hold (up to 8 warps x 32 lanes
+// x LANE_ELEMENTS = 8192 elements), <norm>_by_length_chunks for longer ones. Two kernels, not one
+// with both paths: the chunks' loop would take registers from the register-resident path (ptxas
+// spilled the bf16 layer norm's at five blocks an SM).
 extern "C" __global__ void __launch_bounds__(THREADS)
 layer_norm_by_length(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
                      float eps, unsigned int warps)
 {
-    by_length<F32, Layer>(x, w, b, y, rows, cols, eps, warps);
+    by_length<F32, Layer, false>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 layer_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
                           unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<BF16, Layer>(x, w, b, y, rows, cols, eps, warps);
+    by_length<BF16, Layer, false>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
 rms_norm_by_length(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
                    unsigned int warps)
 {
-    by_length<F32, Rms>(x, w, 0, y, rows, cols, eps, warps);
+    by_length<F32, Rms, false>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 rms_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
                         unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<BF16, Rms>(x, w, 0, y, rows, cols, eps, warps);
+    by_length<BF16, Rms, false>(x, w, 0, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_by_length_chunks(const float* x, const float* w, const float* b, float* y, unsigned int rows,
+                            unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<F32, Layer, true>(x, w, b, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
+layer_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
+                                 unsigned short* y, unsigned int rows, unsigned int cols, float eps,
+                                 unsigned int warps)
+{
+    by_length<BF16, Layer, true>(x, w, b, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_by_length_chunks(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
+                          unsigned int warps)
+{
+    by_length<F32, Rms, true>(x, w, 0, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
+rms_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y,
+                               unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<BF16, Rms, true>(x, w, 0, y, rows, cols, eps, warps);
 }

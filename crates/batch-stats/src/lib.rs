@@ -63,10 +63,15 @@ pub const THREADS: u32 = 256;
 pub const BLOCKS_PER_SM: usize = 4;
 
 /// The elements of a piece of a plane of `plane` elements, the most a warp takes at a time
-/// (`piece_of` in `cuda/batch_stats.cu`): 32 lanes x 16 values for planes of more than 256
-/// elements, 32 x 8 for shorter ones (a plane of 196 fills most of a piece of 256).
-pub const fn piece(plane: usize) -> usize {
-    if plane > 256 { 512 } else { 256 }
+/// (`piece_of` in `cuda/batch_stats.cu`): for planes of more than 256 elements, 32 lanes x 64 bytes
+/// (16 f32 or 32 bf16 values a lane: pieces of 512 or 1024), and 32 x 8 for shorter ones (a plane
+/// of 196 fills most of a piece of 256).
+pub const fn piece(plane: usize, bf16: bool) -> usize {
+    match (plane > 256, bf16) {
+        (false, _) => 256,
+        (true, false) => 512,
+        (true, true) => 1024,
+    }
 }
 
 /// N, C and H x W are each at most this, and so are a channel's pieces (N x ceil(H x W / 512)):
@@ -106,10 +111,10 @@ impl Nchw {
         self.batch.checked_mul(self.channels)?.checked_mul(self.height)?.checked_mul(self.width)
     }
 
-    /// A channel's pieces (`N x ceil(H x W / piece)`, saturating, [`piece`]), the units the warps
-    /// of steps 2 to 4 take.
-    pub fn pieces(&self) -> usize {
-        self.batch.saturating_mul(self.plane().div_ceil(piece(self.plane())))
+    /// A channel's pieces of f32 or bf16 elements (`N x ceil(H x W / piece)`, saturating,
+    /// [`piece`]), the units the warps of steps 2 to 4 take.
+    pub fn pieces(&self, bf16: bool) -> usize {
+        self.batch.saturating_mul(self.plane().div_ceil(piece(self.plane(), bf16)))
     }
 }
 
@@ -182,10 +187,11 @@ impl Step {
         matches!(self, Step::Split | Step::Vectors)
     }
 
-    /// The launch that takes the statistics of a tensor of `shape` on a GPU of `gpu`'s shape.
-    pub fn plan(self, shape: Nchw, gpu: GpuShape) -> Result<StatsPlan> {
+    /// The launch that takes the statistics of a tensor of `shape` of `T` (f32, or bf16 as `u16`)
+    /// on a GPU of `gpu`'s shape.
+    pub fn plan<T: Value>(self, shape: Nchw, gpu: GpuShape) -> Result<StatsPlan> {
         check_shape(shape)?;
-        let (channels, pieces) = (shape.channels, shape.pieces());
+        let (channels, pieces) = (shape.channels, shape.pieces(T::BF16));
         let (grid, slices) = match self {
             Step::Naive => (channels.div_ceil(THREADS as usize), 1),
             Step::Coalesced => (channels, 1),
@@ -204,7 +210,8 @@ impl Step {
         // One slice per channel: its block writes the statistics, and there is nothing to combine.
         let partials = if self.finishes_on_the_last_block() && slices > 1 { grid } else { 0 };
         let config = LaunchConfig::linear(grid as u32, THREADS, 0);
-        Ok(StatsPlan { step: self, config, pieces: pieces as u32, slices: slices as u32, per_slice, partials })
+        let halves = self != Step::Naive && piece(shape.plane(), T::BF16) > 512;
+        Ok(StatsPlan { step: self, config, pieces: pieces as u32, slices: slices as u32, per_slice, partials, halves })
     }
 }
 // ANCHOR_END: step
@@ -222,7 +229,7 @@ fn slices(channels: usize, pieces: usize, gpu: GpuShape) -> usize {
 
 /// N, C, H x W and a channel's pieces each within [`MAX_SIDE`].
 fn check_shape(shape: Nchw) -> Result<()> {
-    let sides = [shape.batch, shape.channels, shape.plane(), shape.pieces()];
+    let sides = [shape.batch, shape.channels, shape.plane(), shape.pieces(false)];
     if sides.iter().any(|&side| side > MAX_SIDE) || shape.elements().is_none() {
         return Err(GpuError::BadInput(format!(
             "a {shape} tensor: N, C, H x W and a channel's pieces (N x ceil(H x W / 512)) must each be at most {MAX_SIDE} (2^31 - 1), \
@@ -245,23 +252,31 @@ pub struct StatsPlan {
     /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 and 4: one per block,
     /// none at one slice per channel, where each block writes its channel's statistics).
     pub partials: usize,
+    /// Whether a lane folds each of its pieces as two halves and combines them (pieces of 1024
+    /// bf16): one more combination a piece.
+    pub halves: bool,
 }
 
 impl StatsPlan {
     /// The longest chain of combinations of accumulators a value goes through on its way to its
     /// channel's statistics: what the tolerance of the result grows with ([`tolerance`]). Step 1
     /// folds a channel's values one at a time; the others fold a lane's pieces one after another
-    /// (every [`THREADS`] / 32-th piece of the block's), then 5 levels of a warp and 3 of a block
+    /// (every [`THREADS`] / 32-th piece of the block's; two combinations a piece where it is
+    /// folded in halves), then 5 levels of a warp and 3 of a block
     /// (8 warps); the last-block finish (more than one slice) adds a thread's partials and 8 more
     /// levels.
     pub fn longest_chain(&self, shape: Nchw) -> u64 {
         let warps = (THREADS / 32) as u64;
+        let per_piece = if self.halves { 2 } else { 1 };
         match self.step {
             Step::Naive => shape.per_channel() as u64,
-            Step::Coalesced => u64::from(self.pieces).div_ceil(warps) + 8,
-            Step::Split | Step::Vectors if self.slices == 1 => u64::from(self.pieces).div_ceil(warps) + 8,
+            Step::Coalesced => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
+            Step::Split | Step::Vectors if self.slices == 1 => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
             Step::Split | Step::Vectors => {
-                u64::from(self.per_slice).div_ceil(warps) + 8 + u64::from(self.slices).div_ceil(THREADS.into()) + 8
+                per_piece * u64::from(self.per_slice).div_ceil(warps)
+                    + 8
+                    + u64::from(self.slices).div_ceil(THREADS.into())
+                    + 8
             }
         }
     }
@@ -343,9 +358,9 @@ impl BatchStats {
         self.step
     }
 
-    /// The launch this device would run for a tensor of `shape`.
-    pub fn plan(&self, shape: Nchw) -> Result<StatsPlan> {
-        self.step.plan(shape, self.device.facts().shape())
+    /// The launch this device would run for a tensor of `shape` of `T`.
+    pub fn plan<T: Value>(&self, shape: Nchw) -> Result<StatsPlan> {
+        self.step.plan::<T>(shape, self.device.facts().shape())
     }
 
     /// Writes each channel's mean of the NCHW tensor `input` into `mean`, and its variance into
@@ -368,7 +383,7 @@ impl BatchStats {
             mean.fill(f32::NAN)?;
             return var.fill(f32::NAN);
         }
-        let plan = self.plan(shape)?;
+        let plan = self.plan::<T>(shape)?;
         let (n, c, plane) = (shape.batch as u32, shape.channels as u32, shape.plane() as u32);
         let correction = variance.correction();
         let kernel = if T::SUFFIX.is_empty() { &self.f32_kernel } else { &self.bf16_kernel };

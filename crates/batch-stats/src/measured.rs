@@ -57,7 +57,7 @@ fn measure<T: Value, I: Send + Sync + 'static>(
 ) -> Result<Statistics<T, I>> {
     let shape = nchw(case)?;
     let stats = BatchStats::new(device, step)?;
-    let chain = stats.plan(shape)?.longest_chain(shape);
+    let chain = stats.plan::<T>(shape)?.longest_chain(shape);
     let (mean, var) = (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
     Ok(Statistics { stats, input, get, shape, chain, mean, var })
 }

@@ -1,6 +1,7 @@
 //! batch-stats' tests: every step on f32 and bf16 tensors of C from 1 to 2048 channels, planes of
 //! H x W = 1, 3, 31, 33, 195, 196, 197 and 1100 elements (not multiples of anything, and shorter or
-//! longer than a piece), N of 1 and odd, both variances, on fresh random values, against the f64
+//! longer than a piece) and around bf16's pieces of 1024 (520, 704, 1024, 1025, 1536), N of 1 and
+//! odd, both variances, on fresh random values, against the f64
 //! CPU reference within `batch_stats::tolerance`; what torch does with constant data (a variance of
 //! exactly 0), magnitudes of 1e17, 1e30 and 1e38, NaN, infinities, one element per channel and
 //! empty tensors; tensors at odd offsets (the narrower loads of step 4); wrong lengths; the same
@@ -29,6 +30,13 @@ const SHAPES: &[(usize, usize, usize, usize)] = &[
     (5, 3, 1, 1100),
     (7, 2, 30, 40),
     (1, 3, 56, 56),
+    // Around bf16's pieces of 1024 (two halves of 512): one half and a bit, a whole piece and one
+    // past it, a piece and a half.
+    (2, 2, 1, 520),
+    (2, 3, 1, 704),
+    (2, 2, 1, 1024),
+    (2, 2, 1, 1025),
+    (1, 3, 1, 1536),
 ];
 
 /// Fills the statistics before a launch: -7, which no variance is, and no mean of the tests' data.
@@ -53,7 +61,7 @@ fn check<T: Value>(
     mean.fill(POISON)?;
     var.fill(POISON)?;
     stats.stats(input.as_view(), shape, variance, &mut mean, &mut var)?;
-    let chain = stats.plan(shape)?.longest_chain(shape);
+    let chain = stats.plan::<T>(shape)?.longest_chain(shape);
     match first_mismatch(host, shape, variance, chain, &mean.to_host()?, &var.to_host()?) {
         None => Ok(()),
         Some(wrong) => Err(rng.fail(format!("{} {} {variance:?}: {wrong}", stats.step().name(), T::NAME))),
@@ -176,8 +184,16 @@ fn plan_snapshot() -> Result<String, GpuError> {
     for shape in shapes {
         let _ = writeln!(text, "{shape}:");
         for step in Step::ALL {
-            let plan = step.plan(shape, GpuShape::HOPPER_132_SMS)?;
-            let _ = writeln!(text, "  {plan}; longest chain {}", plan.longest_chain(shape));
+            let plan = step.plan::<f32>(shape, GpuShape::HOPPER_132_SMS)?;
+            let bf16 = step.plan::<u16>(shape, GpuShape::HOPPER_132_SMS)?;
+            let (f32_line, bf16_line) = (
+                format!("{plan}; longest chain {}", plan.longest_chain(shape)),
+                format!("{bf16}; longest chain {}", bf16.longest_chain(shape)),
+            );
+            let _ = writeln!(text, "  {f32_line}");
+            if bf16_line != f32_line {
+                let _ = writeln!(text, "    bf16: {bf16_line}");
+            }
         }
     }
     Ok(text)
@@ -193,7 +209,7 @@ fn counters(step: Step) -> Result<String, GpuError> {
     let (mut mean, mut var) = (device.alloc::<f32>(8)?, device.alloc::<f32>(8)?);
     device.take_launches();
     stats.stats(input.as_view(), shape, Variance::Unbiased, &mut mean, &mut var)?;
-    let mut text = format!("a {shape} f32 tensor: {}\n", stats.plan(shape)?);
+    let mut text = format!("a {shape} f32 tensor: {}\n", stats.plan::<f32>(shape)?);
     for (kernel, counters) in device.take_launches() {
         let _ = write!(text, "{kernel}:\n{counters}\n");
     }
@@ -225,7 +241,11 @@ fn main() -> std::process::ExitCode {
                 (Step::Split, Nchw::new(1 << 30, 1, 1, 1025)),
                 (Step::Vectors, Nchw::new(usize::MAX / 2, 3, 1, 1)),
             ] {
-                bad_input(&mut text, &format!("{} {shape}", step.name()), step.plan(shape, GpuShape::HOPPER_132_SMS))?;
+                bad_input(
+                    &mut text,
+                    &format!("{} {shape}", step.name()),
+                    step.plan::<f32>(shape, GpuShape::HOPPER_132_SMS),
+                )?;
             }
             insta::assert_snapshot!("rejected_plans", text);
             Ok(())
@@ -282,10 +302,11 @@ fn main() -> std::process::ExitCode {
                     let (buffer, bf16_buffer) = (device.upload(&host)?, device.upload(&bf16)?);
                     for offset in 1..=7 {
                         let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc(shape.channels)?);
-                        let chain = stats.plan(shape)?.longest_chain(shape);
                         for bf16_input in [false, true] {
                             mean.fill(POISON)?;
                             var.fill(POISON)?;
+                            let chain = if bf16_input { stats.plan::<u16>(shape) } else { stats.plan::<f32>(shape) }?
+                                .longest_chain(shape);
                             let wrong = if bf16_input {
                                 let view = bf16_buffer.view(offset..offset + n)?;
                                 stats.stats(view, shape, Variance::Unbiased, &mut mean, &mut var)?;

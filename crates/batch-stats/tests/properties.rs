@@ -39,7 +39,7 @@ fn check<T: Value + props::Word>(
     var.fill(-7.0)?;
     stats.stats(data.view()?, shape, variance, &mut mean, &mut var)?;
     data.check_unchanged("the input")?;
-    let chain = stats.plan(shape)?.longest_chain(shape);
+    let chain = stats.plan::<T>(shape)?.longest_chain(shape);
     match first_mismatch(values, shape, variance, chain, &mean.to_host()?, &var.to_host()?) {
         None => Ok(()),
         Some(why) => Err(format!("{} {} {variance:?}: {why}", stats.step().name(), T::NAME).into()),

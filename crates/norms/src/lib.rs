@@ -121,7 +121,8 @@ impl Step {
         }
     }
 
-    /// Its kernel in `cuda/norms.cu` for `norm` on f32 rows (the bf16 one ends in `_bf16`).
+    /// Its kernel in `cuda/norms.cu` for `norm` on f32 rows (the bf16 one ends in `_bf16`); step 3
+    /// has a second one, for rows longer than its lanes hold ([`Step::long_row_kernel`]).
     pub const fn kernel(self, norm: Norm) -> &'static str {
         match (norm, self) {
             (Norm::Layer, Step::TwoPass) => "layer_norm_two_pass",
@@ -130,6 +131,17 @@ impl Step {
             (Norm::Rms, Step::TwoPass) => "rms_norm_two_pass",
             (Norm::Rms, Step::OnePass) => "rms_norm_one_pass",
             (Norm::Rms, Step::ByLength) => "rms_norm_by_length",
+        }
+    }
+
+    /// Step 3's kernel for rows longer than 8 warps' lanes hold (8192 elements), a chunk at a time:
+    /// a kernel of its own, so that its loop does not take registers from the rows that fit. The
+    /// other steps take every row with [`Step::kernel`].
+    pub const fn long_row_kernel(self, norm: Norm) -> &'static str {
+        match (norm, self) {
+            (Norm::Layer, Step::ByLength) => "layer_norm_by_length_chunks",
+            (Norm::Rms, Step::ByLength) => "rms_norm_by_length_chunks",
+            _ => self.kernel(norm),
         }
     }
 
@@ -154,7 +166,8 @@ impl Step {
         };
         let grid = rows.div_ceil(rows_per_block as usize).max(1);
         let config = LaunchConfig::linear(grid as u32, THREADS, 0);
-        Ok(NormPlan { kernel: self.kernel(norm), config, warps_per_row: warps, rows_per_block, reads })
+        let kernel = if cols > capacity { self.long_row_kernel(norm) } else { self.kernel(norm) };
+        Ok(NormPlan { kernel, config, warps_per_row: warps, rows_per_block, reads })
     }
 }
 // ANCHOR_END: step
@@ -241,20 +254,27 @@ fn check_lengths(
 pub struct Norms {
     device: Device,
     step: Step,
-    /// The kernels of a layer norm and of an RMS norm, f32 then bf16.
-    kernels: [Kernel; 4],
+    /// The step's kernels ([`Step::kernel`], and step 3's [`Step::long_row_kernel`]) of a layer
+    /// norm and of an RMS norm, f32 and bf16, by their names.
+    kernels: Vec<(String, Kernel)>,
 }
 
 impl Norms {
     /// Compiles (or takes from the cache) the step's kernels, for both norms, f32 and bf16.
     pub fn new(device: &Device, step: Step) -> Result<Self> {
-        let kernel = |norm: Norm, suffix: &str| device.kernel(&SOURCE, &format!("{}{suffix}", step.kernel(norm)));
-        let kernels = [
-            kernel(Norm::Layer, "")?,
-            kernel(Norm::Layer, "_bf16")?,
-            kernel(Norm::Rms, "")?,
-            kernel(Norm::Rms, "_bf16")?,
-        ];
+        let mut kernels = Vec::new();
+        for norm in Norm::ALL {
+            let mut names = vec![step.kernel(norm)];
+            if step.long_row_kernel(norm) != step.kernel(norm) {
+                names.push(step.long_row_kernel(norm));
+            }
+            for name in names {
+                for suffix in ["", "_bf16"] {
+                    let name = format!("{name}{suffix}");
+                    kernels.push((name.clone(), device.kernel(&SOURCE, &name)?));
+                }
+            }
+        }
         Ok(Norms { device: device.clone(), step, kernels })
     }
 
@@ -306,8 +326,9 @@ impl Norms {
             return Ok(());
         }
         let plan = self.step.plan(norm, rows, cols)?;
-        let index = 2 * (norm == Norm::Rms) as usize + T::BF16 as usize;
-        let mut launch = self.device.launch(&self.kernels[index], plan.config).arg(x).arg(weight);
+        let name = format!("{}{}", plan.kernel, T::SUFFIX);
+        let kernel = &self.kernels.iter().find(|(k, _)| *k == name).expect("a compiled kernel").1;
+        let mut launch = self.device.launch(kernel, plan.config).arg(x).arg(weight);
         if let Some(bias) = bias {
             launch = launch.arg(bias);
         }

@@ -390,7 +390,8 @@ fn f16_and_bf16_conversions_and_arithmetic() -> TestResult {
         let same = |got: f32, want: f64| got.to_bits() == (want as f32).to_bits() || (got.is_nan() && want.is_nan());
         assert!(same(out[t], f16_value(bits)), "cvt.f32.f16 of {bits:#06x}: {}", out[t]);
         assert!(same(out[32 + t], bf16_value(bits)), "cvt.f32.bf16 of {bits:#06x}: {}", out[32 + t]);
-        // cvt.rn.bf16x2.f32 d, a, b: a (here f[t + 1]) into the upper half, b (f[t]) into the lower.
+        // cvt.rn.bf16x2.f32 d, a, b: a (here f[t + 1]) into the upper half, b (f[t]) into the
+        // lower.
         for (got, value) in halves(out32[128 + t]).into_iter().zip([f[t], f[(t + 1) % 32]]) {
             let value = value as f64;
             let ok = if value.is_nan() { is_nan16(got, 0x7f80) } else { got == to_bf16(value) };

@@ -105,9 +105,9 @@ impl Step {
     }
 
     /// Its kernels in `cuda/softmax.cu` for f32 rows, or for bf16 rows (whose names then end in
-    /// `_bf16`), in launch order; the on-chip step launches the one of its nine for the row's group,
-    /// or split rows' two for rows too long for it; the cluster step one of its three for long
-    /// rows (bf16's hold 64 elements a thread where f32's hold 32), or the on-chip step's.
+    /// `_bf16`), in launch order; the on-chip step launches the one of its nine for the row's
+    /// group, or split rows' two for rows too long for it; the cluster step one of its three for
+    /// long rows (bf16's hold 64 elements a thread where f32's hold 32), or the on-chip step's.
     pub const fn kernels(self, bf16: bool) -> &'static [&'static str] {
         match self {
             Step::ThreePass => &["softmax_max", "softmax_sum", "softmax_normalise"],
@@ -286,9 +286,9 @@ pub const fn cluster_values(bf16: bool) -> usize {
 pub const CLUSTER_MAX_BLOCKS: usize = 8;
 
 /// The cluster step's shape for rows of `cols` elements (bf16 or f32): blocks of 256 threads (four
-/// per SM) where 8 of them hold the row, as many as hold it (a power of two, 4 or 8); longer rows on
-/// 8 blocks of 512 (two per SM). `None` for rows one block of step 6 holds (512 threads of 32 f32,
-/// 16,384; of 64 bf16, 32,768: the step runs them as step 6 does) and for rows longer than
+/// per SM) where 8 of them hold the row, as many as hold it (a power of two, 4 or 8); longer rows
+/// on 8 blocks of 512 (two per SM). `None` for rows one block of step 6 holds (512 threads of 32
+/// f32, 16,384; of 64 bf16, 32,768: the step runs them as step 6 does) and for rows longer than
 /// 8 x 512 of them (131,072 f32, 262,144 bf16; split rows).
 /// (scripts/softmax-cluster-tuning.cu and softmax-bf16-tuning.cu measured these shapes beside
 /// others: book/src/data/nvidia-h100-80gb-hbm3/softmax-cluster-tuning.txt and
