@@ -710,15 +710,17 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
     return count;
 }
 
-template <class E, class N>
-__device__ __forceinline__ void write_vectors(const Vectors<E>& v, unsigned int len, unsigned int lane,
+// The write of a chunk from a lane's elements: `v` holds them (v.get(s), Slots::N of them; a
+// Vectors<E> here, other holdings in scripts/norms-bf16-tuning.cu).
+template <class E, class N, class Slots>
+__device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, unsigned int lane,
                                               unsigned int lanes, bool whole,
                                               const typename E::Word* __restrict__ w,
                                               const typename E::Word* __restrict__ b,
                                               typename E::Word* __restrict__ y, Affine a)
 {
 #pragma unroll
-    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
+    for (int k = 0; k < Slots::N / E::PER_VEC; k++) {
         const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
         if (first >= len) {
             continue;

@@ -781,18 +781,20 @@ struct RowShare {
 // the row into registers, 16 bytes at a time where the row is aligned (thread t takes vectors t,
 // t + GROUP, t + 2 GROUP, ...: consecutive threads, consecutive vectors), so all of a group's loads
 // are in flight at once. Then three sweeps over registers, none over memory: the row's max (each
-// thread's, then the group's), e = exp(x - max) kept in place of x and summed (the group's sum the
-// same way), and the write of e / sum. (RowShare, above, is the thread's share of the row: which
-// elements it holds, their loads and their stores.)
+// thread's, then the group's), e = exp(x - max) summed (kept in place of x for f32; a bf16 slot
+// takes its exp again at the write), the group's sum the same way, and the write of e / sum.
+// (RowShare, above, is the thread's share of the row: which elements it holds, their loads and
+// their stores.)
 //
 // What changed from the steps before: DRAM sees the row once on the way in and once on the way
 // out; every step before read it at least twice (the online sweep and the write). And the max is
-// known before any exp, so each element costs one exp, where the online sweep pays the rescales and
-// the write a second exp.
+// known before any exp, so each f32 element costs one exp (a bf16 one two, by the special-function
+// unit), where the online sweep pays the rescales and the write a second exp.
 //
 // What it leaves slow: a row longer than 512 x 64 elements does not fit the registers of a block
-// (at 512 threads a block, each thread gets 128 registers: 64 elements and the rest of the
-// kernel); the launcher takes such rows through step 5's split rows, which read them twice.
+// (at 512 threads a block, each thread gets 128 registers: 64 f32 elements and the rest of the
+// kernel; 64 bf16 take half of what 64 f32 do); the launcher takes such rows through step 5's
+// split rows, which read them twice.
 //
 // Launch: block max(GROUP, THREADS), grid ceil(rows / (block / GROUP)); GROUP a power of two from
 // 16 to 512, with GROUP x VALUES >= cols.
@@ -935,8 +937,9 @@ softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsig
 // What it does: a thread block cluster (Hopper: CLUSTER blocks launched together on the SMs of one
 // GPC, each able to read the others' shared memory) takes a row. Block r of the cluster holds part
 // r of the row in registers, BLOCK threads of VALUES elements, as step 6's group holds a whole
-// row, and sums its part as online softmax's state: its max m and the sum s of exp(x - m), e =
-// exp(x - m) kept in place of x. Then one exchange: thread 0 of every block puts the block's (m, s)
+// row (32 f32 or 64 bf16 a thread), and sums its part as online softmax's state: its max m and
+// the sum s of e = exp(x - m) (kept in place of x for f32, taken again at the write for bf16).
+// Then one exchange: thread 0 of every block puts the block's (m, s)
 // in a slot of its shared memory, the cluster waits at its barrier (barrier.cluster: every thread
 // of every block has arrived, and the slots written before are visible), and every thread reads
 // the CLUSTER slots, its own block's and the others', through the cluster's shared window (mapa
@@ -955,8 +958,8 @@ softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsig
 // more before it leaves, behind its stores: its slots must outlive the others' reads of them);
 // blocks of 256 threads (four per SM, where the registers allow two of 512) let other blocks'
 // loads fill the wait.
-// And clusters of at most 8 blocks (the portable size): rows of more than 8 x 512 x 32 elements
-// still go through split rows.
+// And clusters of at most 8 blocks (the portable size): rows of more than 8 x 512 x 32 f32 (or
+// x 64 bf16) still go through split rows.
 //
 // Launch: block BLOCK, grid rows x CLUSTER (the cluster's shape is compiled into the kernel with
 // __cluster_dims__, so a plain launch makes clusters), CLUSTER x BLOCK x VALUES >= cols.
@@ -1045,7 +1048,8 @@ __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E
 // ANCHOR_END: cluster
 
 // The entry points: softmax_cluster_<CLUSTER>x<BLOCK>x<VALUES>, the shapes softmax::cluster_shape
-// picks: blocks of 256 threads (four per SM) for rows a cluster of 8 of them holds, then 512.
+// picks: blocks of 256 threads (four per SM) for rows a cluster of 8 of them holds, then 512; 32
+// elements a thread for f32 rows, 64 for bf16 rows (held two to a register).
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
 softmax_cluster_4x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {

@@ -129,11 +129,7 @@ int main()
     std::normal_distribution<float> normal(0.5f, 2.0f);
     for (auto& x : host) x = normal(rng);
     std::vector<unsigned short> host_bf16(most);
-    for (size_t i = 0; i < most; ++i) {
-        unsigned bits;
-        std::memcpy(&bits, &host[i], 4);
-        host_bf16[i] = (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-    }
+    for (size_t i = 0; i < most; ++i) host_bf16[i] = host_to_bf16(host[i]);
     float *in, *mean, *var, *sink;
     unsigned short* in_bf16;
     Moments* partial;

@@ -1,9 +1,11 @@
 // bf16 layer and RMS norms (cuda/norms.cu, step 3) against a row held as the loaded words, timed in
-// one run with the device copy of the same bytes. Step 3's lane widens its 32 bf16 elements to f32
-// as they arrive: 32 registers of values, 64 registers a thread in all, four blocks of 256 an SM.
-// A "packed" lane keeps the 16-byte vectors as loaded (16 registers) and widens an element each
-// time it is used (a shift or a mask), so that more rows fit an SM at once: more bytes in flight
-// while other rows reduce and write. The compiler is asked for 4, 5 or 6 blocks an SM.
+// one run with the device copy of the same bytes. Before the first run, step 3's lane widened its
+// 32 bf16 elements to f32 as they arrived: 32 registers of values, 64 a thread in all, four blocks
+// of 256 an SM. A "packed" lane keeps the 16-byte vectors as loaded (16 registers) and widens an
+// element each time it is used (a shift or a mask), so that more rows fit an SM at once: more bytes
+// in flight while other rows reduce and write. The compiler is asked for 4, 5 or 6 blocks an SM.
+// (The chapter now keeps its vectors as loaded, so "as the chapter" is the packed lane at four
+// blocks; norms-bf16-tuning.txt says what the chapter was in each run.)
 // Every variant is checked against the chapter's kernel (within a bf16 ulp); times are the median
 // of 15 batches of CUDA-event timings, as in the tour.
 //
@@ -72,41 +74,6 @@ __device__ __forceinline__ int load_any(const unsigned short* x, unsigned int le
     return load_vectors<BF16>(x, len, lane, lanes, whole, v);
 }
 
-// write_vectors for either holding (it reads v.get only).
-template <class N, class Slots>
-__device__ __forceinline__ void write_any(const Slots& v, unsigned int len, unsigned int lane, unsigned int lanes,
-                                          bool whole, const unsigned short* __restrict__ w,
-                                          const unsigned short* __restrict__ b, unsigned short* __restrict__ y,
-                                          Affine a)
-{
-    typedef BF16 E;
-#pragma unroll
-    for (int k = 0; k < LANE_ELEMENTS / E::PER_VEC; k++) {
-        const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
-        if (first >= len) {
-            continue;
-        }
-        if (whole && first + E::PER_VEC <= len) {
-            const uint4 wq = reinterpret_cast<const uint4*>(w)[vector];
-            const uint4 bq = N::HAS_BIAS ? reinterpret_cast<const uint4*>(b)[vector] : make_uint4(0u, 0u, 0u, 0u);
-            float out[E::PER_VEC];
-#pragma unroll
-            for (int j = 0; j < E::PER_VEC; j++) {
-                out[j] = N::apply(v.get(k * E::PER_VEC + j), a, E::element(wq, j), E::element(bq, j));
-            }
-            reinterpret_cast<uint4*>(y)[vector] = E::pack(out);
-        } else {
-#pragma unroll
-            for (int j = 0; j < E::PER_VEC; j++) {
-                if (first + j < len) {
-                    const float bias = N::HAS_BIAS ? E::load(b, first + j) : 0.0f;
-                    E::store(y, first + j, N::apply(v.get(k * E::PER_VEC + j), a, E::load(w, first + j), bias));
-                }
-            }
-        }
-    }
-}
-
 // by_length for bf16 rows that fit the registers (cols <= LANE_ELEMENTS x lanes), on either holding.
 template <class N, class Slots, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -123,7 +90,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const int count = load_any(x + offset, len, lane, lanes, whole, v);
     typename N::Op::Value state = thread_state<N>(v, count);
     state = row_reduce<typename N::Op>(state, warps);
-    write_any<N>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
+    write_vectors<BF16, N>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
 }
 
 struct Shape {
@@ -187,20 +154,6 @@ static Variant chapter_rms()
     });
 }
 
-static unsigned short to_bf16(float x)
-{
-    unsigned bits;
-    std::memcpy(&bits, &x, 4);
-    return (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-}
-static float bf16_value(unsigned short w)
-{
-    unsigned bits = (unsigned)w << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
 int main()
 {
     cudaDeviceProp prop;
@@ -210,8 +163,8 @@ int main()
     std::vector<unsigned short> host(n), weights(8192);
     std::mt19937 rng(3);
     std::normal_distribution<float> normal(0.25f, 1.5f);
-    for (auto& x : host) x = to_bf16(normal(rng));
-    for (auto& x : weights) x = to_bf16(1.0f + 0.1f * normal(rng));
+    for (auto& x : host) x = host_to_bf16(normal(rng));
+    for (auto& x : weights) x = host_to_bf16(1.0f + 0.1f * normal(rng));
     unsigned short *x, *w, *b, *y, *expected;
     CHECK(cudaMalloc(&x, n * 2));
     CHECK(cudaMalloc(&y, n * 2));
@@ -259,7 +212,7 @@ int main()
                 CHECK(cudaMemcpy(got.data(), y, m * 2, cudaMemcpyDeviceToHost));
                 size_t wrong = 0;
                 for (size_t i = 0; i < m; ++i) {
-                    const float g = bf16_value(got[i]), e = bf16_value(want[i]);
+                    const float g = host_bf16_value(got[i]), e = host_bf16_value(want[i]);
                     if (!(std::fabs(g - e) <= std::fabs(e) * (1.0f / 128) + 1e-6f)) wrong++;
                 }
                 const double ms = median_ms([&] { v.launch(x, w, b, y, s); });

@@ -1,14 +1,15 @@
 // bf16 softmax rows (cuda/softmax.cu, steps 6 and 7) against variants that spend fewer
 // instructions on each element, timed in one run with the device copy of the same bytes: what the
-// chapter's bf16 kernels were changed to, and why. A bf16 element costs its unpack, its part of
-// the max, its exp, its part of the sum, its scaling and its pack; the variants take away, one at
-// a time:
-//   cvt     the pack by one cvt.rn.bf16x2.f32 per pair of elements, where BF16::pack rounds each
-//           element in six integer instructions (float_to_bf16);
+// chapter's bf16 kernels were changed to, and why (the chapter's kernel of each run is its first
+// line; the chapter has since taken cvt, nanmax and packed, so the variants' BF16 rounds as cvt
+// does). A bf16 element costs its unpack, its part of the max, its exp, its part of the sum, its
+// scaling and its pack; the variants take away, one at a time:
+//   cvt     the pack by one cvt.rn.bf16x2.f32 per pair of elements, where BF16::pack rounded each
+//           element in six integer instructions (float_to_bf16) before the second run;
 //   scaled  sfu_exp's multiply by 2^-64, an instruction an element: where the sum and the
 //           numerators both take the exp scaled by 2^64, the scale cancels in e / sum;
-//   nanmax  the max as max.NaN.f32 (NaN wins, one instruction), where Max<float>::combine is a
-//           compare, a NaN test and a select;
+//   nanmax  the max as max.NaN.f32 (NaN wins, one instruction: softmax.cu's MaxNaN), where
+//           Max<float>::combine is a compare, a NaN test and a select;
 //   packed  the row held in registers as the bf16 words loaded (two elements in 32 bits, half the
 //           registers), unpacked when used, and exp taken twice (for the sum and for the write),
 //           so that a thread can hold twice the elements (for rows of 2^16: fewer, fuller blocks).
@@ -221,17 +222,7 @@ static Variant cluster(std::string name)
 {
     auto kernel = cluster_variant<E, CLUSTER, BLOCK, VALUES, PACKED, MaxOp>;
     return described(name, kernel, BLOCK, [kernel](In in, Out out, Shape s) {
-        cudaLaunchConfig_t config = {};
-        config.gridDim = dim3(s.rows * CLUSTER);
-        config.blockDim = dim3(BLOCK);
-        cudaLaunchAttribute attribute[1];
-        attribute[0].id = cudaLaunchAttributeClusterDimension;
-        attribute[0].val.clusterDim.x = CLUSTER;
-        attribute[0].val.clusterDim.y = 1;
-        attribute[0].val.clusterDim.z = 1;
-        config.attrs = attribute;
-        config.numAttrs = 1;
-        CHECK(cudaLaunchKernelEx(&config, kernel, in, out, s.rows, s.cols));
+        launch_on_clusters(kernel, s.rows * CLUSTER, BLOCK, CLUSTER, in, out, s.rows, s.cols);
     });
 }
 
@@ -247,14 +238,6 @@ static Variant chapter(K kernel, unsigned grid_per_row_or_rows_per_block, int bl
     });
 }
 
-static float bf16_value(unsigned short w)
-{
-    unsigned bits = (unsigned)w << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
 typedef BF16ScaledCvt SC;
 
 int main()
@@ -266,12 +249,7 @@ int main()
     std::vector<unsigned short> host(n);
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> u(-8.0f, 8.0f);
-    for (auto& w : host) {
-        const float x = u(rng);
-        unsigned bits;
-        std::memcpy(&bits, &x, 4);
-        w = (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-    }
+    for (auto& w : host) w = host_to_bf16(u(rng));
     unsigned short *in, *out, *expected;
     CHECK(cudaMalloc(&in, n * 2));
     CHECK(cudaMalloc(&out, n * 2));
@@ -341,7 +319,7 @@ int main()
             CHECK(cudaMemcpy(got.data(), out, m * 2, cudaMemcpyDeviceToHost));
             size_t wrong = 0, first = 0;
             for (size_t i = 0; i < m; ++i) {
-                const float g = bf16_value(got[i]), w = bf16_value(want[i]);
+                const float g = host_bf16_value(got[i]), w = host_bf16_value(want[i]);
                 if (!(std::fabs(g - w) <= w * (1.0f / 128) + 1e-30f)) {
                     if (wrong++ == 0) first = i;
                 }
@@ -350,8 +328,8 @@ int main()
             std::printf("  %-36s %3d regs %d/SM %8.4f ms %6.1f%% of copy", v.name.c_str(), v.regs, v.blocks_per_sm, ms,
                         100.0 * copy / ms);
             if (wrong) {
-                std::printf("  WRONG: %zu elements, first %zu: %g, chapter %g", wrong, first, bf16_value(got[first]),
-                            bf16_value(want[first]));
+                std::printf("  WRONG: %zu elements, first %zu: %g, chapter %g", wrong, first, host_bf16_value(got[first]),
+                            host_bf16_value(want[first]));
             }
             std::printf("\n");
             std::fflush(stdout);

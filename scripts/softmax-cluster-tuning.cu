@@ -45,27 +45,23 @@ __device__ void cluster_rows_two_exchanges(const typename E::Word* __restrict__ 
     const size_t offset = cluster_part<CLUSTER>(cols, len);
     const typename E::Word* x_part = in + offset;
     typename E::Word* y_part = out + offset;
-    const RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
-                                              aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
-    float x[VALUES];
-    share.load(x_part, x);
-    float m = Max<float>::identity();
+    RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
+                                        aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
+    share.load(x_part);
+    float m = MaxNaN::identity();
 #pragma unroll
-    for (int j = 0; j < VALUES; j++) {
-        if (share.held(j)) m = Max<float>::combine(m, x[j]);
-    }
-    m = cluster_reduce<Max<float>, CLUSTER>(&slots[0], group_reduce<Max<float>, BLOCK>(m));
+    for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
+    m = cluster_reduce<MaxNaN, CLUSTER>(&slots[0], group_reduce<MaxNaN, BLOCK>(m));
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < VALUES; j++) {
-        if (share.held(j)) {
-            x[j] = softmax_exp(x[j] - m);
-            s += x[j];
-        }
+        const float e = E::exp(share.get(j) - m);
+        share.keep(j, e);
+        s += e;
     }
     s = cluster_reduce<Sum<float>, CLUSTER>(&slots[1], group_reduce<Sum<float>, BLOCK>(s));
     cluster_arrive();
-    share.store(y_part, x, 1.0f / s);
+    share.store(y_part, m, 1.0f / s);
     cluster_wait();
 }
 
@@ -97,18 +93,8 @@ static Run cluster_run()
         // Shapes the cluster holds, down to a quarter full.
         if (s.cols > (unsigned)(CLUSTER * BLOCK * VALUES) || 4 * s.cols <= (unsigned)(CLUSTER * BLOCK * VALUES))
             return false;
-        cudaLaunchConfig_t config = {};
-        config.gridDim = dim3(s.rows * CLUSTER);
-        config.blockDim = dim3(BLOCK);
-        cudaLaunchAttribute attribute[1];
-        attribute[0].id = cudaLaunchAttributeClusterDimension;
-        attribute[0].val.clusterDim.x = CLUSTER;
-        attribute[0].val.clusterDim.y = 1;
-        attribute[0].val.clusterDim.z = 1;
-        config.attrs = attribute;
-        config.numAttrs = 1;
-        CHECK(cudaLaunchKernelEx(&config, variant<E, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>,
-                                 (const typename E::Word*)in, (typename E::Word*)out, s.rows, s.cols));
+        launch_on_clusters(variant<E, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>, s.rows * CLUSTER, BLOCK,
+                           CLUSTER, (const typename E::Word*)in, (typename E::Word*)out, s.rows, s.cols);
         return true;
     };
 }
@@ -144,9 +130,12 @@ static Variant chapter_variant()
         typedef const unsigned short* In;
         typedef unsigned short* Out;
         if (s.cols <= 16384 || s.cols > 131072) return false;
-        if (s.cols <= 32768) softmax_cluster_4x256x32_bf16<<<s.rows * 4, 256>>>((In)in, (Out)out, s.rows, s.cols);
-        else if (s.cols <= 65536) softmax_cluster_8x256x32_bf16<<<s.rows * 8, 256>>>((In)in, (Out)out, s.rows, s.cols);
-        else softmax_cluster_8x512x32_bf16<<<s.rows * 8, 512>>>((In)in, (Out)out, s.rows, s.cols);
+        // bf16 rows hold 64 elements a thread (softmax::cluster_values): rows of up to 32,768 on
+        // step 6's one block of 512 x 64, then 4 or 8 blocks of 256 x 64, then 8 of 512 x 64.
+        if (s.cols <= 32768) softmax_on_chip_512x64_bf16<<<s.rows, 512>>>((In)in, (Out)out, s.rows, s.cols);
+        else if (s.cols <= 65536) softmax_cluster_4x256x64_bf16<<<s.rows * 4, 256>>>((In)in, (Out)out, s.rows, s.cols);
+        else if (s.cols <= 131072) softmax_cluster_8x256x64_bf16<<<s.rows * 8, 256>>>((In)in, (Out)out, s.rows, s.cols);
+        else softmax_cluster_8x512x64_bf16<<<s.rows * 8, 512>>>((In)in, (Out)out, s.rows, s.cols);
         CHECK(cudaGetLastError());
         return true;
     };
@@ -210,14 +199,6 @@ static Variant block_512x64_variant()
     return v;
 }
 
-static float bf16_value(unsigned short w)
-{
-    unsigned bits = (unsigned)w << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-}
-
 int main()
 {
     cudaDeviceProp prop;
@@ -229,11 +210,7 @@ int main()
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (auto& x : host) x = u(rng);
     std::vector<unsigned short> host_bf16(n);
-    for (size_t i = 0; i < n; ++i) {
-        unsigned bits;
-        std::memcpy(&bits, &host[i], 4);
-        host_bf16[i] = (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-    }
+    for (size_t i = 0; i < n; ++i) host_bf16[i] = host_to_bf16(host[i]);
     float *in, *out, *expected;
     unsigned short *in_bf16, *out_bf16, *expected_bf16;
     CHECK(cudaMalloc(&in, n * 4));
@@ -290,7 +267,7 @@ int main()
                 CHECK(cudaDeviceSynchronize());
                 CHECK(cudaMemcpy(got_bf16.data(), out_bf16, m * 2, cudaMemcpyDeviceToHost));
                 for (size_t i = 0; i < m; ++i) {
-                    const float g = bf16_value(got_bf16[i]), w = bf16_value(want_bf16[i]);
+                    const float g = host_bf16_value(got_bf16[i]), w = host_bf16_value(want_bf16[i]);
                     if (!(std::fabs(g - w) <= w * (1.0f / 128))) {
                         std::printf("WRONG %s bf16 %ux%u at %zu: %g, expected %g\n", v.name.c_str(), s.rows, s.cols,
                                     i, g, w);

@@ -1,12 +1,13 @@
-// Shared by the tuning programs (scripts/*-tuning.cu): a CUDA error check, and the median time of
-// a piece of GPU work as the tour takes it: CUDA events around batches of repeats (enough for about
-// a second), the median of 15 batches.
+// Shared by the tuning programs (scripts/*-tuning.cu): a CUDA error check, the median time of a
+// piece of GPU work as the tour takes it (CUDA events around batches of repeats, enough for about a
+// second, the median of 15 batches), bf16 on the host, and a launch on thread block clusters.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -47,4 +48,38 @@ static double median_ms(const std::function<void()>& work)
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     return times[times.size() / 2];
+}
+
+// The nearest bf16 to x (ties to even), and a bf16's value, on the host.
+static unsigned short host_to_bf16(float x)
+{
+    unsigned bits;
+    std::memcpy(&bits, &x, 4);
+    return (unsigned short)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+static float host_bf16_value(unsigned short w)
+{
+    unsigned bits = (unsigned)w << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+// kernel<<<grid, block>>>(args...) on clusters of `cluster` blocks, the cluster's shape given at
+// launch (cudaLaunchKernelEx) rather than compiled in.
+template <class... Params, class... Args>
+static void launch_on_clusters(void (*kernel)(Params...), unsigned grid, unsigned block, unsigned cluster,
+                               Args... args)
+{
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(block);
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    CHECK(cudaLaunchKernelEx(&config, kernel, args...));
 }

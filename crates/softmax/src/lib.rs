@@ -115,9 +115,9 @@ impl Step {
             Step::Online => &["softmax_online"],
             Step::WarpRows => &["softmax_warp_rows"],
             Step::SplitRows => SPLIT_KERNELS,
-            Step::OnChip => ROW_KERNELS.split_at(ON_CHIP_KERNEL_COUNT).0,
-            Step::ClusterRows if bf16 => ROW_KERNELS_BF16,
-            Step::ClusterRows => ROW_KERNELS,
+            Step::OnChip => ON_CHIP_KERNELS,
+            Step::ClusterRows if bf16 => CLUSTER_KERNELS_BF16,
+            Step::ClusterRows => CLUSTER_KERNELS_F32,
         }
     }
 
@@ -178,30 +178,14 @@ impl Step {
 /// The split step's kernels (also the on-chip and cluster steps', for rows too long for them).
 const SPLIT_KERNELS: &[&str] = &["softmax_split_partial", "softmax_split_normalise"];
 
-/// How many of [`ROW_KERNELS`] are the on-chip step's: its nine shapes and split rows' two.
-const ON_CHIP_KERNEL_COUNT: usize = 11;
-
-/// The on-chip step's kernels, then the cluster step's three (f32; [`ROW_KERNELS_BF16`] for bf16).
+/// The kernels of the on-chip and cluster steps, in an order where each step's list is a run of
+/// it: the cluster step's three for f32 rows, the on-chip step's (its nine shapes and split rows'
+/// two, the same for both types), the cluster step's three for bf16 rows (64 elements a thread
+/// where f32's hold 32: two bf16 in the register of one f32).
 const ROW_KERNELS: &[&str] = &[
-    "softmax_on_chip_16x8",
-    "softmax_on_chip_16x16",
-    "softmax_on_chip_16x32",
-    "softmax_on_chip_32x32",
-    "softmax_on_chip_64x32",
-    "softmax_on_chip_128x32",
-    "softmax_on_chip_256x32",
-    "softmax_on_chip_512x32",
-    "softmax_on_chip_512x64",
-    "softmax_split_partial",
-    "softmax_split_normalise",
     "softmax_cluster_4x256x32",
     "softmax_cluster_8x256x32",
     "softmax_cluster_8x512x32",
-];
-
-/// The same for bf16 rows: the on-chip step's kernels, then the cluster step's three, whose threads
-/// hold 64 elements where f32's hold 32 (two bf16 in the register of one f32).
-const ROW_KERNELS_BF16: &[&str] = &[
     "softmax_on_chip_16x8",
     "softmax_on_chip_16x16",
     "softmax_on_chip_16x32",
@@ -217,6 +201,17 @@ const ROW_KERNELS_BF16: &[&str] = &[
     "softmax_cluster_8x256x64",
     "softmax_cluster_8x512x64",
 ];
+
+/// How many of [`ROW_KERNELS`] are the cluster step's own for one element type, and how many the
+/// on-chip step's.
+const CLUSTER_KERNEL_COUNT: usize = 3;
+const ON_CHIP_KERNEL_COUNT: usize = 11;
+
+/// The on-chip step's kernels; the cluster step's with them, for f32 rows (theirs first) and for
+/// bf16 rows (theirs last).
+const ON_CHIP_KERNELS: &[&str] = ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT).1.split_at(ON_CHIP_KERNEL_COUNT).0;
+const CLUSTER_KERNELS_F32: &[&str] = ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT + ON_CHIP_KERNEL_COUNT).0;
+const CLUSTER_KERNELS_BF16: &[&str] = ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT).1;
 
 // ANCHOR: on_chip_group
 /// How the on-chip step holds a row: `group` threads (a power of two from 16 to 512) with
