@@ -23,12 +23,16 @@
 
 #include "tuning.cuh"
 
-// A lane's LANE_ELEMENTS as the loaded 16-byte vectors; get(s) widens element s.
-struct Packed {
-    enum { N = LANE_ELEMENTS, VECTORS = LANE_ELEMENTS / BF16::PER_VEC };
+// A lane's ELEMENTS (LANE_ELEMENTS unless said) as the loaded 16-byte vectors; get(s) widens
+// element s. With 64, a row of 4096 is two warps' (128 bytes a lane, as an f32 lane holds).
+template <int ELEMENTS>
+struct PackedOf {
+    enum { N = ELEMENTS, VECTORS = ELEMENTS / BF16::PER_VEC };
     uint4 q[VECTORS];
     __device__ float get(int s) const { return BF16::element(q[s / BF16::PER_VEC], s % BF16::PER_VEC); }
 };
+typedef PackedOf<LANE_ELEMENTS> Packed;
+typedef PackedOf<2 * LANE_ELEMENTS> Packed64;
 
 // The same, widened by a volatile asm each time: the compiler may not keep a widened element in a
 // register from one use to the next (without it, it does where the registers allow, and the packed
@@ -47,12 +51,13 @@ struct PackedAsm : Packed {
 };
 
 // load_vectors, keeping the vectors.
+template <int ELEMENTS>
 __device__ __forceinline__ int load_packed(const unsigned short* __restrict__ x, unsigned int len, unsigned int lane,
-                                           unsigned int lanes, bool whole, Packed& v)
+                                           unsigned int lanes, bool whole, PackedOf<ELEMENTS>& v)
 {
     int count = 0;
 #pragma unroll
-    for (int k = 0; k < Packed::VECTORS; k++) {
+    for (int k = 0; k < PackedOf<ELEMENTS>::VECTORS; k++) {
         const unsigned int vector = k * lanes + lane, first = vector * BF16::PER_VEC;
         if (whole && first + BF16::PER_VEC <= len) {
             v.q[k] = reinterpret_cast<const uint4*>(x)[vector];
@@ -63,8 +68,9 @@ __device__ __forceinline__ int load_packed(const unsigned short* __restrict__ x,
     }
     return count;
 }
+template <int ELEMENTS>
 __device__ __forceinline__ int load_any(const unsigned short* x, unsigned int len, unsigned int lane,
-                                        unsigned int lanes, bool whole, Packed& v)
+                                        unsigned int lanes, bool whole, PackedOf<ELEMENTS>& v)
 {
     return load_packed(x, len, lane, lanes, whole, v);
 }
@@ -106,15 +112,16 @@ struct Variant {
     int regs = 0, blocks_per_sm = 0;
 };
 
-static unsigned warps_for(unsigned cols)
+// Warps per row and the grid, for lanes of `per_lane` elements (the chapter's: LANE_ELEMENTS).
+static unsigned warps_for(unsigned cols, unsigned per_lane = LANE_ELEMENTS)
 {
     unsigned warps = 1;
-    while (warps < 8 && cols > LANE_ELEMENTS * 32 * warps) warps *= 2;
+    while (warps < 8 && cols > per_lane * 32 * warps) warps *= 2;
     return warps;
 }
-static unsigned grid_for(Shape s)
+static unsigned grid_for(Shape s, unsigned per_lane = LANE_ELEMENTS)
 {
-    const unsigned per_block = THREADS / (32 * warps_for(s.cols));
+    const unsigned per_block = THREADS / (32 * warps_for(s.cols, per_lane));
     return (s.rows + per_block - 1) / per_block;
 }
 
@@ -134,7 +141,7 @@ static Variant make(std::string name)
 {
     auto kernel = variant<N, Slots, MIN_BLOCKS>;
     return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
-        kernel<<<grid_for(s), THREADS>>>(x, w, b, y, s.rows, s.cols, 1e-5f, warps_for(s.cols));
+        kernel<<<grid_for(s, Slots::N), THREADS>>>(x, w, b, y, s.rows, s.cols, 1e-5f, warps_for(s.cols, Slots::N));
         CHECK(cudaGetLastError());
     });
 }
@@ -186,13 +193,17 @@ int main()
                          make<Layer, Packed, 5>("packed, 5 blocks/SM asked"),
                          make<Layer, Packed, 6>("packed, 6 blocks/SM asked"),
                          make<Layer, PackedAsm, 5>("packed asm, 5 blocks/SM asked"),
-                         make<Layer, PackedAsm, 6>("packed asm, 6 blocks/SM asked")}});
+                         make<Layer, PackedAsm, 6>("packed asm, 6 blocks/SM asked"),
+                         make<Layer, Packed64, 3>("packed 64 a lane, 3 blocks/SM asked"),
+                         make<Layer, Packed64, 4>("packed 64 a lane, 4 blocks/SM asked"),
+                         make<Layer, Packed64, 5>("packed 64 a lane, 5 blocks/SM asked")}});
     families.push_back({"rms norm",
                         {chapter_rms(), make<Rms, Packed, 4>("packed, 4 blocks/SM asked"),
                          make<Rms, Packed, 5>("packed, 5 blocks/SM asked"),
                          make<Rms, Packed, 6>("packed, 6 blocks/SM asked"),
                          make<Rms, PackedAsm, 5>("packed asm, 5 blocks/SM asked"),
-                         make<Rms, PackedAsm, 6>("packed asm, 6 blocks/SM asked")}});
+                         make<Rms, PackedAsm, 6>("packed asm, 6 blocks/SM asked"),
+                         make<Rms, Packed64, 4>("packed 64 a lane, 4 blocks/SM asked")}});
     const Shape shapes[] = {{8192, 4096}, {65536, 1024}, {16384, 4096}};
 
     std::vector<unsigned short> got(n), want(n);
