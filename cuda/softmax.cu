@@ -835,7 +835,7 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
 
 // The entry points: softmax_on_chip_<GROUP>x<VALUES>, the shapes softmax::on_chip_group picks (the
 // group and the elements are compile-time: the shifts, the offsets of the loads and the reductions'
-// loops are constants). Blocks of max(GROUP, 256) threads; at 512, 128 registers a thread.
+// loops are constants). Blocks of max(GROUP, 256) threads; at 512, up to 128 registers a thread.
 extern "C" __global__ void __launch_bounds__(256)
 softmax_on_chip_16x8(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
