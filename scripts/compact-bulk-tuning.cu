@@ -1,6 +1,6 @@
 // The single-pass compaction with its tile brought into shared memory by one bulk copy (as the
-// scan's step 5), beside the chapter's single pass and CUB's DeviceSelect::If and ::Flagged, in one
-// run. Every variant is checked against a CPU compaction (bit for bit) before it is timed; times are
+// scan's step 5), other tiles and look-back delays (wide<>), and fewer instructions an element
+// (lean<>), beside the chapter's single pass and CUB's DeviceSelect::If and ::Flagged, in one run. Every variant is checked against a CPU compaction (bit for bit) before it is timed; times are
 // the median of 15 batches of CUDA-event timings, as in the tour.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o compact-bulk-tuning scripts/compact-bulk-tuning.cu
@@ -175,6 +175,110 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     if (threadIdx.x == 0 && tile == gridDim.x - 1) *kept = (unsigned)start + tile_count;
 }
 
+// Fewer instructions an element (the eighth run). ncu (compact-ncu.txt) has the chapter's single
+// pass issuing about 1.6 times CUB's instructions for the same elements. Two cuts:
+//   HOIST  the output loop bounded once by the capacity, where the chapter compares every element's
+//          place with it;
+//   PACKED the warp's ranks from one scan of packed counts: lane l's kept elements in each of its
+//          four rows (0 to 4, a byte each, ITEMS = 16) packed in one word, an inclusive scan of the
+//          words over the warp by shuffles (no byte passes 128: no carries), where rank_in_warp
+//          takes four ballots and eight population counts a row.
+template <int ITEMS>
+__device__ __forceinline__ unsigned rank_in_warp_packed(const bool (&keep)[ITEMS], unsigned (&rank)[ITEMS])
+{
+    static_assert(ITEMS == 16, "four rows of four: one byte a row");
+    const unsigned lane = threadIdx.x & 31;
+    unsigned mine = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const unsigned row = (unsigned)keep[4 * j] + keep[4 * j + 1] + keep[4 * j + 2] + keep[4 * j + 3];
+        mine |= row << (8 * j);
+    }
+    unsigned scan = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const unsigned up = __shfl_up_sync(FULL_MASK, scan, d);
+        if (lane >= (unsigned)d) scan += up;
+    }
+    const unsigned total = __shfl_sync(FULL_MASK, scan, 31);
+    const unsigned before_lane = scan - mine; // byte j: row j's kept elements in the lanes below
+    unsigned before_row = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        unsigned running = before_row + ((before_lane >> (8 * j)) & 0xffu);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            rank[4 * j + c] = running;
+            running += keep[4 * j + c] ? 1u : 0u;
+        }
+        before_row += (total >> (8 * j)) & 0xffu;
+    }
+    return before_row;
+}
+
+template <int THREADS, int ITEMS, bool PACKED>
+__device__ __forceinline__ unsigned rank_tile_lean(const bool (&keep)[ITEMS], unsigned (&rank)[ITEMS],
+                                                   unsigned* warp_counts)
+{
+    if constexpr (!PACKED) {
+        return rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
+    } else {
+        const unsigned warp_count = rank_in_warp_packed<ITEMS>(keep, rank);
+        if ((threadIdx.x & 31) == 0) warp_counts[threadIdx.x / 32] = warp_count;
+        __syncthreads();
+        unsigned before_warp, tile_count;
+        sum_warps<THREADS / 32>(warp_counts, before_warp, tile_count);
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) rank[k] += before_warp;
+        return tile_count;
+    }
+}
+
+// wide<> with the chapter's pause, its runtime test, and the two cuts (by a test only).
+template <int THREADS, int ITEMS, bool HOIST, bool PACKED, int MIN_BLOCKS = 3>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    lean(const float* input, float threshold, float* output, unsigned long long capacity, unsigned* kept,
+         unsigned long long* status_words, unsigned* counter, unsigned long long n, unsigned epoch, int test)
+{
+    constexpr unsigned long long TILE = THREADS * ITEMS;
+    __shared__ unsigned drawn;
+    __shared__ unsigned warp_counts[THREADS / 32];
+    __shared__ unsigned before_tile;
+    __shared__ float staged[TILE];
+    const TileStatus status{status_words, epoch};
+    const unsigned long long warp_offset = (threadIdx.x / 32) * 32 * ITEMS;
+    const ByTest<float> by_test = {input, test, threshold, aligned(input, 16)};
+    if (threadIdx.x == 0) drawn = draw_tile(counter, gridDim.x - 1);
+    float x[ITEMS];
+    bool keep[ITEMS];
+    load_tile<ITEMS>(by_test, blockIdx.x * TILE + warp_offset, n, x, keep);
+    __syncthreads();
+    const unsigned tile = drawn;
+    if (tile != blockIdx.x) load_tile<ITEMS>(by_test, tile * TILE + warp_offset, n, x, keep);
+    unsigned rank[ITEMS];
+    const unsigned tile_count = rank_tile_lean<THREADS, ITEMS, PACKED>(keep, rank, warp_counts);
+    if (threadIdx.x < 32) {
+        const unsigned earlier = tile_prefix<ScanSum<unsigned>, 1, 0>(status, tile, tile_count, look_back_pause_ns());
+        if (threadIdx.x == 0) before_tile = earlier;
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        if (keep[k]) staged[rank[k]] = x[k];
+    }
+    __syncthreads();
+    const unsigned long long start = before_tile;
+    if (HOIST) {
+        const unsigned room = capacity > start ? (unsigned)min(capacity - start, (unsigned long long)tile_count) : 0u;
+        float* run = output + start;
+        for (unsigned i = threadIdx.x; i < room; i += THREADS) run[i] = staged[i];
+    } else {
+        for (unsigned i = threadIdx.x; i < tile_count; i += THREADS) {
+            if (start + i < capacity) output[start + i] = staged[i];
+        }
+    }
+    if (threadIdx.x == 0 && tile == gridDim.x - 1) *kept = (unsigned)start + tile_count;
+}
+
 // Buffers and launches.
 // CUB's test: x > t.
 struct Above {
@@ -268,6 +372,29 @@ static Variant wide_variant(std::string name)
     return v;
 }
 
+// lean<> by a test; by a mask, the chapter's entry point (the cuts are for the test's form).
+template <int THREADS, int ITEMS, bool HOIST, bool PACKED>
+static Variant lean_variant(std::string name)
+{
+    Variant v{name, {}, 0, 0};
+    cudaFuncAttributes a;
+    auto kernel = lean<THREADS, ITEMS, HOIST, PACKED>;
+    CHECK(cudaFuncGetAttributes(&a, kernel));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, kernel, THREADS, 0));
+    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+        ++epoch;
+        if (masked)
+            compact_single_pass_masked_f32<<<(unsigned)tiles, COMPACT_THREADS>>>(b.in, b.mask, b.out, n, b.kept,
+                                                                                 b.status, b.counter, n, epoch);
+        else
+            lean<THREADS, ITEMS, HOIST, PACKED><<<(unsigned)tiles, THREADS>>>(b.in, threshold, b.out, n, b.kept, b.status,
+                                                                             b.counter, n, epoch, KEEP_GREATER);
+    };
+    return v;
+}
+
 // The chapter's entry points themselves (compact_single_pass_if_f32 and _masked_f32): the test a
 // parameter, the tile of cuda/compact.cu, compiled by nvcc (the tour's NVRTC may give them other
 // registers).
@@ -325,14 +452,14 @@ int main()
     // The seventh run: tile shapes with the pause (the sixth run found CUB's delays, 1150 ns after
     // publishing the count and 76 ns between polls, worth 0.1 ms at 2^28, the 76 ns nothing), the
     // chapter's kernels now pausing 1150 ns on grids of 512 tiles or more (look_back_pause_ns).
+    // The eighth run: the two cuts of lean<>, each alone and together, on the chapter's 512 x 16.
+    // (The seventh run's tile shapes: wide_variant<512, 20, 1, 0, 3, true, 1150> and so on.)
     variants.push_back(entry_point_variant("entry points (nvcc)"));
-    variants.push_back(wide_variant<512, 16, 1, 0, 3, true, 1150>("512x16 3/SM pause"));
-    variants.push_back(wide_variant<512, 16, 1, 0, 3, true, 3000>("512x16 3/SM pause 3000"));
-    variants.push_back(wide_variant<512, 20, 1, 0, 3, true, 1150>("512x20 3/SM pause"));
-    variants.push_back(wide_variant<384, 16, 1, 0, 4, true, 1150>("384x16 4/SM pause"));
-    variants.push_back(wide_variant<384, 20, 1, 0, 3, true, 1150>("384x20 3/SM pause"));
-    variants.push_back(wide_variant<256, 32, 1, 0, 3, true, 1150>("256x32 3/SM pause"));
-    variants.push_back(wide_variant<256, 16, 1, 0, 6, true, 1150>("256x16 6/SM pause"));
+    variants.push_back(lean_variant<512, 16, false, false>("lean, no cut (check)"));
+    variants.push_back(lean_variant<512, 16, true, false>("lean, hoisted bound"));
+    variants.push_back(lean_variant<512, 16, false, true>("lean, packed ranks"));
+    variants.push_back(lean_variant<512, 16, true, true>("lean, both"));
+    variants.push_back(lean_variant<256, 16, true, true>("lean, both, 256x16"));
 
     // Check: by a test at three thresholds, and by the mask, at awkward sizes.
     std::vector<float> got(max_n);
