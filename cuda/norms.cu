@@ -688,14 +688,15 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 // 16-byte boundary. The vectors are kept as loaded, and an element is widened where it is used
 // (Vectors::get): for f32 that is the register itself; for bf16 a shift or a mask each time, which
 // holds a lane's 32 elements in 16 registers instead of 32, so that more rows share an SM.
-template <class E>
+// (`v` is a Vectors<E> here; scripts/norms-bf16-tuning.cu passes other holdings of its `q`.)
+template <class E, class Slots>
 __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
-                                            unsigned int lanes, bool whole, Vectors<E>& v)
+                                            unsigned int lanes, bool whole, Slots& v)
 {
     uint4* q = v.q;
     int count = 0;
 #pragma unroll
-    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
+    for (int k = 0; k < Slots::VECTORS; k++) {
         const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
         // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into q[k]: one 16-byte load (a uint4, the vector-th of the chunk) where whole is true and the vector lies inside len, else E::gather(x, first, len)
         if (whole && first + E::PER_VEC <= len) {

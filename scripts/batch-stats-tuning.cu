@@ -24,26 +24,6 @@
 
 #include "tuning.cuh"
 
-// A lane's accumulator of a piece of 32 x 32 elements: as lane_piece with K = 32, the values
-// folded in two halves of 16. Elements [0, 512) of the piece are laid out among the lanes as a
-// piece of 32 x 16 is, and so are [512, 1024): a short piece is two short pieces of 16.
-template <class E, int V>
-__device__ __forceinline__ Moments lane_piece_wide(const typename E::Word* __restrict__ piece, unsigned int len,
-                                                   unsigned int lane)
-{
-    typedef MomentsOf<float> Op;
-    if (len == 32 * 32) {
-        float x[32];
-#pragma unroll
-        for (int k = 0; k < 32 / V; k++) {
-            load_vector<E, V>(piece + load_at<V>(k, lane), x + k * V);
-        }
-        return Op::combine(moments_of<16>(x, 16), moments_of<16>(x + 16, 16));
-    }
-    const unsigned int first = len < 512 ? len : 512;
-    return Op::combine(lane_piece<E, V, 16>(piece, first, lane), lane_piece<E, V, 16>(piece + 512, len - first, lane));
-}
-
 // The same for bf16 pieces of 32 x K (K = 32 or 64), the lane's vectors kept as loaded (K / 2
 // registers) and widened 16 values at a time, each 16 folded by moments_of<16> and combined.
 template <int K>
@@ -78,15 +58,14 @@ __device__ __forceinline__ Moments lane_piece_packed(const unsigned short* __res
     return acc;
 }
 
-// A lane's accumulator of a piece of 32 x K elements: the chapter's (K = 16), wide (K = 32, f32
-// values), or packed (bf16, K = 32 or 64).
+// A lane's accumulator of a piece of 32 x K elements: the chapter's lane_piece (K = 16, or "wide",
+// K = 32: f32 values folded as two halves), or packed (bf16, K = 32 or 64).
 template <class E, int K, bool PACKED>
 __device__ __forceinline__ Moments piece_variant(const typename E::Word* __restrict__ piece, unsigned int len,
                                                  unsigned int lane)
 {
     if constexpr (PACKED) return lane_piece_packed<K>(piece, len, lane);
-    else if constexpr (K == 32) return lane_piece_wide<E, E::MAX_VEC>(piece, len, lane);
-    else return lane_piece<E, E::MAX_VEC, 16>(piece, len, lane);
+    else return lane_piece<E, E::MAX_VEC, K>(piece, len, lane); // K = 32: two halves of 16, as the chapter's bf16
 }
 
 // Step 4 (planes a multiple of the vector), with pieces of 32 x K.

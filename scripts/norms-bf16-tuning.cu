@@ -50,36 +50,6 @@ struct PackedAsm : Packed {
     }
 };
 
-// load_vectors, keeping the vectors.
-template <int ELEMENTS>
-__device__ __forceinline__ int load_packed(const unsigned short* __restrict__ x, unsigned int len, unsigned int lane,
-                                           unsigned int lanes, bool whole, PackedOf<ELEMENTS>& v)
-{
-    int count = 0;
-#pragma unroll
-    for (int k = 0; k < PackedOf<ELEMENTS>::VECTORS; k++) {
-        const unsigned int vector = k * lanes + lane, first = vector * BF16::PER_VEC;
-        if (whole && first + BF16::PER_VEC <= len) {
-            v.q[k] = reinterpret_cast<const uint4*>(x)[vector];
-        } else {
-            v.q[k] = BF16::gather(x, first, len);
-        }
-        count += first < len ? min(len - first, (unsigned int)BF16::PER_VEC) : 0;
-    }
-    return count;
-}
-template <int ELEMENTS>
-__device__ __forceinline__ int load_any(const unsigned short* x, unsigned int len, unsigned int lane,
-                                        unsigned int lanes, bool whole, PackedOf<ELEMENTS>& v)
-{
-    return load_packed(x, len, lane, lanes, whole, v);
-}
-__device__ __forceinline__ int load_any(const unsigned short* x, unsigned int len, unsigned int lane,
-                                        unsigned int lanes, bool whole, Vectors<BF16>& v)
-{
-    return load_vectors<BF16>(x, len, lane, lanes, whole, v);
-}
-
 // by_length for bf16 rows that fit the registers (cols <= LANE_ELEMENTS x lanes), on either holding.
 template <class N, class Slots, int MIN_BLOCKS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -93,7 +63,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const unsigned int len = live ? cols : 0;
     const bool whole = aligned16(x + offset) && aligned16(y + offset) && aligned16(w) && (!N::HAS_BIAS || aligned16(b));
     Slots v;
-    const int count = load_any(x + offset, len, lane, lanes, whole, v);
+    const int count = load_vectors<BF16>(x + offset, len, lane, lanes, whole, v);
     typename N::Op::Value state = thread_state<N>(v, count);
     state = row_reduce<typename N::Op>(state, warps);
     write_vectors<BF16, N>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
