@@ -5,7 +5,9 @@
 // "wide" variant takes pieces of 32 x 32, a lane's 32 values loaded at once and folded as two
 // halves of 16 (moments_of<16> twice, then Chan's combination), at the same 64 registers. And the
 // grid: one wave of C x slices blocks (the chapter's rule), or two. And (the third run) where the
-// time beyond the read roof goes: the kernel without its finish, without its folds, without both.
+// time beyond the read roof goes: the kernel without its finish, without its folds, without both;
+// (the fourth and fifth runs) cheaper finishes, one warp's or a cluster's, and the pieces dealt to
+// the warps in rotation.
 // Every variant is checked against the chapter's kernel (means and variances within 1e-5
 // relative); times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
@@ -77,7 +79,76 @@ __device__ __forceinline__ Moments piece_variant(const typename E::Word* __restr
 //   ACQ_REL     the finish with one atom.add.acq_rel.gpu for the ticket in place of a fence before
 //               it and another after it (the partial is published by the release, the last block's
 //               reads ordered by the acquire).
-enum { FULL = 0, NO_FINISH = 1, LOADS_ONLY = 2, ACQ_REL = 4 };
+//   WARP_FINISH (the fourth run) the chapter's ticket, and the last block combines the partials in
+//               its first warp only (slices <= 32): one warp reduction, no barrier, where the
+//               chapter's finish runs a block reduction over 256 threads of which `slices` hold one;
+//   CLUSTER     (the fourth run) a channel's slices launched as one thread block cluster (slices
+//               <= 8): each block's thread 0 stores its accumulator into a slot of block 0's shared
+//               memory (st.shared::cluster), the cluster waits at its barrier, and block 0's first
+//               warp combines the slots in rank order: no global partials, fence or ticket.
+//   ROTATE      (the fifth run) the pieces dealt to the warps in rounds of WARPS, warp w taking
+//               piece (w + round) % WARPS of each round, where the chapter's warp w takes piece w
+//               of every round: a plane of per_plane pieces, per_plane a divisor of WARPS (bf16
+//               planes of 3136 are 4 pieces, f32 planes of 784 are 2), otherwise leaves every
+//               plane's short last piece to the same warps (3 and 7, or 1, 3, 5 and 7).
+//   INTERLEAVE  (the sixth run) slice s of a channel takes its planes s, s + slices, s + 2 slices, ...
+//               where the chapter's takes a run of consecutive planes: at any moment the blocks of
+//               the wave read a few consecutive images of the batch, a window that moves through
+//               the tensor front to back as a streaming read's does, where the chapter's blocks read
+//               from `slices` places far apart.
+enum { FULL = 0, NO_FINISH = 1, LOADS_ONLY = 2, ACQ_REL = 4, WARP_FINISH = 8, CLUSTER = 16, ROTATE = 32, INTERLEAVE = 64 };
+
+// finish_channel with the last block's combination in one warp (slices <= 32).
+__device__ __forceinline__ void finish_warp(Moments acc, Moments* __restrict__ partial, unsigned int* __restrict__ ticket,
+                                            unsigned int slices, unsigned int slice, unsigned int c,
+                                            float* __restrict__ mean, float* __restrict__ var)
+{
+    typedef MomentsOf<float> Op;
+    __shared__ bool is_last;
+    acc = block_reduce<Op>(acc);
+    if (threadIdx.x == 0) {
+        partial[slice] = acc;
+        __threadfence();
+        const unsigned int arrived = atomicAdd(ticket, 1);
+        is_last = arrived == slices - 1;
+        if (is_last) __threadfence();
+    }
+    __syncthreads();
+    if (is_last && threadIdx.x < 32) {
+        Moments total = threadIdx.x < slices ? load_from_l2(&partial[threadIdx.x]) : Op::identity();
+        total = warp_reduce<Op>(total);
+        if (threadIdx.x == 0) {
+            write_stats(total, c, 1, mean, var);
+            *ticket = 0;
+        }
+    }
+}
+
+// The finish of a channel whose `slices` blocks are one cluster (slices <= 8), block r of it
+// holding slice r.
+__device__ __forceinline__ void finish_cluster(Moments acc, unsigned int slices, unsigned int c,
+                                               float* __restrict__ mean, float* __restrict__ var)
+{
+    typedef MomentsOf<float> Op;
+    __shared__ Moments slots[8];
+    acc = block_reduce<Op>(acc);
+    unsigned int rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    if (threadIdx.x == 0) {
+        const unsigned int here = (unsigned int)__cvta_generic_to_shared(&slots[rank]);
+        unsigned int there;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(there) : "r"(here));
+        asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(there), "l"(acc.count) : "memory");
+        asm volatile("st.shared::cluster.v2.f32 [%0+8], {%1, %2};" ::"r"(there), "f"(acc.mean), "f"(acc.m2) : "memory");
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0 && threadIdx.x < 32) {
+        Moments total = threadIdx.x < slices ? slots[threadIdx.x] : Op::identity();
+        total = warp_reduce<Op>(total);
+        if (threadIdx.x == 0) write_stats(total, c, 1, mean, var);
+    }
+}
 
 // finish_channel (cuda/batch_stats.cu) with the ticket taken by one acq_rel atomic, no fences.
 __device__ __forceinline__ void finish_acq_rel(Moments acc, Moments* __restrict__ partial,
@@ -133,13 +204,20 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const unsigned int per_plane = (plane + 32 * K - 1) / (32 * K);
     const unsigned int pieces = batch * per_plane;
     const unsigned int per_slice = (pieces + slices - 1) / slices;
-    const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
-    const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
+    const unsigned int interleaved_planes = batch > slice ? (batch - slice + slices - 1) / slices : 0;
+    const unsigned int first = (MODE & INTERLEAVE) != 0 ? 0 : slice * per_slice < pieces ? slice * per_slice : pieces;
+    const unsigned int last = (MODE & INTERLEAVE) != 0    ? interleaved_planes * per_plane
+                              : pieces - first < per_slice ? pieces
+                                                           : first + per_slice;
     const unsigned int lane = threadIdx.x % 32;
     Moments acc = Op::identity();
-    for (unsigned int p = first + threadIdx.x / 32; p < last; p += WARPS) {
-        const unsigned int n = per_plane == 1 ? p : p / per_plane;
-        const unsigned int begin = (p - n * per_plane) * (32 * K);
+    const unsigned int warp = threadIdx.x / 32;
+    for (unsigned int round = 0, base = first; base < last; round++, base += WARPS) {
+        const unsigned int p = base + ((MODE & ROTATE) != 0 ? (warp + round) % WARPS : warp);
+        if (p >= last) break;
+        const unsigned int j = per_plane == 1 ? p : p / per_plane;
+        const unsigned int n = (MODE & INTERLEAVE) != 0 ? slice + j * slices : j;
+        const unsigned int begin = (p - j * per_plane) * (32 * K);
         const unsigned int len = plane - begin < 32 * K ? plane - begin : 32 * K;
         const typename E::Word* at = in + ((size_t)n * channels + c) * plane + begin;
         if constexpr ((MODE & LOADS_ONLY) != 0) {
@@ -153,6 +231,10 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     if constexpr ((MODE & NO_FINISH) != 0) {
         acc = block_reduce<Op>(acc);
         if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+    } else if constexpr ((MODE & CLUSTER) != 0) {
+        finish_cluster(acc, slices, c, mean, var);
+    } else if constexpr ((MODE & WARP_FINISH) != 0) {
+        finish_warp(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, mean, var);
     } else if constexpr ((MODE & ACQ_REL) != 0) {
         finish_acq_rel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, mean, var);
     } else {
@@ -169,7 +251,7 @@ int main()
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    const Shape shapes[] = {{256, 64, 56, 56}, {512, 64, 56, 56}, {256, 128, 28, 28}};
+    const Shape shapes[] = {{256, 64, 56, 56}, {512, 64, 56, 56}, {256, 128, 28, 28}, {32, 64, 56, 56}};
     size_t most = 0;
     for (const Shape& s : shapes) most = std::max(most, (size_t)s.n * s.c * s.h * s.w);
     std::vector<float> host(most);
@@ -236,20 +318,26 @@ int main()
                 {"chapter", 16, BLOCKS_PER_SM, 2, {}},
             };
             configs[1].launch = configs[0].launch;
-            // The third run: the chapter's pieces (16 f32, 32 bf16 a lane) with parts taken away.
-            // (The second run's pieces and holdings: LAUNCH(BF16, 32, true, 5) and so on.)
+            // The fourth run: the chapter's pieces (16 f32, 32 bf16 a lane) with other finishes.
+            // (The third run's: LAUNCH_MODE(BF16, 32, false, 4, LOADS_ONLY | NO_FINISH) and so on;
+            // the second run's pieces and holdings: LAUNCH(BF16, 32, true, 5).)
+#define LAUNCH_CLUSTER(E, K)                                                                                     \
+    [&, N, C, plane](unsigned slices) {                                                                            \
+        launch_on_clusters(variant<E, K, false, 4, CLUSTER>, C * slices, THREADS, slices, (const E::Word*)x, partial, \
+                           ticket, mean, var, N, C, plane, slices);                                                \
+    }
+            // The sixth run: the slices' planes interleaved, with the chapter's finish (now the
+            // warp's). (The fifth run's: ROTATE, ROTATE | WARP_FINISH, ROTATE | NO_FINISH; the
+            // fourth's: NO_FINISH, WARP_FINISH and LAUNCH_CLUSTER.)
+#define VARIANTS(E, K)                                                                                           \
+    configs.push_back({"program's own", K, 4, 1, LAUNCH_MODE(E, K, false, 4, WARP_FINISH)});                      \
+    configs.push_back({"interleaved", K, 4, 1, LAUNCH_MODE(E, K, false, 4, INTERLEAVE | WARP_FINISH)});           \
+    configs.push_back({"interleaved, rotated", K, 4, 1, LAUNCH_MODE(E, K, false, 4, INTERLEAVE | ROTATE | WARP_FINISH)}); \
+    configs.push_back({"interleaved, no finish", K, 4, 1, LAUNCH_MODE(E, K, false, 4, INTERLEAVE | NO_FINISH)});
             if (bf16) {
-                configs.push_back({"program's own", 32, 4, 1, LAUNCH(BF16, 32, false, 4)});
-                configs.push_back({"no finish", 32, 4, 1, LAUNCH_MODE(BF16, 32, false, 4, NO_FINISH)});
-                configs.push_back({"loads only", 32, 4, 1, LAUNCH_MODE(BF16, 32, false, 4, LOADS_ONLY)});
-                configs.push_back({"loads, no fin.", 32, 4, 1, LAUNCH_MODE(BF16, 32, false, 4, LOADS_ONLY | NO_FINISH)});
-                configs.push_back({"acq_rel finish", 32, 4, 1, LAUNCH_MODE(BF16, 32, false, 4, ACQ_REL)});
+                VARIANTS(BF16, 32)
             } else {
-                configs.push_back({"program's own", 16, 4, 1, LAUNCH(F32, 16, false, 4)});
-                configs.push_back({"no finish", 16, 4, 1, LAUNCH_MODE(F32, 16, false, 4, NO_FINISH)});
-                configs.push_back({"loads only", 16, 4, 1, LAUNCH_MODE(F32, 16, false, 4, LOADS_ONLY)});
-                configs.push_back({"loads, no fin.", 16, 4, 1, LAUNCH_MODE(F32, 16, false, 4, LOADS_ONLY | NO_FINISH)});
-                configs.push_back({"acq_rel finish", 16, 4, 1, LAUNCH_MODE(F32, 16, false, 4, ACQ_REL)});
+                VARIANTS(F32, 16)
             }
             for (size_t config = 0; config < configs.size(); ++config) {
                 const Config& k = configs[config];
@@ -276,7 +364,7 @@ int main()
                         wrong++;
                 }
                 const double ms = median_ms(launch);
-                std::printf("  %-12s pieces of %4u, %u blocks/SM, %u wave%s (%4u blocks) %8.4f ms %6.1f%% of the read roof%s\n",
+                std::printf("  %-21s pieces of %4u, %u blocks/SM, %u wave%s (%4u blocks) %8.4f ms %6.1f%% of the read roof%s\n",
                             k.name, 32 * k.k, k.min_blocks, k.waves, k.waves > 1 ? "s" : " ", s.c * slices, ms,
                             100.0 * roof / ms, wrong ? "  WRONG" : "");
                 std::fflush(stdout);

@@ -263,8 +263,8 @@ impl StatsPlan {
     /// folds a channel's values one at a time; the others fold a lane's pieces one after another
     /// (every [`THREADS`] / 32-th piece of the block's; two combinations a piece where it is
     /// folded in halves), then 5 levels of a warp and 3 of a block
-    /// (8 warps); the last-block finish (more than one slice) adds a thread's partials and 8 more
-    /// levels.
+    /// (8 warps); the last-block finish (more than one slice) adds the 5 levels of a warp where
+    /// there are 32 slices or fewer, and otherwise a thread's partials and 8 more levels.
     pub fn longest_chain(&self, shape: Nchw) -> u64 {
         let warps = (THREADS / 32) as u64;
         let per_piece = if self.halves { 2 } else { 1 };
@@ -273,10 +273,8 @@ impl StatsPlan {
             Step::Coalesced => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
             Step::Split | Step::Vectors if self.slices == 1 => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
             Step::Split | Step::Vectors => {
-                per_piece * u64::from(self.per_slice).div_ceil(warps)
-                    + 8
-                    + u64::from(self.slices).div_ceil(THREADS.into())
-                    + 8
+                let finish = if self.slices <= 32 { 5 } else { u64::from(self.slices).div_ceil(THREADS.into()) + 8 };
+                per_piece * u64::from(self.per_slice).div_ceil(warps) + 8 + finish
             }
         }
     }
