@@ -7,7 +7,8 @@
 // grid: one wave of C x slices blocks (the chapter's rule), or two. And (the third run) where the
 // time beyond the read roof goes: the kernel without its finish, without its folds, without both;
 // (the fourth and fifth runs) cheaper finishes, one warp's or a cluster's, and the pieces dealt to
-// the warps in rotation.
+// the warps in rotation; (the sixth and seventh) the slices' planes interleaved, and the next
+// piece's loads issued before the fold of this one.
 // Every variant is checked against the chapter's kernel (means and variances within 1e-5
 // relative); times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
@@ -96,7 +97,43 @@ __device__ __forceinline__ Moments piece_variant(const typename E::Word* __restr
 //               the wave read a few consecutive images of the batch, a window that moves through
 //               the tensor front to back as a streaming read's does, where the chapter's blocks read
 //               from `slices` places far apart.
-enum { FULL = 0, NO_FINISH = 1, LOADS_ONLY = 2, ACQ_REL = 4, WARP_FINISH = 8, CLUSTER = 16, ROTATE = 32, INTERLEAVE = 64 };
+//   PREFETCH    (the seventh run) a warp issues the loads of its next piece before it folds the one
+//               it holds (where the next is a whole piece): two pieces' bytes in flight a lane
+//               while it folds, where the chapter's lane loads a piece, waits, folds, and only then
+//               loads the next.
+enum { FULL = 0, NO_FINISH = 1, LOADS_ONLY = 2, ACQ_REL = 4, WARP_FINISH = 8, CLUSTER = 16, ROTATE = 32, INTERLEAVE = 64,
+       PREFETCH = 128 };
+
+// A whole piece's accumulator from its K / V loaded 16-byte vectors (the lane's values in the
+// chapter's order, so the same bits as lane_piece): f32 folded at once, bf16 as two halves of 16.
+template <class E, int K>
+__device__ __forceinline__ Moments fold_loaded(const uint4* q)
+{
+    constexpr int V = E::MAX_VEC;
+    if constexpr (K > 16) {
+        typedef MomentsOf<float> Op;
+        Moments acc = Op::identity();
+#pragma unroll
+        for (int h = 0; h < K / 16; h++) {
+            float x[16];
+#pragma unroll
+            for (int i = 0; i < 16 / V; i++) {
+#pragma unroll
+                for (int w = 0; w < 4; w++) E::unpack(word(q[h * (16 / V) + i], w), x + i * V + w * E::PER_WORD);
+            }
+            acc = Op::combine(acc, moments_of<16>(x, 16));
+        }
+        return acc;
+    } else {
+        float x[K];
+#pragma unroll
+        for (int k = 0; k < K / V; k++) {
+#pragma unroll
+            for (int w = 0; w < 4; w++) E::unpack(word(q[k], w), x + k * V + w * E::PER_WORD);
+        }
+        return moments_of<K>(x, K);
+    }
+}
 
 // finish_channel with the last block's combination in one warp (slices <= 32).
 __device__ __forceinline__ void finish_warp(Moments acc, Moments* __restrict__ partial, unsigned int* __restrict__ ticket,
@@ -212,7 +249,47 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const unsigned int lane = threadIdx.x % 32;
     Moments acc = Op::identity();
     const unsigned int warp = threadIdx.x / 32;
-    for (unsigned int round = 0, base = first; base < last; round++, base += WARPS) {
+    if constexpr ((MODE & PREFETCH) != 0) {
+        constexpr int V = E::MAX_VEC, L = K / V;
+        auto piece_at = [&](unsigned int p, unsigned int& len) {
+            const unsigned int n = per_plane == 1 ? p : p / per_plane;
+            const unsigned int begin = (p - n * per_plane) * (32 * K);
+            len = plane - begin < 32 * K ? plane - begin : 32 * K;
+            return in + ((size_t)n * channels + c) * plane + begin;
+        };
+        uint4 next[L];
+        bool have_next = false;
+        unsigned int p = first + warp;
+        if (p < last) {
+            unsigned int len;
+            const typename E::Word* at = piece_at(p, len);
+            if (len == 32 * K) {
+#pragma unroll
+                for (int k = 0; k < L; k++) next[k] = *reinterpret_cast<const uint4*>(at + load_at<V>(k, lane));
+                have_next = true;
+            }
+        }
+        for (; p < last; p += WARPS) {
+            uint4 cur[L];
+            const bool have = have_next;
+#pragma unroll
+            for (int k = 0; k < L; k++) cur[k] = next[k];
+            unsigned int len;
+            const typename E::Word* at = piece_at(p, len);
+            have_next = false;
+            if (p + WARPS < last) {
+                unsigned int next_len;
+                const typename E::Word* next_at = piece_at(p + WARPS, next_len);
+                if (next_len == 32 * K) {
+#pragma unroll
+                    for (int k = 0; k < L; k++) next[k] = *reinterpret_cast<const uint4*>(next_at + load_at<V>(k, lane));
+                    have_next = true;
+                }
+            }
+            acc = Op::combine(acc, have ? fold_loaded<E, K>(cur) : lane_piece<E, V, K>(at, len, lane));
+        }
+    }
+    for (unsigned int round = 0, base = first; base < last && (MODE & PREFETCH) == 0; round++, base += WARPS) {
         const unsigned int p = base + ((MODE & ROTATE) != 0 ? (warp + round) % WARPS : warp);
         if (p >= last) break;
         const unsigned int j = per_plane == 1 ? p : p / per_plane;
@@ -326,14 +403,14 @@ int main()
         launch_on_clusters(variant<E, K, false, 4, CLUSTER>, C * slices, THREADS, slices, (const E::Word*)x, partial, \
                            ticket, mean, var, N, C, plane, slices);                                                \
     }
-            // The sixth run: the slices' planes interleaved, with the chapter's finish (now the
-            // warp's). (The fifth run's: ROTATE, ROTATE | WARP_FINISH, ROTATE | NO_FINISH; the
-            // fourth's: NO_FINISH, WARP_FINISH and LAUNCH_CLUSTER.)
+            // The seventh run: the next piece's loads issued before the fold of this one, at four
+            // blocks an SM and at three. (The sixth run's: INTERLEAVE | WARP_FINISH and so on; the
+            // fifth's: ROTATE; the fourth's: NO_FINISH, WARP_FINISH and LAUNCH_CLUSTER.)
 #define VARIANTS(E, K)                                                                                           \
     configs.push_back({"program's own", K, 4, 1, LAUNCH_MODE(E, K, false, 4, WARP_FINISH)});                      \
-    configs.push_back({"interleaved", K, 4, 1, LAUNCH_MODE(E, K, false, 4, INTERLEAVE | WARP_FINISH)});           \
-    configs.push_back({"interleaved, rotated", K, 4, 1, LAUNCH_MODE(E, K, false, 4, INTERLEAVE | ROTATE | WARP_FINISH)}); \
-    configs.push_back({"interleaved, no finish", K, 4, 1, LAUNCH_MODE(E, K, false, 4, INTERLEAVE | NO_FINISH)});
+    configs.push_back({"prefetch", K, 4, 1, LAUNCH_MODE(E, K, false, 4, PREFETCH | WARP_FINISH)});                \
+    configs.push_back({"prefetch, 3 blocks/SM", K, 3, 1, LAUNCH_MODE(E, K, false, 3, PREFETCH | WARP_FINISH)});   \
+    configs.push_back({"prefetch, no finish", K, 4, 1, LAUNCH_MODE(E, K, false, 4, PREFETCH | NO_FINISH)});
             if (bf16) {
                 VARIANTS(BF16, 32)
             } else {
