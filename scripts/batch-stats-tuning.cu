@@ -8,7 +8,8 @@
 // time beyond the read roof goes: the kernel without its finish, without its folds, without both;
 // (the fourth and fifth runs) cheaper finishes, one warp's or a cluster's, and the pieces dealt to
 // the warps in rotation; (the sixth and seventh) the slices' planes interleaved, and the next
-// piece's loads issued before the fold of this one.
+// piece's loads issued before the fold of this one; (the eighth) a slice walked as one stream of
+// vectors across its planes, and the pieces streamed through shared memory by bulk copies.
 // Every variant is checked against the chapter's kernel (means and variances within 1e-5
 // relative); times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
@@ -16,6 +17,7 @@
 //   ./batch-stats-tuning
 #include "../cuda/batch_stats.cu"
 #include "../cuda/roofs.cu"
+#include "../cuda/bulk_copy.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -101,8 +103,14 @@ __device__ __forceinline__ Moments piece_variant(const typename E::Word* __restr
 //               it holds (where the next is a whole piece): two pieces' bytes in flight a lane
 //               while it folds, where the chapter's lane loads a piece, waits, folds, and only then
 //               loads the next.
+//   FLAT        (the eighth run) a slice's planes walked as one stream of 16-byte vectors, plane
+//               after plane: a warp's load k takes vectors 32 k + lane of its chunk wherever they
+//               fall, across a plane's end, so that no piece is a plane's short tail (bf16 planes of
+//               3136 are three pieces of 1024 and one of 64, a quarter of a warp's turns with 8 of
+//               its lanes loading); vector u of the slice is vector u % (plane / V) of its plane
+//               u / (plane / V). Planes a multiple of the vector, the tensor 16-byte aligned.
 enum { FULL = 0, NO_FINISH = 1, LOADS_ONLY = 2, ACQ_REL = 4, WARP_FINISH = 8, CLUSTER = 16, ROTATE = 32, INTERLEAVE = 64,
-       PREFETCH = 128 };
+       PREFETCH = 128, FLAT = 256 };
 
 // A whole piece's accumulator from its K / V loaded 16-byte vectors (the lane's values in the
 // chapter's order, so the same bits as lane_piece): f32 folded at once, bf16 as two halves of 16.
@@ -289,7 +297,39 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
             acc = Op::combine(acc, have ? fold_loaded<E, K>(cur) : lane_piece<E, V, K>(at, len, lane));
         }
     }
-    for (unsigned int round = 0, base = first; base < last && (MODE & PREFETCH) == 0; round++, base += WARPS) {
+    if constexpr ((MODE & FLAT) != 0) {
+        constexpr int V = E::MAX_VEC, L = K / V;
+        const unsigned int per_slice_planes = (batch + slices - 1) / slices;
+        const unsigned int n0 = min(slice * per_slice_planes, batch), n1 = min(n0 + per_slice_planes, batch);
+        const unsigned int per_plane_vectors = plane / V, total = (n1 - n0) * per_plane_vectors;
+        const typename E::Word* base_c = in + ((size_t)n0 * channels + c) * plane;
+        const size_t plane_stride = (size_t)channels * plane;
+        for (unsigned int q = warp; q * 32 * L < total; q += WARPS) {
+            float x[K];
+            if ((q + 1) * 32 * L <= total) {
+#pragma unroll
+                for (int k = 0; k < L; k++) {
+                    const unsigned int u = (q * L + k) * 32 + lane, pn = u / per_plane_vectors;
+                    load_vector<E, V>(base_c + pn * plane_stride + (u - pn * per_plane_vectors) * V, x + k * V);
+                }
+                if constexpr (K > 16) {
+                    acc = Op::combine(acc, Op::combine(moments_of<16>(x, 16), moments_of<16>(x + 16, 16)));
+                } else {
+                    acc = Op::combine(acc, moments_of<K>(x, K));
+                }
+            } else {
+                for (int k = 0; k < L; k++) {
+                    const unsigned int u = (q * L + k) * 32 + lane;
+                    if (u < total) {
+                        const unsigned int pn = u / per_plane_vectors;
+                        load_vector<E, V>(base_c + pn * plane_stride + (u - pn * per_plane_vectors) * V, x);
+                        for (int j = 0; j < V; j++) acc = Op::combine(acc, moments1(x[j]));
+                    }
+                }
+            }
+        }
+    }
+    for (unsigned int round = 0, base = first; base < last && (MODE & (PREFETCH | FLAT)) == 0; round++, base += WARPS) {
         const unsigned int p = base + ((MODE & ROTATE) != 0 ? (warp + round) % WARPS : warp);
         if (p >= last) break;
         const unsigned int j = per_plane == 1 ? p : p / per_plane;
@@ -317,6 +357,86 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     } else {
         finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, 1, mean, var);
     }
+}
+
+// The eighth run: each warp streams its pieces through STAGES slots of shared memory by bulk
+// copies (cp.async.bulk, as the scan's step 5 takes its tile; bulk_copy.cuh), a slot's mbarrier
+// reused from piece to piece by its phase: STAGES pieces in flight a warp with no register holding
+// them, where the chapter's lane holds one piece's 64 bytes in registers. The fold reads the
+// piece from shared memory as lane_piece reads it from global memory. Planes a multiple of 16
+// bytes, the tensor 16-byte aligned.
+template <class E, int K, int STAGES, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    bulk_variant(const typename E::Word* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
+                 unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices)
+{
+    typedef MomentsOf<float> Op;
+    typedef typename E::Word Word;
+    constexpr int PIECE = 32 * K;
+    extern __shared__ __align__(16) unsigned char dynamic[];
+    __shared__ __align__(8) unsigned long long landed[WARPS][STAGES];
+    const unsigned int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    Word* slots = reinterpret_cast<Word*>(dynamic) + (size_t)warp * STAGES * PIECE;
+    const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
+    const unsigned int per_plane = (plane + PIECE - 1) / PIECE;
+    const unsigned int pieces = batch * per_plane;
+    const unsigned int per_slice = (pieces + slices - 1) / slices;
+    const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
+    const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
+    auto piece_at = [&](unsigned int p, unsigned int& len) {
+        const unsigned int n = per_plane == 1 ? p : p / per_plane;
+        const unsigned int begin = (p - n * per_plane) * PIECE;
+        len = plane - begin < (unsigned)PIECE ? plane - begin : PIECE;
+        return in + ((size_t)n * channels + c) * plane + begin;
+    };
+    auto issue = [&](unsigned int p, int s) {
+        unsigned int len;
+        const Word* from = piece_at(p, len);
+        const unsigned int bytes = len * sizeof(Word);
+        const unsigned int bar = shared_address(&landed[warp][s]);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                         shared_address(slots + s * PIECE)),
+                     "l"(from), "r"(bytes), "r"(bar)
+                     : "memory");
+    };
+    if (lane == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; s++) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&landed[warp][s])) : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+    unsigned int next = first + warp;
+    if (lane == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; s++) {
+            if (next + s * WARPS < last) issue(next + s * WARPS, s);
+        }
+    }
+    next += STAGES * WARPS;
+    Moments acc = Op::identity();
+    unsigned int i = 0;
+    for (unsigned int p = first + warp; p < last; p += WARPS, i++) {
+        const int s = i % STAGES;
+        const unsigned int parity = (i / STAGES) & 1;
+        asm volatile("{\n"
+                     " .reg .pred done;\n"
+                     "WAIT_%=:\n"
+                     " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                     " @!done bra WAIT_%=;\n"
+                     "}" ::"r"(shared_address(&landed[warp][s])),
+                     "r"(parity)
+                     : "memory");
+        unsigned int len;
+        piece_at(p, len);
+        acc = Op::combine(acc, lane_piece<E, E::MAX_VEC, K>(slots + s * PIECE, len, lane));
+        __syncwarp();
+        if (lane == 0 && next < last) issue(next, s);
+        next += WARPS;
+    }
+    finish_warp(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, mean, var);
 }
 
 struct Shape {
@@ -382,6 +502,14 @@ int main()
                                                                    plane, slices);                                 \
     }
 #define LAUNCH(E, K, PACKED, MIN) LAUNCH_MODE(E, K, PACKED, MIN, FULL)
+#define LAUNCH_BULK(E, K, STAGES, MIN)                                                                             \
+    [&, N, C, plane](unsigned slices) {                                                                            \
+        const int bytes = WARPS * STAGES * 32 * K * (int)sizeof(E::Word);                                         \
+        CHECK(cudaFuncSetAttribute(bulk_variant<E, K, STAGES, MIN>, cudaFuncAttributeMaxDynamicSharedMemorySize,   \
+                                   bytes));                                                                        \
+        bulk_variant<E, K, STAGES, MIN><<<C * slices, THREADS, bytes>>>((const E::Word*)x, partial, ticket, mean,  \
+                                                                        var, N, C, plane, slices);                 \
+    }
             std::vector<Config> configs = {
                 {"chapter", 16, BLOCKS_PER_SM, 1,
                  [&, N, C, plane](unsigned slices) {
@@ -403,14 +531,17 @@ int main()
         launch_on_clusters(variant<E, K, false, 4, CLUSTER>, C * slices, THREADS, slices, (const E::Word*)x, partial, \
                            ticket, mean, var, N, C, plane, slices);                                                \
     }
-            // The seventh run: the next piece's loads issued before the fold of this one, at four
-            // blocks an SM and at three. (The sixth run's: INTERLEAVE | WARP_FINISH and so on; the
-            // fifth's: ROTATE; the fourth's: NO_FINISH, WARP_FINISH and LAUNCH_CLUSTER.)
+            // The eighth run: a slice's planes as one stream of vectors; the pieces through shared
+            // memory by bulk copies, 2 or 3 in flight a warp. (The seventh run's: PREFETCH |
+            // WARP_FINISH at 4 and 3 blocks an SM; the sixth's: INTERLEAVE; the fifth's: ROTATE;
+            // the fourth's: NO_FINISH, WARP_FINISH and LAUNCH_CLUSTER.)
 #define VARIANTS(E, K)                                                                                           \
     configs.push_back({"program's own", K, 4, 1, LAUNCH_MODE(E, K, false, 4, WARP_FINISH)});                      \
-    configs.push_back({"prefetch", K, 4, 1, LAUNCH_MODE(E, K, false, 4, PREFETCH | WARP_FINISH)});                \
-    configs.push_back({"prefetch, 3 blocks/SM", K, 3, 1, LAUNCH_MODE(E, K, false, 3, PREFETCH | WARP_FINISH)});   \
-    configs.push_back({"prefetch, no finish", K, 4, 1, LAUNCH_MODE(E, K, false, 4, PREFETCH | NO_FINISH)});
+    configs.push_back({"flat", K, 4, 1, LAUNCH_MODE(E, K, false, 4, FLAT | WARP_FINISH)});                        \
+    configs.push_back({"flat, no finish", K, 4, 1, LAUNCH_MODE(E, K, false, 4, FLAT | NO_FINISH)});               \
+    configs.push_back({"bulk, 2 a warp", K, 4, 1, LAUNCH_BULK(E, K, 2, 4)});                                      \
+    configs.push_back({"bulk, 3 a warp", K, 4, 1, LAUNCH_BULK(E, K, 3, 4)});                                      \
+    configs.push_back({"bulk, 4 a warp, 3/SM", K, 3, 1, LAUNCH_BULK(E, K, 4, 3)});
             if (bf16) {
                 VARIANTS(BF16, 32)
             } else {
