@@ -26,6 +26,9 @@
 #define COMPACT_ITEMS 16
 #endif
 #define FLAG_THREADS 256
+// The blocks of the single pass an SM holds at once (its entry points' __launch_bounds__): three
+// of 512 threads, at most 42 registers a thread.
+#define COMPACT_BLOCKS_PER_SM 3
 
 // ---------------------------------------------------------------------------------------------
 // What is kept
@@ -311,13 +314,21 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // ANCHOR: single_pass
 // compact_single_pass: the whole compaction in one launch, a block per tile, reading the input
 // once. The block draws its tile number (tiles are numbered in the order blocks start, so the
-// look-back only waits on running blocks), loads it (starting with tile blockIdx.x before the
-// number comes back, the usual one), ranks the kept elements in registers, and warp 0 finds how
-// many the earlier tiles keep by decoupled look-back over the tiles' published counts (tile_prefix
-// with ScanSum of unsigned, pausing before its first read: look_back_pause_ns). Then the kept
+// look-back only waits on running blocks), loads it once the number is back, ranks the kept
+// elements in registers, and warp 0 finds how many the earlier tiles keep by decoupled look-back
+// over the tiles' published counts (tile_prefix with ScanSum of unsigned, pausing before its first
+// read: look_back_pause_ns). Then the kept
 // elements are staged in shared memory in order, and the block writes them out as one contiguous
 // run: consecutive threads write consecutive words, so every store is coalesced, whichever
 // elements were kept. The last tile's block stores the total.
+// Loading tile blockIdx.x while the ticket is on its way (the scan's early loads) is a guess that
+// loses here: blocks draw their tickets in the order they reach the counter, not in blockIdx
+// order, and ncu on an H100 (2^24, half kept by a test) counted 83% of the blocks loading a
+// second time, the first load's bytes read for nothing and the second's wait in full. Loading
+// after the ticket, CUB's time over the single pass's was 1.01x to 1.20x where the guess gave
+// 0.92x to 1.08x (at 2^24 and 2^28, by a test and by a mask; scripts/compact-bulk-tuning.cu, its
+// ninth and tenth runs). Without the guess nvcc's ptxas took 57 registers, two blocks an SM,
+// and lost the gain: the entry points ask for COMPACT_BLOCKS_PER_SM.
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>
@@ -335,14 +346,11 @@ __device__ __forceinline__ void single_pass(const Select& select, T* __restrict_
     if (threadIdx.x == 0) {
         drawn = draw_tile(counter, gridDim.x - 1);
     }
-    T x[ITEMS];
-    bool keep[ITEMS];
-    load_tile<ITEMS>(select, blockIdx.x * TILE + warp_offset, n, x, keep);
     __syncthreads();
     const unsigned tile = drawn;
-    if (tile != blockIdx.x) {
-        load_tile<ITEMS>(select, tile * TILE + warp_offset, n, x, keep);
-    }
+    T x[ITEMS];
+    bool keep[ITEMS];
+    load_tile<ITEMS>(select, tile * TILE + warp_offset, n, x, keep);
 
     unsigned rank[ITEMS];
     const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
@@ -570,7 +578,7 @@ compact_scatter_tiles_if_u32(const unsigned* input, int test, unsigned threshold
 }
 
 // Step 3: one pass.
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
 compact_single_pass_masked_f32(const float* input, const unsigned char* mask, float* output,
                                unsigned long long capacity, unsigned* kept, unsigned long long* status,
                                unsigned* counter, unsigned long long n, unsigned epoch)
@@ -580,7 +588,7 @@ compact_single_pass_masked_f32(const float* input, const unsigned char* mask, fl
                                                        counter, n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
 compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int* output, unsigned long long capacity,
                                unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
                                unsigned epoch)
@@ -590,7 +598,7 @@ compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int*
                                                      n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
 compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* output,
                                unsigned long long capacity, unsigned* kept, unsigned long long* status,
                                unsigned* counter, unsigned long long n, unsigned epoch)
@@ -600,7 +608,7 @@ compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask,
                                                           counter, n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
 compact_single_pass_if_f32(const float* input, int test, float threshold, float* output, unsigned long long capacity,
                            unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
                            unsigned epoch)
@@ -610,7 +618,7 @@ compact_single_pass_if_f32(const float* input, int test, float threshold, float*
                                                        counter, n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
 compact_single_pass_if_i32(const int* input, int test, int threshold, int* output, unsigned long long capacity,
                            unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
                            unsigned epoch)
@@ -620,7 +628,7 @@ compact_single_pass_if_i32(const int* input, int test, int threshold, int* outpu
                                                      n);
 }
 
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
 compact_single_pass_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* output,
                            unsigned long long capacity, unsigned* kept, unsigned long long* status, unsigned* counter,
                            unsigned long long n, unsigned epoch)

@@ -421,8 +421,9 @@ struct WideLookBack {
 //
 // scan_early_loads: the block does not wait for its ticket to start loading: it loads tile
 // blockIdx.x while the ticket is on its way, and loads again only if the ticket names another
-// tile. Blocks usually start in blockIdx order, so the guess is usually right and the ticket's
-// round trip overlaps the loads; when it is wrong the result is still right.
+// tile; when the guess is wrong the result is still right. The guess was made thinking blocks
+// reach the counter in blockIdx order; they do not: ncu on an H100 at 2^24 counted 96% of the
+// blocks loading a second tile (book/src/data/nvidia-h100-80gb-hbm3/early-loads-ncu.txt).
 //
 // scan_wide_look_back (tried, slower): the look-back warp reads LOOK_BACK_PER_LANE predecessors
 // per lane per round trip instead of one, for fewer round trips on long walks.

@@ -1,6 +1,7 @@
 // The single-pass compaction with its tile brought into shared memory by one bulk copy (as the
 // scan's step 5), other tiles and look-back delays (wide<>), and fewer instructions an element
-// (lean<>), beside the chapter's single pass and CUB's DeviceSelect::If and ::Flagged, in one run. Every variant is checked against a CPU compaction (bit for bit) before it is timed; times are
+// (lean<>), the tile loaded once the ticket is back (ticket_first<>, the ninth and tenth runs, now
+// the chapter's), beside the chapter's single pass and CUB's DeviceSelect::If and ::Flagged, in one run. Every variant is checked against a CPU compaction (bit for bit) before it is timed; times are
 // the median of 15 batches of CUDA-event timings, as in the tour.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o compact-bulk-tuning scripts/compact-bulk-tuning.cu
@@ -279,6 +280,51 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     if (threadIdx.x == 0 && tile == gridDim.x - 1) *kept = (unsigned)start + tile_count;
 }
 
+// The ninth run: the chapter's single pass with its tile loaded only once the ticket is back
+// ("ticket first"). The chapter loads tile blockIdx.x while the ticket is on its way and loads
+// again when the ticket names another tile; ncu's per-instruction counts on an H100 (2^24, half
+// kept by a test) had 27,136 of the 32,768 warps of the launch through the second load: 83% of the
+// blocks loading twice, the first load's bytes read for nothing and the second's latency in full.
+template <int THREADS, int ITEMS, bool MASKED, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    ticket_first(const float* input, const unsigned char* mask, float threshold, float* output,
+                 unsigned long long capacity, unsigned* kept, unsigned long long* status_words, unsigned* counter,
+                 unsigned long long n, unsigned epoch)
+{
+    constexpr unsigned long long TILE = THREADS * ITEMS;
+    __shared__ unsigned drawn;
+    __shared__ unsigned warp_counts[THREADS / 32];
+    __shared__ unsigned before_tile;
+    __shared__ float staged[TILE];
+    const TileStatus status{status_words, epoch};
+    const unsigned long long warp_offset = (threadIdx.x / 32) * 32 * ITEMS;
+    const ByMask<float> by_mask = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    const ByTest<float> by_test = {input, KEEP_GREATER, threshold, aligned(input, 16)};
+    if (threadIdx.x == 0) drawn = draw_tile(counter, gridDim.x - 1);
+    __syncthreads();
+    const unsigned tile = drawn;
+    float x[ITEMS];
+    bool keep[ITEMS];
+    if (MASKED) load_tile<ITEMS>(by_mask, tile * TILE + warp_offset, n, x, keep);
+    else load_tile<ITEMS>(by_test, tile * TILE + warp_offset, n, x, keep);
+    unsigned rank[ITEMS];
+    const unsigned tile_count = rank_tile<THREADS, ITEMS>(keep, rank, warp_counts);
+    if (threadIdx.x < 32) {
+        const unsigned earlier = tile_prefix<ScanSum<unsigned>, 1, 0>(status, tile, tile_count, look_back_pause_ns());
+        if (threadIdx.x == 0) before_tile = earlier;
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        if (keep[k]) staged[rank[k]] = x[k];
+    }
+    __syncthreads();
+    const unsigned long long start = before_tile;
+    for (unsigned i = threadIdx.x; i < tile_count; i += THREADS) {
+        if (start + i < capacity) output[start + i] = staged[i];
+    }
+    if (threadIdx.x == 0 && tile == gridDim.x - 1) *kept = (unsigned)start + tile_count;
+}
+
 // Buffers and launches.
 // CUB's test: x > t.
 struct Above {
@@ -395,6 +441,28 @@ static Variant lean_variant(std::string name)
     return v;
 }
 
+template <int THREADS, int ITEMS, int MIN_BLOCKS = 1>
+static Variant ticket_first_variant(std::string name)
+{
+    Variant v{name, {}, 0, 0};
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, ticket_first<THREADS, ITEMS, false, MIN_BLOCKS>));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, ticket_first<THREADS, ITEMS, false, MIN_BLOCKS>,
+                                                        THREADS, 0));
+    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+        ++epoch;
+        if (masked)
+            ticket_first<THREADS, ITEMS, true, MIN_BLOCKS><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                             b.status, b.counter, n, epoch);
+        else
+            ticket_first<THREADS, ITEMS, false, MIN_BLOCKS><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                              b.status, b.counter, n, epoch);
+    };
+    return v;
+}
+
 // The chapter's entry points themselves (compact_single_pass_if_f32 and _masked_f32): the test a
 // parameter, the tile of cuda/compact.cu, compiled by nvcc (the tour's NVRTC may give them other
 // registers).
@@ -454,12 +522,16 @@ int main()
     // chapter's kernels now pausing 1150 ns on grids of 512 tiles or more (look_back_pause_ns).
     // The eighth run: the two cuts of lean<>, each alone and together, on the chapter's 512 x 16.
     // (The seventh run's tile shapes: wide_variant<512, 20, 1, 0, 3, true, 1150> and so on.)
+    // The ninth run: the tile loaded once the ticket is back, beside the chapter's early loads.
+    // (The eighth run's: lean_variant<512, 16, HOIST, PACKED> with and without each cut.)
     variants.push_back(entry_point_variant("entry points (nvcc)"));
-    variants.push_back(lean_variant<512, 16, false, false>("lean, no cut (check)"));
-    variants.push_back(lean_variant<512, 16, true, false>("lean, hoisted bound"));
-    variants.push_back(lean_variant<512, 16, false, true>("lean, packed ranks"));
-    variants.push_back(lean_variant<512, 16, true, true>("lean, both"));
-    variants.push_back(lean_variant<256, 16, true, true>("lean, both, 256x16"));
+    variants.push_back(ticket_first_variant<512, 16>("ticket first"));
+    variants.push_back(ticket_first_variant<512, 16, 3>("ticket first, 3/SM"));
+    variants.push_back(ticket_first_variant<512, 12>("ticket first, 512x12"));
+    variants.push_back(ticket_first_variant<512, 12, 4>("ticket first, 512x12, 4/SM"));
+    variants.push_back(ticket_first_variant<384, 16, 4>("ticket first, 384x16, 4/SM"));
+    variants.push_back(ticket_first_variant<256, 16, 6>("ticket first, 256x16, 6/SM"));
+    variants.push_back(ticket_first_variant<256, 12, 8>("ticket first, 256x12, 8/SM"));
 
     // Check: by a test at three thresholds, and by the mask, at awkward sizes.
     std::vector<float> got(max_n);
