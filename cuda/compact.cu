@@ -27,7 +27,7 @@
 #endif
 #define FLAG_THREADS 256
 // The blocks of the single pass an SM holds at once (its entry points' __launch_bounds__): three
-// of 512 threads, at most 42 registers a thread.
+// of 512 threads, at most 40 registers a thread (registers go to a warp 256 at a time).
 #define COMPACT_BLOCKS_PER_SM 3
 
 // ---------------------------------------------------------------------------------------------
@@ -327,8 +327,8 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // second time, the first load's bytes read for nothing and the second's wait in full. Loading
 // after the ticket, CUB's time over the single pass's was 1.01x to 1.20x where the guess gave
 // 0.92x to 1.08x (at 2^24 and 2^28, by a test and by a mask; scripts/compact-bulk-tuning.cu, its
-// ninth and tenth runs). Without the guess nvcc's ptxas took 57 registers, two blocks an SM,
-// and lost the gain: the entry points ask for COMPACT_BLOCKS_PER_SM.
+// ninth and tenth runs). Without the guess, nvcc's ptxas took 51 to 57 registers there, two blocks
+// an SM, and lost the gain: the entry points ask for COMPACT_BLOCKS_PER_SM.
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>

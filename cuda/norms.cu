@@ -512,10 +512,11 @@ struct Rms : RmsWrite {
 // every slot is the row's, so that the compiler drops the checks of `s < count`. Every lane of a
 // warp takes the same scale, the warp's largest magnitude's: the lanes' states are then in the same
 // units, and where they hold as many elements each (a warp of full lanes) row_reduce's butterfly
-// combines them the short way (MomentsOp::combine: no rescaling, no division). Each lane taking its
-// own scale cost about half a bf16 layer norm's instructions at rows of 4096 (ncu on an H100: 1138
-// a warp's row against 748 for an RMS norm; the issue slots 80% busy). Every lane of the warp must
-// call it; the branch is the warp's as a whole (__all_sync), so that its shuffles are too.
+// combines them the short way (MomentsOp::combine: no rescaling, no division). With each lane at
+// its own scale, every level of the butterfly rescaled both states, and the bf16 layer norm of rows
+// of 4096 was bound by its instructions (ncu on an H100: 1138 a warp's quarter row against 748 for
+// an RMS norm, the issue slots 80% busy); with the warp's scale it executes 7% fewer. Every lane of
+// the warp must call it; the branch is the warp's as a whole (__all_sync), so its shuffles are too.
 template <class N, class Slots>
 __device__ __forceinline__ typename N::Op::Value thread_state(const Slots& v, int count)
 {

@@ -825,9 +825,10 @@ scan_tiles_with_prefix_u32(const unsigned* input, unsigned* output, const unsign
 }
 
 // Step 4: one pass, inclusive and exclusive: scan_single_pass (Classic), scan_early_loads
-// (EarlyLoads), scan_wide_look_back (WideLookBack, tried) and segmented_scan (the early loads over
-// (value, head) pairs). The input and output may be the same buffer (an in-place scan): no
-// __restrict__ on them.
+// (EarlyLoads), scan_wide_look_back (WideLookBack, tried) and segmented_scan (the classic form over
+// (value, head) pairs: its tile loaded after its ticket, as early loads' guess is nearly always
+// wrong and the classic form measured faster). The input and output may be the same buffer (an
+// in-place scan): no __restrict__ on them.
 template <class T, class Form, bool INCLUSIVE>
 __device__ __forceinline__ void scan_plain(const T* input, T* output, unsigned long long* status, unsigned* counter,
                                            unsigned long long n, unsigned epoch)
@@ -842,8 +843,8 @@ __device__ __forceinline__ void scan_segmented(const T* input, const unsigned ch
                                                unsigned epoch)
 {
     const SegmentedTiles<T> io = {input, heads, output};
-    single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, EarlyLoads>(io, TileStatus{status, epoch},
-                                                                                    counter, n);
+    single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Classic>(io, TileStatus{status, epoch},
+                                                                                 counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)

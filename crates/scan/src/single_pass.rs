@@ -42,7 +42,7 @@ impl<T: ScanElement> Scan<T> {
         Self::with_form(device, SinglePass::FASTEST)
     }
 
-    /// The given form of the single pass (the segmented scans always use early loads).
+    /// The given form of the single pass (the segmented scans always use the classic form).
     pub fn with_form(device: &Device, form: SinglePass) -> Result<Self> {
         let kernel = |name: String| compile(device, &name);
         let segmented = |kind: ScanKind| format!("segmented_scan_{}_{}", kind.name(), T::SUFFIX);
