@@ -143,30 +143,13 @@ __device__ __forceinline__ Moments fold_loaded(const uint4* q)
     }
 }
 
-// finish_channel with the last block's combination in one warp (slices <= 32).
+// finish_channel with the last block's combination in one warp (slices <= 32): the chapter's
+// finish_channel since the fourth run (this program's own copy of it then).
 __device__ __forceinline__ void finish_warp(Moments acc, Moments* __restrict__ partial, unsigned int* __restrict__ ticket,
                                             unsigned int slices, unsigned int slice, unsigned int c,
                                             float* __restrict__ mean, float* __restrict__ var)
 {
-    typedef MomentsOf<float> Op;
-    __shared__ bool is_last;
-    acc = block_reduce<Op>(acc);
-    if (threadIdx.x == 0) {
-        partial[slice] = acc;
-        __threadfence();
-        const unsigned int arrived = atomicAdd(ticket, 1);
-        is_last = arrived == slices - 1;
-        if (is_last) __threadfence();
-    }
-    __syncthreads();
-    if (is_last && threadIdx.x < 32) {
-        Moments total = threadIdx.x < slices ? load_from_l2(&partial[threadIdx.x]) : Op::identity();
-        total = warp_reduce<Op>(total);
-        if (threadIdx.x == 0) {
-            write_stats(total, c, 1, mean, var);
-            *ticket = 0;
-        }
-    }
+    finish_channel(acc, partial, ticket, slices, slice, c, 1, mean, var);
 }
 
 // The finish of a channel whose `slices` blocks are one cluster (slices <= 8), block r of it
