@@ -317,18 +317,17 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // look-back only waits on running blocks), loads it once the number is back, ranks the kept
 // elements in registers, and warp 0 finds how many the earlier tiles keep by decoupled look-back
 // over the tiles' published counts (tile_prefix with ScanSum of unsigned, pausing before its first
-// read: look_back_pause_ns). Then the kept
-// elements are staged in shared memory in order, and the block writes them out as one contiguous
-// run: consecutive threads write consecutive words, so every store is coalesced, whichever
-// elements were kept. The last tile's block stores the total.
+// read: look_back_pause_ns). Then the kept elements are staged in shared memory in order, and the
+// block writes them out as one contiguous run: consecutive threads write consecutive words, so
+// every store is coalesced, whichever elements were kept. The last tile's block stores the total.
 // Loading tile blockIdx.x while the ticket is on its way (the scan's early loads) is a guess that
-// loses here: blocks draw their tickets in the order they reach the counter, not in blockIdx
-// order, and ncu on an H100 (2^24, half kept by a test) counted 83% of the blocks loading a
-// second time, the first load's bytes read for nothing and the second's wait in full. Loading
-// after the ticket, CUB's time over the single pass's was 1.01x to 1.20x where the guess gave
-// 0.92x to 1.08x (at 2^24 and 2^28, by a test and by a mask; scripts/compact-bulk-tuning.cu, its
-// ninth and tenth runs). Without the guess, nvcc's ptxas took 51 to 57 registers there, two blocks
-// an SM, and lost the gain: the entry points ask for COMPACT_BLOCKS_PER_SM.
+// loses here: tickets go in the order the blocks' atomics reach the L2, not in blockIdx order,
+// and ncu on an H100 (2^24, half kept by a test) counted 83% of the blocks loading a second time:
+// the first tile's bytes of use to its own block only through the L2, the second's wait in full.
+// Loading after the ticket, CUB's time over the single pass's was 1.01x to 1.20x where the guess
+// gave 0.92x to 1.08x (at 2^24 and 2^28, by a test and by a mask; scripts/compact-bulk-tuning.cu,
+// its ninth and tenth runs). Without the guess, nvcc's ptxas took 51 to 57 registers there, two
+// blocks an SM, and lost the gain: the entry points ask for COMPACT_BLOCKS_PER_SM.
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>

@@ -379,7 +379,7 @@ struct MomentsOp {
         if (a.e == b.e && a.n == b.n) {
             // The butterfly's usual case (thread_state gives a warp's lanes one scale): the general
             // formula below with fa = fb = 1 and share_b = 1/2, the same bits without the
-            // rescaling and the division.
+            // rescaling and the tests around it.
             const float d = b.mean - a.mean;
             Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean), fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
             return merged;
