@@ -328,116 +328,82 @@ struct Variant {
     int regs, occupancy;
 };
 
+// A variant: its launch, and the registers and blocks an SM of its kernel by a test.
+template <class K>
+static Variant described(std::string name, K by_test, int threads, Launch launch)
+{
+    Variant v{name, launch, 0, 0};
+    cudaFuncAttributes a;
+    CHECK(cudaFuncGetAttributes(&a, by_test));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, by_test, threads, 0));
+    return v;
+}
+
+// The tiles of n elements, TILE a tile: the grid of every single pass here.
+static unsigned tiles_of(unsigned long long n, unsigned long long tile) { return (unsigned)((n + tile - 1) / tile); }
+
+// The kernels with chapter<>'s parameters (chapter<>, bulk<>, ticket_first<>): MASKED's by a mask,
+// TEST's by x > threshold.
+typedef void (*Kernel)(const float*, const unsigned char*, float, float*, unsigned long long, unsigned*,
+                       unsigned long long*, unsigned*, unsigned long long, unsigned);
+template <int THREADS, int ITEMS, Kernel MASKED, Kernel TEST>
+static Variant paired_variant(std::string name)
+{
+    return described(name, TEST, THREADS, [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+        ++epoch;
+        (masked ? MASKED : TEST)<<<tiles_of(n, THREADS * ITEMS), THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
+                                                                            b.status, b.counter, n, epoch);
+    });
+}
+
 template <int THREADS, int ITEMS>
 static Variant chapter_variant(std::string name)
 {
-    Variant v{name, {}, 0, 0};
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, chapter<THREADS, ITEMS, false>));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, chapter<THREADS, ITEMS, false>, THREADS, 0));
-    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
-        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
-        ++epoch;
-        if (masked)
-            chapter<THREADS, ITEMS, true><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
-                                                                         b.status, b.counter, n, epoch);
-        else
-            chapter<THREADS, ITEMS, false><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
-                                                                          b.status, b.counter, n, epoch);
-    };
-    return v;
+    return paired_variant<THREADS, ITEMS, chapter<THREADS, ITEMS, true>, chapter<THREADS, ITEMS, false>>(name);
 }
 
 template <int THREADS, int ITEMS, bool LOOK = true>
 static Variant bulk_variant(std::string name)
 {
-    Variant v{name, {}, 0, 0};
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, bulk<THREADS, ITEMS, false, LOOK>));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, bulk<THREADS, ITEMS, false, LOOK>, THREADS, 0));
-    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
-        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
-        ++epoch;
-        if (masked)
-            bulk<THREADS, ITEMS, true, LOOK><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
-                                                                            b.status, b.counter, n, epoch);
-        else
-            bulk<THREADS, ITEMS, false, LOOK><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
-                                                                             b.status, b.counter, n, epoch);
-    };
-    return v;
+    return paired_variant<THREADS, ITEMS, bulk<THREADS, ITEMS, true, LOOK>, bulk<THREADS, ITEMS, false, LOOK>>(name);
 }
 
 template <int THREADS, int ITEMS, int PER_LANE, int SLEEP_NS = 0, int MIN_BLOCKS = 1, bool RUNTIME_TEST = false,
           int FIRST_SLEEP_NS = 0>
 static Variant wide_variant(std::string name)
 {
-    Variant v{name, {}, 0, 0};
-    cudaFuncAttributes a;
     auto by_test = wide<THREADS, ITEMS, PER_LANE, false, SLEEP_NS, MIN_BLOCKS, RUNTIME_TEST, FIRST_SLEEP_NS>;
-    CHECK(cudaFuncGetAttributes(&a, by_test));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, by_test, THREADS, 0));
-    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
-        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+    return described(name, by_test, THREADS, [](Buffers& b, unsigned long long n, bool masked, float threshold) {
         ++epoch;
-        if (masked)
-            wide<THREADS, ITEMS, PER_LANE, true, SLEEP_NS, MIN_BLOCKS, RUNTIME_TEST, FIRST_SLEEP_NS>
-                <<<(unsigned)tiles, THREADS>>>(
-                b.in, b.mask, threshold, b.out, n, b.kept, b.status, b.counter, n, epoch, KEEP_GREATER);
-        else
-            wide<THREADS, ITEMS, PER_LANE, false, SLEEP_NS, MIN_BLOCKS, RUNTIME_TEST, FIRST_SLEEP_NS>
-                <<<(unsigned)tiles, THREADS>>>(
-                b.in, b.mask, threshold, b.out, n, b.kept, b.status, b.counter, n, epoch, KEEP_GREATER);
-    };
-    return v;
+        auto kernel = masked ? wide<THREADS, ITEMS, PER_LANE, true, SLEEP_NS, MIN_BLOCKS, RUNTIME_TEST, FIRST_SLEEP_NS>
+                             : wide<THREADS, ITEMS, PER_LANE, false, SLEEP_NS, MIN_BLOCKS, RUNTIME_TEST, FIRST_SLEEP_NS>;
+        kernel<<<tiles_of(n, THREADS * ITEMS), THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept, b.status, b.counter,
+                                                          n, epoch, KEEP_GREATER);
+    });
 }
 
 // lean<> by a test; by a mask, the chapter's entry point (the cuts are for the test's form).
 template <int THREADS, int ITEMS, bool HOIST, bool PACKED>
 static Variant lean_variant(std::string name)
 {
-    Variant v{name, {}, 0, 0};
-    cudaFuncAttributes a;
     auto kernel = lean<THREADS, ITEMS, HOIST, PACKED>;
-    CHECK(cudaFuncGetAttributes(&a, kernel));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, kernel, THREADS, 0));
-    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
-        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
+    return described(name, kernel, THREADS, [](Buffers& b, unsigned long long n, bool masked, float threshold) {
         ++epoch;
         if (masked)
-            compact_single_pass_masked_f32<<<(unsigned)tiles, COMPACT_THREADS>>>(b.in, b.mask, b.out, n, b.kept,
-                                                                                 b.status, b.counter, n, epoch);
+            compact_single_pass_masked_f32<<<tiles_of(n, COMPACT_THREADS * COMPACT_ITEMS), COMPACT_THREADS>>>(
+                b.in, b.mask, b.out, n, b.kept, b.status, b.counter, n, epoch);
         else
-            lean<THREADS, ITEMS, HOIST, PACKED><<<(unsigned)tiles, THREADS>>>(b.in, threshold, b.out, n, b.kept, b.status,
-                                                                             b.counter, n, epoch, KEEP_GREATER);
-    };
-    return v;
+            lean<THREADS, ITEMS, HOIST, PACKED><<<tiles_of(n, THREADS * ITEMS), THREADS>>>(
+                b.in, threshold, b.out, n, b.kept, b.status, b.counter, n, epoch, KEEP_GREATER);
+    });
 }
 
 template <int THREADS, int ITEMS, int MIN_BLOCKS = 1>
 static Variant ticket_first_variant(std::string name)
 {
-    Variant v{name, {}, 0, 0};
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, ticket_first<THREADS, ITEMS, false, MIN_BLOCKS>));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, ticket_first<THREADS, ITEMS, false, MIN_BLOCKS>,
-                                                        THREADS, 0));
-    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
-        const unsigned long long tiles = (n + THREADS * ITEMS - 1) / (THREADS * ITEMS);
-        ++epoch;
-        if (masked)
-            ticket_first<THREADS, ITEMS, true, MIN_BLOCKS><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
-                                                                             b.status, b.counter, n, epoch);
-        else
-            ticket_first<THREADS, ITEMS, false, MIN_BLOCKS><<<(unsigned)tiles, THREADS>>>(b.in, b.mask, threshold, b.out, n, b.kept,
-                                                                              b.status, b.counter, n, epoch);
-    };
-    return v;
+    return paired_variant<THREADS, ITEMS, ticket_first<THREADS, ITEMS, true, MIN_BLOCKS>,
+                          ticket_first<THREADS, ITEMS, false, MIN_BLOCKS>>(name);
 }
 
 // The chapter's entry points themselves (compact_single_pass_if_f32 and _masked_f32): the test a
@@ -445,22 +411,17 @@ static Variant ticket_first_variant(std::string name)
 // registers).
 static Variant entry_point_variant(std::string name)
 {
-    Variant v{name, {}, 0, 0};
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, compact_single_pass_if_f32));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.occupancy, compact_single_pass_if_f32, COMPACT_THREADS, 0));
-    v.launch = [](Buffers& b, unsigned long long n, bool masked, float threshold) {
-        const unsigned long long tiles = (n + COMPACT_THREADS * COMPACT_ITEMS - 1) / (COMPACT_THREADS * COMPACT_ITEMS);
-        ++epoch;
-        if (masked)
-            compact_single_pass_masked_f32<<<(unsigned)tiles, COMPACT_THREADS>>>(b.in, b.mask, b.out, n, b.kept,
-                                                                                 b.status, b.counter, n, epoch);
-        else
-            compact_single_pass_if_f32<<<(unsigned)tiles, COMPACT_THREADS>>>(b.in, KEEP_GREATER, threshold, b.out, n,
-                                                                             b.kept, b.status, b.counter, n, epoch);
-    };
-    return v;
+    return described(name, compact_single_pass_if_f32, COMPACT_THREADS,
+                     [](Buffers& b, unsigned long long n, bool masked, float threshold) {
+                         const unsigned tiles = tiles_of(n, COMPACT_THREADS * COMPACT_ITEMS);
+                         ++epoch;
+                         if (masked)
+                             compact_single_pass_masked_f32<<<tiles, COMPACT_THREADS>>>(
+                                 b.in, b.mask, b.out, n, b.kept, b.status, b.counter, n, epoch);
+                         else
+                             compact_single_pass_if_f32<<<tiles, COMPACT_THREADS>>>(
+                                 b.in, KEEP_GREATER, threshold, b.out, n, b.kept, b.status, b.counter, n, epoch);
+                     });
 }
 
 int main()

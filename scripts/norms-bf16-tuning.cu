@@ -103,52 +103,20 @@ __device__ __forceinline__ float largest_of(const Slots& v, int count, int how)
         }
         return largest;
     }
-#pragma unroll
-    for (int s = 0; s < Slots::N; s++) {
-        if (s >= count) break;
-        largest = fmaxf(largest, fabsf(v.get(s)));
-    }
-    return largest;
+    return largest_of(v, count); // the chapter's, element by element
 }
 
-// moments_of and squares_of (cuda/norms.cu) with the largest magnitude from largest_of.
+// moments_of and squares_of (cuda/norms.cu) at the scale of this lane's largest magnitude, taken
+// by largest_of above.
 template <class Slots>
 __device__ __forceinline__ Moments moments_with(const Slots& v, int count, int packed)
 {
-    if (count == 0) return MomentsOp::identity();
-    const int e = scale_of(largest_of(v, count, packed));
-    const float g = pow2(-e), pivot = v.get(0) * g;
-    float shifted = 0.0f;
-#pragma unroll
-    for (int s = 0; s < Slots::N; s++) {
-        if (s >= count) break;
-        shifted += fmaf(v.get(s), g, -pivot);
-    }
-    const float mean = pivot + shifted / (float)count;
-    float m2 = 0.0f;
-#pragma unroll
-    for (int s = 0; s < Slots::N; s++) {
-        if (s >= count) break;
-        const float d = fmaf(v.get(s), g, -mean);
-        m2 = fmaf(d, d, m2);
-    }
-    Moments m = {(unsigned int)count, e, mean, m2};
-    return m;
+    return moments_of(v, count, scale_of(largest_of(v, count, packed)));
 }
 template <class Slots>
 __device__ __forceinline__ Scaled squares_with(const Slots& v, int count, int packed)
 {
-    const int e = scale_of(largest_of(v, count, packed));
-    const float g = pow2(-e);
-    float sum = 0.0f;
-#pragma unroll
-    for (int s = 0; s < Slots::N; s++) {
-        if (s >= count) break;
-        const float t = v.get(s) * g;
-        sum = fmaf(t, t, sum);
-    }
-    Scaled squares = {e, sum};
-    return squares;
+    return squares_of(v, count, scale_of(largest_of(v, count, packed)));
 }
 
 // FOLDED (the sixth run): the write as (x s - c) w + b with s = g factor and c = center factor,
