@@ -7,9 +7,10 @@
 // (The chapter now keeps its vectors as loaded, so "as the chapter" is the packed lane at four
 // blocks; norms-bf16-tuning.txt says what the chapter was in each run.)
 // The fifth and sixth runs try fewer instructions an element (a packed max, a folded write, a
-// paired rounding) and two rows a group of lanes; see below.
-// Every variant is checked against the chapter's kernel (within a bf16 ulp); times are the median
-// of 15 batches of CUDA-event timings, as in the tour.
+// paired rounding) and two rows a group of lanes; the eighth, fewer instructions in the merges, for
+// f32 rows too (see below).
+// Every variant is checked against the chapter's kernel (within a bf16 ulp, or 2^-20 for f32);
+// times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o norms-bf16-tuning scripts/norms-bf16-tuning.cu
 //   ./norms-bf16-tuning
@@ -193,6 +194,137 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     write_vectors<W, N>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
 }
 
+// ANCHOR: eighth_run
+// The eighth run, after the H200 (ncu there: the bf16 layer norm of rows of 4096 executes 34.5
+// million warp instructions against the RMS norm's 24.9 million, issuing in 80% of the cycles, at
+// 74% of a copy): fewer instructions in the merges. Read from the SASS of step 3, each level of
+// row_reduce's butterfly costs a full warp about 35 instructions for a layer norm (four shuffles,
+// eight selects that put the lower lane's state first, the tests of MomentsOp::combine and its
+// short path), and the merges across a row's warps take the general path, with a division where
+// the counts differ. In a warp of full lanes at the warp's scale (thread_state's usual case) every
+// lane holds the same n and e, so only mean and m2 (an RMS norm: the sum) need to move, and two such
+// states merge symmetrically,
+//
+//   mean = (mean_a + mean_b) / 2,   m2 = (m2_a + m2_b) + d^2 n / 2,   d = mean_b - mean_a,
+//
+// whose every operation is commutative (d flips its sign between the pair, d^2 does not), so both
+// lanes of a pair get the same bits without ordering them: two shuffles and five instructions a
+// level. Three switches, each measured:
+//   uniform     the butterfly above for full warps (the chapter's path for the rest);
+//   one pass    a lane's statistics in one sweep of its registers: s1 = sum t and s2 = sum t^2 with
+//               t = x g - p, p the lane's first element (scaled), then mean = p + s1 / n and
+//               m2 = s2 - s1^2 / n. p is one of the lane's own values, so (p - mean)^2 <= m2 and
+//               s2 = m2 + n (p - mean)^2 <= (n + 1) m2: the cancellation costs at most a factor
+//               n + 1 = 33 on f32's rounding, where the chapter's two sweeps read the registers
+//               twice; a constant lane gives s1 = s2 = 0 exactly;
+//   tree        the row's warps merged in pairs (equal counts at every level: no division) where
+//               the chapter merges them in warp order.
+template <class N>
+struct Uniform;
+template <>
+struct Uniform<Layer> {
+    // The lane's state in one sweep (see above); n = Slots::N.
+    template <class Slots>
+    __device__ static Moments one_pass(const Slots& v, int e)
+    {
+        const float g = pow2(-e), pivot = v.get(0) * g;
+        float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+        for (int s = 0; s < Slots::N; s++) {
+            const float t = fmaf(v.get(s), g, -pivot);
+            s1 += t;
+            s2 = fmaf(t, t, s2);
+        }
+        const float shift = s1 * (1.0f / Slots::N); // N a power of two: exact
+        Moments m = {(unsigned int)Slots::N, e, pivot + shift, fmaxf(fmaf(-s1, shift, s2), 0.0f)};
+        return m;
+    }
+    __device__ static Moments warp_merge(Moments s)
+    {
+#pragma unroll
+        for (int lanes = 16; lanes > 0; lanes >>= 1) {
+            const float mean = __shfl_xor_sync(0xffffffffu, s.mean, lanes);
+            const float m2 = __shfl_xor_sync(0xffffffffu, s.m2, lanes);
+            const float d = mean - s.mean;
+            s.m2 = fmaf(d * d, (float)s.n * 0.5f, s.m2 + m2);
+            s.mean = (s.mean + mean) * 0.5f;
+            s.n *= 2;
+        }
+        return s;
+    }
+};
+template <>
+struct Uniform<Rms> {
+    template <class Slots>
+    __device__ static Scaled one_pass(const Slots& v, int e) { return squares_of(v, Slots::N, e); }
+    __device__ static Scaled warp_merge(Scaled s)
+    {
+#pragma unroll
+        for (int lanes = 16; lanes > 0; lanes >>= 1) {
+            s.sum += __shfl_xor_sync(0xffffffffu, s.sum, lanes);
+        }
+        return s;
+    }
+};
+
+// The row's warps' states (lane 0 of each parks its own), merged in warp order as the chapter does,
+// or in pairs.
+template <class Op, bool TREE>
+__device__ __forceinline__ typename Op::Value across_warps(typename Op::Value s, unsigned int warps)
+{
+    typedef typename Op::Value Value;
+    if (warps == 1) {
+        return s;
+    }
+    __shared__ Value parts[THREADS / 32];
+    const unsigned int warp = threadIdx.x / 32, first = warp & ~(warps - 1);
+    if (threadIdx.x % 32 == 0) {
+        parts[warp] = s;
+    }
+    __syncthreads();
+    const Value* p = parts + first;
+    if (!TREE) {
+        s = p[0];
+        for (unsigned int k = 1; k < warps; k++) {
+            s = Op::combine(s, p[k]);
+        }
+    } else if (warps == 2) {
+        s = Op::combine(p[0], p[1]);
+    } else if (warps == 4) {
+        s = Op::combine(Op::combine(p[0], p[1]), Op::combine(p[2], p[3]));
+    } else {
+        s = Op::combine(Op::combine(Op::combine(p[0], p[1]), Op::combine(p[2], p[3])),
+                        Op::combine(Op::combine(p[4], p[5]), Op::combine(p[6], p[7])));
+    }
+    __syncthreads();
+    return s;
+}
+
+// Step 3 for rows that fill every lane and start on 16-byte boundaries (cols = 32 lanes x
+// LANE_ELEMENTS x warps: every shape here), with the switches above, for element E at the chapter's
+// blocks an SM (MIN_BLOCKS: BF16_BLOCKS_PER_SM for bf16, none asked for f32). A launcher would send
+// other rows to the chapter's kernel: with both paths in one kernel, ptxas spilled (58 to 174
+// bytes). A lane past the last row reads nothing and merges zeros, which it never writes.
+template <class E, class N, bool ONE_PASS, bool TREE, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    uniform(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b, typename E::Word* y,
+            unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+{
+    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
+    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
+    const bool live = row < rows;
+    const size_t offset = (live ? row : 0) * cols;
+    const unsigned int len = live ? cols : 0;
+    Vectors<E> v;
+    load_vectors<E>(x + offset, len, lane, lanes, true, v);
+    const int e = scale_of(warp_largest(largest_of(v, Vectors<E>::N)));
+    typename N::Op::Value state =
+        Uniform<N>::warp_merge(ONE_PASS ? Uniform<N>::one_pass(v, e) : N::of(v, Vectors<E>::N, e));
+    state = across_warps<typename N::Op, TREE>(state, warps);
+    write_vectors<E, N>(v, len, lane, lanes, true, w, b, y + offset, N::affine(state, cols, eps));
+}
+// ANCHOR_END: eighth_run
+
 struct Shape {
     unsigned rows, cols;
 };
@@ -252,6 +384,16 @@ static Variant make_two_rows(std::string name)
     });
 }
 
+template <class N, bool ONE_PASS, bool TREE>
+static Variant make_uniform(std::string name)
+{
+    auto kernel = uniform<BF16, N, ONE_PASS, TREE, BF16_BLOCKS_PER_SM>;
+    return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
+        kernel<<<grid_for(s), THREADS>>>(x, w, b, y, s.rows, s.cols, 1e-5f, warps_for(s.cols));
+        CHECK(cudaGetLastError());
+    });
+}
+
 static Variant chapter_layer()
 {
     return described("chapter", layer_norm_by_length_bf16, [](In x, In w, In b, Out y, Shape s) {
@@ -267,65 +409,76 @@ static Variant chapter_rms()
     });
 }
 
-int main()
+// The f32 kernels of the eighth run (the H200 ran the f32 layer norm of rows of 4096 at 88.7% of
+// copy in its tour): launched through the same Launch, whose pointers then hold f32 words.
+template <class N, bool ONE_PASS, bool TREE>
+static Variant make_uniform_f32(std::string name)
 {
-    cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    const size_t n = 1ull << 26; // both shapes hold 2^25 or 2^26 elements
-    std::vector<unsigned short> host(n), weights(8192);
-    std::mt19937 rng(3);
-    std::normal_distribution<float> normal(0.25f, 1.5f);
-    for (auto& x : host) x = host_to_bf16(normal(rng));
-    for (auto& x : weights) x = host_to_bf16(1.0f + 0.1f * normal(rng));
-    unsigned short *x, *w, *b, *y, *expected;
-    CHECK(cudaMalloc(&x, n * 2));
-    CHECK(cudaMalloc(&y, n * 2));
-    CHECK(cudaMalloc(&expected, n * 2));
-    CHECK(cudaMalloc(&w, 8192 * 2));
-    CHECK(cudaMalloc(&b, 8192 * 2));
-    CHECK(cudaMemcpy(x, host.data(), n * 2, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(w, weights.data(), 8192 * 2, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(b, weights.data() + 17, 4096 * 2, cudaMemcpyHostToDevice));
+    auto kernel = uniform<F32, N, ONE_PASS, TREE, 1>;
+    return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
+        kernel<<<grid_for(s), THREADS>>>((const float*)x, (const float*)w, (const float*)b, (float*)y, s.rows, s.cols,
+                                         1e-5f, warps_for(s.cols));
+        CHECK(cudaGetLastError());
+    });
+}
+static Variant chapter_layer_f32()
+{
+    return described("chapter", layer_norm_by_length, [](In x, In w, In b, Out y, Shape s) {
+        layer_norm_by_length<<<grid_for(s), THREADS>>>((const float*)x, (const float*)w, (const float*)b, (float*)y,
+                                                        s.rows, s.cols, 1e-5f, warps_for(s.cols));
+        CHECK(cudaGetLastError());
+    });
+}
+static Variant chapter_rms_f32()
+{
+    return described("chapter", rms_norm_by_length, [](In x, In w, In, Out y, Shape s) {
+        rms_norm_by_length<<<grid_for(s), THREADS>>>((const float*)x, (const float*)w, (float*)y, s.rows, s.cols, 1e-5f,
+                                                      warps_for(s.cols));
+        CHECK(cudaGetLastError());
+    });
+}
 
-    struct Family {
-        const char* name;
-        std::vector<Variant> variants; // the chapter's first
-    };
-    std::vector<Family> families;
-    // (The fourth run's variants: make<Layer, Packed, 4>("packed, 4 blocks/SM asked"), PackedAsm,
-    // Packed64 and so on.)
-    typedef Vectors<BF16> Lane;
-    // (The fifth run's: make<Layer, Lane, 5, BF16Pair>("pair pack"), make<LayerWith<PACKED>, Lane,
-    // 5>("packed max") and their pairs; the sixth run's: make<LayerWith<BY_ELEMENT, true>, Lane,
-    // 5>("folded"), make<LayerWith<UPPER_AS_WORD>, Lane, 5>("upper as word"),
-    // make_two_rows<Layer, 4>("two rows a group, 4 blocks/SM") and their pairs.)
-    // The seventh run: the chapter (its lanes at their warp's scale) against each lane at its own.
-    families.push_back({"layer norm",
-                        {chapter_layer(), make<LayerWith<BY_ELEMENT>, Lane, 5>("each lane its own scale"),
-                         make<LayerWith<BY_ELEMENT, true>, Lane, 5>("own scale, folded")}});
-    families.push_back({"rms norm", {chapter_rms(), make<RmsWith<BY_ELEMENT>, Lane, 5>("each lane its own scale")}});
-    const Shape shapes[] = {{8192, 4096}, {65536, 1024}, {16384, 4096}};
+struct Family {
+    const char* name;
+    std::vector<Variant> variants; // the chapter's first
+};
 
-    std::vector<unsigned short> got(n), want(n);
+// Every family at every shape: the copy of the same bytes, then each variant checked against the
+// family's first (within a bf16 ulp, or 2^-20 for f32) and timed. `word` is 2 (bf16) or 4 (f32).
+static void measure(const char* type, size_t word, const unsigned short* x, const unsigned short* w,
+                    const unsigned short* b, unsigned short* y, unsigned short* expected, std::vector<Family>& families,
+                    const std::vector<Shape>& shapes)
+{
     for (const Shape& s : shapes) {
         const size_t m = (size_t)s.rows * s.cols;
-        const double copy = median_ms([&] { CHECK(cudaMemcpyAsync(y, x, m * 2, cudaMemcpyDeviceToDevice)); });
-        std::printf("bf16 %u x %u: copy %.4f ms\n", s.rows, s.cols, copy);
+        std::vector<unsigned char> got(m * word), want(m * word);
+        auto value = [&](const std::vector<unsigned char>& bytes, size_t i) {
+            if (word == 2) {
+                unsigned short h;
+                std::memcpy(&h, &bytes[i * 2], 2);
+                return host_bf16_value(h);
+            }
+            float f;
+            std::memcpy(&f, &bytes[i * 4], 4);
+            return f;
+        };
+        const float ulp = word == 2 ? 1.0f / 128 : 1.0f / (1 << 20);
+        const double copy = median_ms([&] { CHECK(cudaMemcpyAsync(y, x, m * word, cudaMemcpyDeviceToDevice)); });
+        std::printf("%s %u x %u: copy %.4f ms\n", type, s.rows, s.cols, copy);
         for (Family& f : families) {
-            CHECK(cudaMemset(expected, 0xff, m * 2));
+            CHECK(cudaMemset(expected, 0xff, m * word));
             f.variants[0].launch(x, w, b, expected, s);
             CHECK(cudaDeviceSynchronize());
-            CHECK(cudaMemcpy(want.data(), expected, m * 2, cudaMemcpyDeviceToHost));
+            CHECK(cudaMemcpy(want.data(), expected, m * word, cudaMemcpyDeviceToHost));
             for (Variant& v : f.variants) {
-                CHECK(cudaMemset(y, 0xff, m * 2));
+                CHECK(cudaMemset(y, 0xff, m * word));
                 v.launch(x, w, b, y, s);
                 CHECK(cudaDeviceSynchronize());
-                CHECK(cudaMemcpy(got.data(), y, m * 2, cudaMemcpyDeviceToHost));
+                CHECK(cudaMemcpy(got.data(), y, m * word, cudaMemcpyDeviceToHost));
                 size_t wrong = 0;
                 for (size_t i = 0; i < m; ++i) {
-                    const float g = host_bf16_value(got[i]), e = host_bf16_value(want[i]);
-                    if (!(std::fabs(g - e) <= std::fabs(e) * (1.0f / 128) + 1e-6f)) wrong++;
+                    const float g = value(got, i), e = value(want, i);
+                    if (!(std::fabs(g - e) <= std::fabs(e) * ulp + 1e-6f)) wrong++;
                 }
                 const double ms = median_ms([&] { v.launch(x, w, b, y, s); });
                 std::printf("  %-10s %-36s %3d regs %d/SM %8.4f ms %6.1f%% of copy%s\n", f.name, v.name.c_str(), v.regs,
@@ -334,5 +487,64 @@ int main()
             }
         }
     }
+}
+
+int main()
+{
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    const size_t n = 1ull << 26; // every shape holds 2^25 or 2^26 elements
+    std::vector<unsigned short> host(n), weights(8192);
+    std::vector<float> host_f32(n), weights_f32(8192);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.25f, 1.5f);
+    for (size_t i = 0; i < n; i++) {
+        host_f32[i] = normal(rng);
+        host[i] = host_to_bf16(host_f32[i]);
+    }
+    for (size_t i = 0; i < 8192; i++) {
+        weights_f32[i] = 1.0f + 0.1f * normal(rng);
+        weights[i] = host_to_bf16(weights_f32[i]);
+    }
+    // Device buffers of f32's size; the bf16 runs use their first half.
+    unsigned short *x, *w, *b, *y, *expected;
+    CHECK(cudaMalloc(&x, n * 4));
+    CHECK(cudaMalloc(&y, n * 4));
+    CHECK(cudaMalloc(&expected, n * 4));
+    CHECK(cudaMalloc(&w, 8192 * 4));
+    CHECK(cudaMalloc(&b, 8192 * 4));
+    CHECK(cudaMemcpy(x, host.data(), n * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(w, weights.data(), 8192 * 2, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(b, weights.data() + 17, 4096 * 2, cudaMemcpyHostToDevice));
+
+    std::vector<Family> families;
+    // (The fourth run's variants: make<Layer, Packed, 4>("packed, 4 blocks/SM asked"), PackedAsm,
+    // Packed64 and so on; Lane below is Vectors<BF16>.)
+    // (The fifth run's: make<Layer, Lane, 5, BF16Pair>("pair pack"), make<LayerWith<PACKED>, Lane,
+    // 5>("packed max") and their pairs; the sixth run's: make<LayerWith<BY_ELEMENT, true>, Lane,
+    // 5>("folded"), make<LayerWith<UPPER_AS_WORD>, Lane, 5>("upper as word"),
+    // make_two_rows<Layer, 4>("two rows a group, 4 blocks/SM") and their pairs.)
+    // (The seventh run's: make<LayerWith<BY_ELEMENT>, Lane, 5>("each lane its own scale"),
+    // make<LayerWith<BY_ELEMENT, true>, Lane, 5>("own scale, folded") and the RMS norm's.)
+    // The eighth run: the chapter against its merges for full warps (see `uniform`), bf16 and f32.
+    families.push_back({"layer norm",
+                        {chapter_layer(), make_uniform<Layer, false, false>("uniform"),
+                         make_uniform<Layer, true, false>("uniform, one pass"),
+                         make_uniform<Layer, false, true>("uniform, tree"),
+                         make_uniform<Layer, true, true>("uniform, one pass, tree")}});
+    families.push_back({"rms norm", {chapter_rms(), make_uniform<Rms, false, false>("uniform"),
+                                     make_uniform<Rms, false, true>("uniform, tree")}});
+    measure("bf16", 2, x, w, b, y, expected, families, {{8192, 4096}, {65536, 1024}, {16384, 4096}});
+
+    CHECK(cudaMemcpy(x, host_f32.data(), n * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(w, weights_f32.data(), 8192 * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(b, weights_f32.data() + 17, 4096 * 4, cudaMemcpyHostToDevice));
+    std::vector<Family> f32 = {
+        {"layer norm",
+         {chapter_layer_f32(), make_uniform_f32<Layer, false, false>("uniform"),
+          make_uniform_f32<Layer, true, true>("uniform, one pass, tree")}},
+        {"rms norm", {chapter_rms_f32(), make_uniform_f32<Rms, false, true>("uniform, tree")}}};
+    measure("f32", 4, x, w, b, y, expected, f32, {{8192, 4096}, {65536, 1024}});
     return 0;
 }
