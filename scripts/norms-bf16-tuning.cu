@@ -174,6 +174,21 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     write_vectors<BF16, N>(v1, live1 ? cols : 0, lane, lanes, whole, w, b, y + off1, N::affine(s1, cols, eps));
 }
 
+// A lane's place, as step 3's by_length reckons it: `lanes` lanes a row (warps of 32), this lane's
+// index among them, and its row's offset and length (0 past the last row).
+struct LaneOfRow {
+    unsigned int lanes, lane, len;
+    size_t offset;
+};
+__device__ __forceinline__ LaneOfRow lane_of_row(unsigned int rows, unsigned int cols, unsigned int warps)
+{
+    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift;
+    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
+    const bool live = row < rows;
+    LaneOfRow at = {lanes, threadIdx.x & (lanes - 1), live ? cols : 0, (live ? row : 0) * cols};
+    return at;
+}
+
 // by_length for bf16 rows that fit the registers (cols <= LANE_ELEMENTS x lanes), on either holding,
 // written through W's pack.
 template <class N, class Slots, int MIN_BLOCKS, class W = BF16>
@@ -181,11 +196,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     variant(const unsigned short* x, const unsigned short* w, const unsigned short* b, unsigned short* y,
             unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
-    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
-    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
-    const bool live = row < rows;
-    const size_t offset = (live ? row : 0) * cols;
-    const unsigned int len = live ? cols : 0;
+    const LaneOfRow at = lane_of_row(rows, cols, warps);
+    const unsigned int lanes = at.lanes, lane = at.lane, len = at.len;
+    const size_t offset = at.offset;
     const bool whole = aligned16(x + offset) && aligned16(y + offset) && aligned16(w) && (!N::HAS_BIAS || aligned16(b));
     Slots v;
     const int count = load_vectors<BF16>(x + offset, len, lane, lanes, whole, v);
@@ -310,11 +323,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     uniform(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b, typename E::Word* y,
             unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
-    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
-    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
-    const bool live = row < rows;
-    const size_t offset = (live ? row : 0) * cols;
-    const unsigned int len = live ? cols : 0;
+    const LaneOfRow at = lane_of_row(rows, cols, warps);
+    const unsigned int lanes = at.lanes, lane = at.lane, len = at.len;
+    const size_t offset = at.offset;
     Vectors<E> v;
     load_vectors<E>(x + offset, len, lane, lanes, true, v);
     const int e = scale_of(warp_largest(largest_of(v, Vectors<E>::N)));
