@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 // whose every operation is commutative (d flips its sign between the pair, d^2 does not), so both
 // lanes of a pair get the same bits without ordering them: two shuffles and five instructions a
 // level. Three switches, each measured:
-//   uniform     the butterfly above for full warps (the chapter's path for the rest);
+//   uniform     the butterfly above, in warps of full lanes (other rows: the chapter's kernel);
 //   one pass    a lane's statistics in one sweep of its registers: s1 = sum t and s2 = sum t^2 with
 //               t = x g - p, p the lane's first element (scaled), then mean = p + s1 / n and
 //               m2 = s2 - s1^2 / n. p is one of the lane's own values, so (p - mean)^2 <= m2 and
