@@ -522,8 +522,9 @@ int main()
             // WARP_FINISH at 4 and 3 blocks an SM; the sixth's: INTERLEAVE; the fifth's: ROTATE;
             // the fourth's: NO_FINISH, WARP_FINISH and LAUNCH_CLUSTER.) The ninth, after the H200
             // ran the chapter's bf16 statistics at 72.3% and the flat stream at 79.2% of the read
-            // roof, waiting on loads (ncu: 2.29 of 7.30 warps eligible): the flat stream with twice
-            // the bytes a lane loads before it folds (pieces of 2 x 32 x K), at 4 and 3 blocks an SM.
+            // roof, waiting on loads (ncu: 2.29 of 7.30 warps eligible): the flat stream with
+            // twice the bytes a lane loads before it folds (pieces of 2 x 32 x K), at 4 and 3
+            // blocks an SM.
 #define VARIANTS(E, K)                                                                                           \
     configs.push_back({"program's own", K, 4, 1, LAUNCH_MODE(E, K, false, 4, WARP_FINISH)});                      \
     configs.push_back({"flat", K, 4, 1, LAUNCH_MODE(E, K, false, 4, FLAT | WARP_FINISH)});                        \

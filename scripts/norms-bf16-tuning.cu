@@ -215,8 +215,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 // eight selects that put the lower lane's state first, the tests of MomentsOp::combine and its
 // short path), and the merges across a row's warps take the general path, with a division where
 // the counts differ. In a warp of full lanes at the warp's scale (thread_state's usual case) every
-// lane holds the same n and e, so only mean and m2 (an RMS norm: the sum) need to move, and two such
-// states merge symmetrically,
+// lane holds the same n and e, so only mean and m2 (an RMS norm: the sum) need to move, and two
+// such states merge symmetrically,
 //
 //   mean = (mean_a + mean_b) / 2,   m2 = (m2_a + m2_b) + d^2 n / 2,   d = mean_b - mean_a,
 //
