@@ -395,56 +395,40 @@ static Variant make_two_rows(std::string name)
     });
 }
 
-template <class N, bool ONE_PASS, bool TREE>
+// The eighth run's kernels for element E (bf16 at the chapter's BF16_BLOCKS_PER_SM; f32, whose
+// chapter kernels ask for none, at none), launched through Launch, whose pointers then hold E's
+// words.
+template <class E, class N, bool ONE_PASS, bool TREE>
 static Variant make_uniform(std::string name)
 {
-    auto kernel = uniform<BF16, N, ONE_PASS, TREE, BF16_BLOCKS_PER_SM>;
+    typedef typename E::Word Word;
+    auto kernel = uniform<E, N, ONE_PASS, TREE, sizeof(Word) == 2 ? BF16_BLOCKS_PER_SM : 1>;
     return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
-        kernel<<<grid_for(s), THREADS>>>(x, w, b, y, s.rows, s.cols, 1e-5f, warps_for(s.cols));
-        CHECK(cudaGetLastError());
-    });
-}
-
-static Variant chapter_layer()
-{
-    return described("chapter", layer_norm_by_length_bf16, [](In x, In w, In b, Out y, Shape s) {
-        layer_norm_by_length_bf16<<<grid_for(s), THREADS>>>(x, w, b, y, s.rows, s.cols, 1e-5f, warps_for(s.cols));
-        CHECK(cudaGetLastError());
-    });
-}
-static Variant chapter_rms()
-{
-    return described("chapter", rms_norm_by_length_bf16, [](In x, In w, In, Out y, Shape s) {
-        rms_norm_by_length_bf16<<<grid_for(s), THREADS>>>(x, w, y, s.rows, s.cols, 1e-5f, warps_for(s.cols));
-        CHECK(cudaGetLastError());
-    });
-}
-
-// The f32 kernels of the eighth run (the H200 ran the f32 layer norm of rows of 4096 at 88.7% of
-// copy in its tour): launched through the same Launch, whose pointers then hold f32 words.
-template <class N, bool ONE_PASS, bool TREE>
-static Variant make_uniform_f32(std::string name)
-{
-    auto kernel = uniform<F32, N, ONE_PASS, TREE, 1>;
-    return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
-        kernel<<<grid_for(s), THREADS>>>((const float*)x, (const float*)w, (const float*)b, (float*)y, s.rows, s.cols,
+        kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (const Word*)b, (Word*)y, s.rows, s.cols,
                                          1e-5f, warps_for(s.cols));
         CHECK(cudaGetLastError());
     });
 }
-static Variant chapter_layer_f32()
+
+// Step 3's own kernels (layer_norm_by_length[_bf16], rms_norm_by_length[_bf16]), `Word` the
+// element's word.
+template <class Word>
+static Variant chapter_layer(void (*kernel)(const Word*, const Word*, const Word*, Word*, unsigned int, unsigned int,
+                                            float, unsigned int))
 {
-    return described("chapter", layer_norm_by_length, [](In x, In w, In b, Out y, Shape s) {
-        layer_norm_by_length<<<grid_for(s), THREADS>>>((const float*)x, (const float*)w, (const float*)b, (float*)y,
-                                                        s.rows, s.cols, 1e-5f, warps_for(s.cols));
+    return described("chapter", kernel, [kernel](In x, In w, In b, Out y, Shape s) {
+        kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (const Word*)b, (Word*)y, s.rows, s.cols,
+                                         1e-5f, warps_for(s.cols));
         CHECK(cudaGetLastError());
     });
 }
-static Variant chapter_rms_f32()
+template <class Word>
+static Variant chapter_rms(void (*kernel)(const Word*, const Word*, Word*, unsigned int, unsigned int, float,
+                                          unsigned int))
 {
-    return described("chapter", rms_norm_by_length, [](In x, In w, In, Out y, Shape s) {
-        rms_norm_by_length<<<grid_for(s), THREADS>>>((const float*)x, (const float*)w, (float*)y, s.rows, s.cols, 1e-5f,
-                                                      warps_for(s.cols));
+    return described("chapter", kernel, [kernel](In x, In w, In, Out y, Shape s) {
+        kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (Word*)y, s.rows, s.cols, 1e-5f,
+                                         warps_for(s.cols));
         CHECK(cudaGetLastError());
     });
 }
@@ -540,12 +524,13 @@ int main()
     // make<LayerWith<BY_ELEMENT, true>, Lane, 5>("own scale, folded") and the RMS norm's.)
     // The eighth run: the chapter against its merges for full warps (see `uniform`), bf16 and f32.
     families.push_back({"layer norm",
-                        {chapter_layer(), make_uniform<Layer, false, false>("uniform"),
-                         make_uniform<Layer, true, false>("uniform, one pass"),
-                         make_uniform<Layer, false, true>("uniform, tree"),
-                         make_uniform<Layer, true, true>("uniform, one pass, tree")}});
-    families.push_back({"rms norm", {chapter_rms(), make_uniform<Rms, false, false>("uniform"),
-                                     make_uniform<Rms, false, true>("uniform, tree")}});
+                        {chapter_layer(layer_norm_by_length_bf16), make_uniform<BF16, Layer, false, false>("uniform"),
+                         make_uniform<BF16, Layer, true, false>("uniform, one pass"),
+                         make_uniform<BF16, Layer, false, true>("uniform, tree"),
+                         make_uniform<BF16, Layer, true, true>("uniform, one pass, tree")}});
+    families.push_back({"rms norm",
+                        {chapter_rms(rms_norm_by_length_bf16), make_uniform<BF16, Rms, false, false>("uniform"),
+                         make_uniform<BF16, Rms, false, true>("uniform, tree")}});
     measure("bf16", 2, x, w, b, y, expected, families, {{8192, 4096}, {65536, 1024}, {16384, 4096}});
 
     CHECK(cudaMemcpy(x, host_f32.data(), n * 4, cudaMemcpyHostToDevice));
@@ -553,9 +538,9 @@ int main()
     CHECK(cudaMemcpy(b, weights_f32.data() + 17, 4096 * 4, cudaMemcpyHostToDevice));
     std::vector<Family> f32 = {
         {"layer norm",
-         {chapter_layer_f32(), make_uniform_f32<Layer, false, false>("uniform"),
-          make_uniform_f32<Layer, true, true>("uniform, one pass, tree")}},
-        {"rms norm", {chapter_rms_f32(), make_uniform_f32<Rms, false, true>("uniform, tree")}}};
+         {chapter_layer(layer_norm_by_length), make_uniform<F32, Layer, false, false>("uniform"),
+          make_uniform<F32, Layer, true, true>("uniform, one pass, tree")}},
+        {"rms norm", {chapter_rms(rms_norm_by_length), make_uniform<F32, Rms, false, true>("uniform, tree")}}};
     measure("f32", 4, x, w, b, y, expected, f32, {{8192, 4096}, {65536, 1024}});
     return 0;
 }
