@@ -508,6 +508,14 @@ struct Rms : RmsWrite {
     }
 };
 
+// The state of a lane whose every slot is the row's, at its warp's scale (every lane of the warp
+// must call it).
+template <class N, class Slots>
+__device__ __forceinline__ typename N::Op::Value full_lane_state(const Slots& v)
+{
+    return N::of(v, Slots::N, scale_of(warp_largest(largest_of(v, Slots::N))));
+}
+
 // The state of a thread's first `count` slots (N::of), with the count written as a constant where
 // every slot is the row's, so that the compiler drops the checks of `s < count`. Every lane of a
 // warp takes the same scale, the warp's largest magnitude's: the lanes' states are then in the same
@@ -521,17 +529,51 @@ template <class N, class Slots>
 __device__ __forceinline__ typename N::Op::Value thread_state(const Slots& v, int count)
 {
     if (__all_sync(0xffffffffu, count == Slots::N)) {
-        return N::of(v, Slots::N, scale_of(warp_largest(largest_of(v, Slots::N))));
+        return full_lane_state<N>(v);
     }
     return N::of(v, count, scale_of(warp_largest(largest_of(v, count))));
 }
 
-// The statistics of a row held by `warps` consecutive warps of the block, in every lane of them.
-// Within a warp, a butterfly of shuffles: at each distance the two lanes combine the same two
-// states in the same order (the lower lane's first), so every lane ends with the same bits. Across
-// the row's warps (where there are several), lane 0 of each parks its warp's state in shared
-// memory and every lane combines the row's states in warp order: two barriers, which a warp per row
-// (warps = 1) skips, as the whole block does.
+// Lane 0 of each warp parks its warp's state `s` in shared memory; once every warp of the block has
+// (a barrier), returns where the states of this warp's row begin (`warps` of them, a power of 2).
+template <class Value>
+__device__ __forceinline__ const Value* park_warp_states(Value s, unsigned int warps)
+{
+    __shared__ Value parts[THREADS / 32];
+    const unsigned int warp = threadIdx.x / 32;
+    if (threadIdx.x % 32 == 0) {
+        parts[warp] = s;
+    }
+    __syncthreads();
+    return parts + (warp & ~(warps - 1));
+}
+
+// The statistics of a row held by `warps` consecutive warps (1, 2, 4 or 8) of the block, from
+// each warp's state (the same in all its lanes), in every lane of them: every lane combines the
+// row's parked states in pairs, then pairs of pairs. Where the row fills its warps, the two states
+// of a pair hold as many elements, and MomentsOp::combine takes them without a division. Two
+// barriers, which a warp per row (warps = 1) skips, as the whole block does.
+template <class Op>
+__device__ __forceinline__ typename Op::Value across_warps(typename Op::Value s, unsigned int warps)
+{
+    if (warps == 1) {
+        return s;
+    }
+    const typename Op::Value* p = park_warp_states(s, warps);
+    s = Op::combine(p[0], p[1]);
+    if (warps >= 4) {
+        s = Op::combine(s, Op::combine(p[2], p[3]));
+    }
+    if (warps == 8) {
+        s = Op::combine(s, Op::combine(Op::combine(p[4], p[5]), Op::combine(p[6], p[7])));
+    }
+    __syncthreads(); // the parts of a next call (a longer row's next chunk) wait for these reads
+    return s;
+}
+
+// The same from each lane's state: within a warp, a butterfly of shuffles: at each distance the
+// two lanes combine the same two states in the same order (the lower lane's first), so every lane
+// ends with the same bits; then across_warps.
 template <class Op>
 __device__ __forceinline__ typename Op::Value row_reduce(typename Op::Value s, unsigned int warps)
 {
@@ -543,20 +585,7 @@ __device__ __forceinline__ typename Op::Value row_reduce(typename Op::Value s, u
         const bool upper = (lane & lanes) != 0;
         s = Op::combine(upper ? other : s, upper ? s : other);
     }
-    if (warps > 1) {
-        __shared__ Value parts[THREADS / 32];
-        const unsigned int warp = threadIdx.x / 32, first = warp & ~(warps - 1); // warps: a power of 2
-        if (lane == 0) {
-            parts[warp] = s;
-        }
-        __syncthreads();
-        s = parts[first];
-        for (unsigned int k = 1; k < warps; k++) {
-            s = Op::combine(s, parts[first + k]);
-        }
-        __syncthreads(); // the parts of a next call (a longer row's next chunk) wait for these reads
-    }
-    return s;
+    return across_warps<Op>(s, warps);
 }
 // ANCHOR_END: norms
 
@@ -691,12 +720,19 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 // them widened.
 // A row that does not start on a 16-byte boundary (odd lengths), and the tail of a row, are read
 // one element at a time.
+// Rows that fill every lane (cols = warps x 32 x LANE_ELEMENTS: 1024, 2048, 4096 or 8192, the
+// widths of most models) in tensors that start on 16-byte boundaries have a kernel of their own:
+// there every lane of a warp holds as many elements at the same scale, so a warp's merges move
+// and combine only what differs between two lanes' states (full_warp_merge), the row's warps
+// merge in pairs with no division, and no load or store checks its alignment.
 //
 // What it leaves slow: rows longer than eight warps' registers (8192 elements) are read twice, a
 // chunk at a time, by one block per row; and the weights and bias are read again for every row
 // (from L1 or L2: w and b are a few KiB, shared by every row).
 //
-// Launch: block THREADS, grid ceil(rows / (THREADS / (32 warps))), warps 1, 2, 4 or 8.
+// Launch: block THREADS, grid ceil(rows / (THREADS / (32 warps))), warps 1, 2, 4 or 8; the kernel
+// by the row's fit (norms::Step::plan): <norm>_by_length_full, <norm>_by_length or
+// <norm>_by_length_chunks.
 template <class E>
 struct Vectors {
     enum { N = LANE_ELEMENTS, VECTORS = LANE_ELEMENTS / E::PER_VEC };
@@ -770,7 +806,43 @@ __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, 
     }
 }
 
-template <class E, class N, bool CHUNKS>
+// A warp's merge where every lane holds LANE_ELEMENTS of the row at the warp's scale: two lanes'
+// states then differ only in mean and m2, and merge as
+//
+//   mean = (mean_a + mean_b) / 2,   m2 = (m2_a + m2_b) + d^2 n / 2,   d = mean_b - mean_a,
+//
+// in which every operation is commutative (d changes its sign between the two lanes, d^2 does
+// not): both lanes get the same bits without ordering the pair. Two shuffles and five
+// instructions a level, where row_reduce's butterfly, which must allow any two states, takes about
+// 35 for a full warp (ncu on an H200 had the bf16 layer norm of rows of 4096 bound by its
+// instructions). An RMS norm's sums at one scale simply add.
+__device__ __forceinline__ Moments full_warp_merge(Moments s)
+{
+#pragma unroll
+    for (int lanes = 16; lanes > 0; lanes >>= 1) {
+        const float mean = __shfl_xor_sync(0xffffffffu, s.mean, lanes);
+        const float m2 = __shfl_xor_sync(0xffffffffu, s.m2, lanes);
+        const float d = mean - s.mean;
+        s.m2 = fmaf(d * d, (float)s.n * 0.5f, s.m2 + m2);
+        s.mean = (s.mean + mean) * 0.5f;
+        s.n *= 2;
+    }
+    return s;
+}
+__device__ __forceinline__ Scaled full_warp_merge(Scaled s)
+{
+#pragma unroll
+    for (int lanes = 16; lanes > 0; lanes >>= 1) {
+        s.sum += __shfl_xor_sync(0xffffffffu, s.sum, lanes);
+    }
+    return s;
+}
+
+// Which rows a kernel of step 3 takes: rows that fill every lane of their warps, other rows the
+// lanes hold, and rows longer than the lanes hold (a chunk at a time).
+enum RowFit { FULL_LANES, IN_REGISTERS, IN_CHUNKS };
+
+template <class E, class N, RowFit FIT>
 __device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
                           const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
                           unsigned int cols, float eps, unsigned int warps)
@@ -782,14 +854,22 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
     const bool live = row < rows;
     const size_t offset = (live ? row : 0) * cols;
     Vectors<E> v;
-    if constexpr (!CHUNKS) {
+    if constexpr (FIT != IN_CHUNKS) {
         // The row fits the lanes' registers (the launcher sees to it): read once, written from
-        // the registers.
-        const bool whole = aligned16(x + offset) && aligned16(y + offset) && aligned16(w) &&
-                           (!N::HAS_BIAS || aligned16(b));
-        const int count = load_vectors<E>(x + offset, live ? cols : 0, lane, lanes, whole, v);
-        const typename N::Op::Value state = row_reduce<typename N::Op>(thread_state<N>(v, count), warps);
-        write_vectors<E, N>(v, live ? cols : 0, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
+        // the registers. Full rows come only where x, y, w and b start on 16-byte boundaries (the
+        // launcher sees to that too), so that their kernel need not check: then every row does.
+        const bool whole = FIT == FULL_LANES || (aligned16(x + offset) && aligned16(y + offset) && aligned16(w) &&
+                                                 (!N::HAS_BIAS || aligned16(b)));
+        const unsigned int len = live ? cols : 0;
+        const int count = load_vectors<E>(x + offset, len, lane, lanes, whole, v);
+        typename N::Op::Value state;
+        if constexpr (FIT == FULL_LANES) {
+            // Every lane holds LANE_ELEMENTS of the row (a spare warp's lanes hold zeros).
+            state = across_warps<typename N::Op>(full_warp_merge(full_lane_state<N>(v)), warps);
+        } else {
+            state = row_reduce<typename N::Op>(thread_state<N>(v, count), warps);
+        }
+        write_vectors<E, N>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
     } else {
         // A longer row, a chunk of `capacity` elements at a time: its statistics, then its write.
         const unsigned int capacity = LANE_ELEMENTS * lanes;
@@ -824,56 +904,82 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 // 90.7% (scripts/norms-bf16-tuning.cu; norms-bf16-tuning.txt).
 #define BF16_BLOCKS_PER_SM 5
 
-// The entry points: <norm>_by_length for rows the lanes' registers hold (up to 8 warps x 32 lanes
-// x LANE_ELEMENTS = 8192 elements), <norm>_by_length_chunks for longer ones. Two kernels, not one
-// with both paths: the chunks' loop would take registers from the register-resident path (ptxas
-// spilled the bf16 layer norm's at five blocks an SM).
+// The entry points: <norm>_by_length_full for rows that fill every lane, <norm>_by_length for other
+// rows the lanes' registers hold (up to 8 warps x 32 lanes x LANE_ELEMENTS = 8192 elements),
+// <norm>_by_length_chunks for longer ones. Three kernels, not one with every path: the chunks'
+// loop would take registers from the register-resident path (ptxas spilled the bf16 layer norm's
+// at five blocks an SM), and so would the general merges beside the full lanes' (58 to 174 bytes,
+// scripts/norms-bf16-tuning.cu).
+extern "C" __global__ void __launch_bounds__(THREADS)
+layer_norm_by_length_full(const float* x, const float* w, const float* b, float* y, unsigned int rows,
+                          unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<F32, Layer, FULL_LANES>(x, w, b, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
+layer_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
+                               unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<BF16, Layer, FULL_LANES>(x, w, b, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS)
+rms_norm_by_length_full(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
+                        unsigned int warps)
+{
+    by_length<F32, Rms, FULL_LANES>(x, w, 0, y, rows, cols, eps, warps);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
+rms_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
+                             unsigned int cols, float eps, unsigned int warps)
+{
+    by_length<BF16, Rms, FULL_LANES>(x, w, 0, y, rows, cols, eps, warps);
+}
 extern "C" __global__ void __launch_bounds__(THREADS)
 layer_norm_by_length(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
                      float eps, unsigned int warps)
 {
-    by_length<F32, Layer, false>(x, w, b, y, rows, cols, eps, warps);
+    by_length<F32, Layer, IN_REGISTERS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 layer_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
                           unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<BF16, Layer, false>(x, w, b, y, rows, cols, eps, warps);
+    by_length<BF16, Layer, IN_REGISTERS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
 rms_norm_by_length(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
                    unsigned int warps)
 {
-    by_length<F32, Rms, false>(x, w, 0, y, rows, cols, eps, warps);
+    by_length<F32, Rms, IN_REGISTERS>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 rms_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
                         unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<BF16, Rms, false>(x, w, 0, y, rows, cols, eps, warps);
+    by_length<BF16, Rms, IN_REGISTERS>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
 layer_norm_by_length_chunks(const float* x, const float* w, const float* b, float* y, unsigned int rows,
                             unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<F32, Layer, true>(x, w, b, y, rows, cols, eps, warps);
+    by_length<F32, Layer, IN_CHUNKS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 layer_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
                                  unsigned short* y, unsigned int rows, unsigned int cols, float eps,
                                  unsigned int warps)
 {
-    by_length<BF16, Layer, true>(x, w, b, y, rows, cols, eps, warps);
+    by_length<BF16, Layer, IN_CHUNKS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
 rms_norm_by_length_chunks(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
                           unsigned int warps)
 {
-    by_length<F32, Rms, true>(x, w, 0, y, rows, cols, eps, warps);
+    by_length<F32, Rms, IN_CHUNKS>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 rms_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y,
                                unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<BF16, Rms, true>(x, w, 0, y, rows, cols, eps, warps);
+    by_length<BF16, Rms, IN_CHUNKS>(x, w, 0, y, rows, cols, eps, warps);
 }

@@ -232,13 +232,16 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 //               twice; a constant lane gives s1 = s2 = 0 exactly;
 //   tree        the row's warps merged in pairs (equal counts at every level: no division) where
 //               the chapter merges them in warp order.
+// (Since the eighth run the chapter's step 3 has these merges: full_warp_merge, and across_warps in
+// pairs, in <norm>_by_length_full. The switches below rebuild the run's variants from the
+// chapter's pieces; "uniform" alone merges the row's warps in warp order, as the chapter did.)
 template <class N>
-struct Uniform;
+struct OnePass;
 template <>
-struct Uniform<Layer> {
+struct OnePass<Layer> {
     // The lane's state in one sweep (see above); n = Slots::N.
     template <class Slots>
-    __device__ static Moments one_pass(const Slots& v, int e)
+    __device__ static Moments of(const Slots& v, int e)
     {
         const float g = pow2(-e), pivot = v.get(0) * g;
         float s1 = 0.0f, s2 = 0.0f;
@@ -252,64 +255,26 @@ struct Uniform<Layer> {
         Moments m = {(unsigned int)Slots::N, e, pivot + shift, fmaxf(fmaf(-s1, shift, s2), 0.0f)};
         return m;
     }
-    __device__ static Moments warp_merge(Moments s)
-    {
-#pragma unroll
-        for (int lanes = 16; lanes > 0; lanes >>= 1) {
-            const float mean = __shfl_xor_sync(0xffffffffu, s.mean, lanes);
-            const float m2 = __shfl_xor_sync(0xffffffffu, s.m2, lanes);
-            const float d = mean - s.mean;
-            s.m2 = fmaf(d * d, (float)s.n * 0.5f, s.m2 + m2);
-            s.mean = (s.mean + mean) * 0.5f;
-            s.n *= 2;
-        }
-        return s;
-    }
 };
 template <>
-struct Uniform<Rms> {
+struct OnePass<Rms> {
     template <class Slots>
-    __device__ static Scaled one_pass(const Slots& v, int e) { return squares_of(v, Slots::N, e); }
-    __device__ static Scaled warp_merge(Scaled s)
-    {
-#pragma unroll
-        for (int lanes = 16; lanes > 0; lanes >>= 1) {
-            s.sum += __shfl_xor_sync(0xffffffffu, s.sum, lanes);
-        }
-        return s;
-    }
+    __device__ static Scaled of(const Slots& v, int e) { return squares_of(v, Slots::N, e); }
 };
 
-// The row's warps' states (lane 0 of each parks its own), merged in warp order as the chapter does,
-// or in pairs.
-template <class Op, bool TREE>
-__device__ __forceinline__ typename Op::Value across_warps(typename Op::Value s, unsigned int warps)
+// The row's warps' states (lane 0 of each parks its own), merged in warp order, as the chapter did
+// before the eighth run.
+template <class Op>
+__device__ __forceinline__ typename Op::Value across_warps_in_order(typename Op::Value s, unsigned int warps)
 {
-    typedef typename Op::Value Value;
-    if (warps == 1) {
-        return s;
-    }
-    __shared__ Value parts[THREADS / 32];
-    const unsigned int warp = threadIdx.x / 32, first = warp & ~(warps - 1);
-    if (threadIdx.x % 32 == 0) {
-        parts[warp] = s;
-    }
-    __syncthreads();
-    const Value* p = parts + first;
-    if (!TREE) {
+    if (warps > 1) {
+        const typename Op::Value* p = park_warp_states(s, warps);
         s = p[0];
         for (unsigned int k = 1; k < warps; k++) {
             s = Op::combine(s, p[k]);
         }
-    } else if (warps == 2) {
-        s = Op::combine(p[0], p[1]);
-    } else if (warps == 4) {
-        s = Op::combine(Op::combine(p[0], p[1]), Op::combine(p[2], p[3]));
-    } else {
-        s = Op::combine(Op::combine(Op::combine(p[0], p[1]), Op::combine(p[2], p[3])),
-                        Op::combine(Op::combine(p[4], p[5]), Op::combine(p[6], p[7])));
+        __syncthreads();
     }
-    __syncthreads();
     return s;
 }
 
@@ -329,9 +294,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     Vectors<E> v;
     load_vectors<E>(x + offset, len, lane, lanes, true, v);
     const int e = scale_of(warp_largest(largest_of(v, Vectors<E>::N)));
-    typename N::Op::Value state =
-        Uniform<N>::warp_merge(ONE_PASS ? Uniform<N>::one_pass(v, e) : N::of(v, Vectors<E>::N, e));
-    state = across_warps<typename N::Op, TREE>(state, warps);
+    typename N::Op::Value state = full_warp_merge(ONE_PASS ? OnePass<N>::of(v, e) : N::of(v, Vectors<E>::N, e));
+    state = TREE ? across_warps<typename N::Op>(state, warps) : across_warps_in_order<typename N::Op>(state, warps);
     write_vectors<E, N>(v, len, lane, lanes, true, w, b, y + offset, N::affine(state, cols, eps));
 }
 // ANCHOR_END: eighth_run
@@ -396,13 +360,13 @@ static Variant make_two_rows(std::string name)
 }
 
 // The eighth run's kernels for element E (bf16 at the chapter's BF16_BLOCKS_PER_SM; f32, whose
-// chapter kernels ask for none, at none), launched through Launch, whose pointers then hold E's
-// words.
-template <class E, class N, bool ONE_PASS, bool TREE>
+// chapter kernels ask for none, at none; BLOCKS, where given, instead), launched through Launch,
+// whose pointers then hold E's words.
+template <class E, class N, bool ONE_PASS, bool TREE, int BLOCKS = 0>
 static Variant make_uniform(std::string name)
 {
     typedef typename E::Word Word;
-    auto kernel = uniform<E, N, ONE_PASS, TREE, sizeof(Word) == 2 ? BF16_BLOCKS_PER_SM : 1>;
+    auto kernel = uniform<E, N, ONE_PASS, TREE, BLOCKS != 0 ? BLOCKS : sizeof(Word) == 2 ? BF16_BLOCKS_PER_SM : 1>;
     return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
         kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (const Word*)b, (Word*)y, s.rows, s.cols,
                                          1e-5f, warps_for(s.cols));
@@ -410,13 +374,14 @@ static Variant make_uniform(std::string name)
     });
 }
 
-// Step 3's own kernels (layer_norm_by_length[_bf16], rms_norm_by_length[_bf16]), `Word` the
-// element's word.
+// Step 3's own kernels (layer_norm_by_length[_full][_bf16], rms_norm_by_length[_full][_bf16]),
+// `Word` the element's word.
 template <class Word>
 static Variant chapter_layer(void (*kernel)(const Word*, const Word*, const Word*, Word*, unsigned int, unsigned int,
-                                            float, unsigned int))
+                                            float, unsigned int),
+                             std::string name = "chapter")
 {
-    return described("chapter", kernel, [kernel](In x, In w, In b, Out y, Shape s) {
+    return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
         kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (const Word*)b, (Word*)y, s.rows, s.cols,
                                          1e-5f, warps_for(s.cols));
         CHECK(cudaGetLastError());
@@ -424,9 +389,10 @@ static Variant chapter_layer(void (*kernel)(const Word*, const Word*, const Word
 }
 template <class Word>
 static Variant chapter_rms(void (*kernel)(const Word*, const Word*, Word*, unsigned int, unsigned int, float,
-                                          unsigned int))
+                                          unsigned int),
+                           std::string name = "chapter")
 {
-    return described("chapter", kernel, [kernel](In x, In w, In, Out y, Shape s) {
+    return described(name, kernel, [kernel](In x, In w, In, Out y, Shape s) {
         kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (Word*)y, s.rows, s.cols, 1e-5f,
                                          warps_for(s.cols));
         CHECK(cudaGetLastError());
@@ -522,14 +488,20 @@ int main()
     // make_two_rows<Layer, 4>("two rows a group, 4 blocks/SM") and their pairs.)
     // (The seventh run's: make<LayerWith<BY_ELEMENT>, Lane, 5>("each lane its own scale"),
     // make<LayerWith<BY_ELEMENT, true>, Lane, 5>("own scale, folded") and the RMS norm's.)
-    // The eighth run: the chapter against its merges for full warps (see `uniform`), bf16 and f32.
+    // (The eighth run's: the chapter's by_length against make_uniform's four switches, for the RMS
+    // norm "uniform" and "uniform, tree".)
+    // The ninth run: the chapter's two kernels for these rows, the general one first (every variant
+    // is checked against it), and the eighth run's best (its "uniform, tree" is the chapter's
+    // full-lanes kernel, rebuilt here: a check of the harness). The tenth, the f32 layer norm's
+    // full lanes at four blocks an SM (64 registers, where the chapter's take 74: three).
     families.push_back({"layer norm",
-                        {chapter_layer(layer_norm_by_length_bf16), make_uniform<BF16, Layer, false, false>("uniform"),
-                         make_uniform<BF16, Layer, true, false>("uniform, one pass"),
+                        {chapter_layer(layer_norm_by_length_bf16, "chapter, any row"),
+                         chapter_layer(layer_norm_by_length_full_bf16, "chapter, full lanes"),
                          make_uniform<BF16, Layer, false, true>("uniform, tree"),
                          make_uniform<BF16, Layer, true, true>("uniform, one pass, tree")}});
     families.push_back({"rms norm",
-                        {chapter_rms(rms_norm_by_length_bf16), make_uniform<BF16, Rms, false, false>("uniform"),
+                        {chapter_rms(rms_norm_by_length_bf16, "chapter, any row"),
+                         chapter_rms(rms_norm_by_length_full_bf16, "chapter, full lanes"),
                          make_uniform<BF16, Rms, false, true>("uniform, tree")}});
     measure("bf16", 2, x, w, b, y, expected, families, {{8192, 4096}, {65536, 1024}, {16384, 4096}});
 
@@ -538,9 +510,14 @@ int main()
     CHECK(cudaMemcpy(b, weights_f32.data() + 17, 4096 * 4, cudaMemcpyHostToDevice));
     std::vector<Family> f32 = {
         {"layer norm",
-         {chapter_layer(layer_norm_by_length), make_uniform<F32, Layer, false, false>("uniform"),
-          make_uniform<F32, Layer, true, true>("uniform, one pass, tree")}},
-        {"rms norm", {chapter_rms(rms_norm_by_length), make_uniform<F32, Rms, false, true>("uniform, tree")}}};
+         {chapter_layer(layer_norm_by_length, "chapter, any row"),
+          chapter_layer(layer_norm_by_length_full, "chapter, full lanes"),
+          make_uniform<F32, Layer, false, true>("uniform, tree"),
+          make_uniform<F32, Layer, false, true, 4>("uniform, tree, 4 blocks/SM"),
+          make_uniform<F32, Layer, true, true, 4>("uniform, one pass, tree, 4 blocks/SM")}},
+        {"rms norm",
+         {chapter_rms(rms_norm_by_length, "chapter, any row"), chapter_rms(rms_norm_by_length_full, "chapter, full lanes"),
+          make_uniform<F32, Rms, false, true>("uniform, tree")}}};
     measure("f32", 4, x, w, b, y, expected, f32, {{8192, 4096}, {65536, 1024}});
     return 0;
 }

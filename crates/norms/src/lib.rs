@@ -122,7 +122,8 @@ impl Step {
     }
 
     /// Its kernel in `cuda/norms.cu` for `norm` on f32 rows (the bf16 one ends in `_bf16`); step 3
-    /// has a second one, for rows longer than its lanes hold ([`Step::long_row_kernel`]).
+    /// has two more, for rows that fill every lane ([`Step::full_row_kernel`]) and for rows longer
+    /// than its lanes hold ([`Step::long_row_kernel`]).
     pub const fn kernel(self, norm: Norm) -> &'static str {
         match (norm, self) {
             (Norm::Layer, Step::TwoPass) => "layer_norm_two_pass",
@@ -131,6 +132,20 @@ impl Step {
             (Norm::Rms, Step::TwoPass) => "rms_norm_two_pass",
             (Norm::Rms, Step::OnePass) => "rms_norm_one_pass",
             (Norm::Rms, Step::ByLength) => "rms_norm_by_length",
+        }
+    }
+
+    /// Step 3's kernel for rows that fill every lane of their warps (1024, 2048, 4096 or 8192
+    /// elements: [`warps_per_row`] x 32 lanes x [`LANE_ELEMENTS`]), whose warps merge their lanes'
+    /// states the short way: a kernel of its own, so that the general merges do not take its
+    /// registers. It loads and stores 16 bytes at a time without checking the addresses:
+    /// [`Norms`] launches it only where x, y, the weight and the bias start on 16-byte boundaries,
+    /// and [`Step::kernel`]'s otherwise. The other steps take every row with [`Step::kernel`].
+    pub const fn full_row_kernel(self, norm: Norm) -> &'static str {
+        match (norm, self) {
+            (Norm::Layer, Step::ByLength) => "layer_norm_by_length_full",
+            (Norm::Rms, Step::ByLength) => "rms_norm_by_length_full",
+            _ => self.kernel(norm),
         }
     }
 
@@ -166,7 +181,13 @@ impl Step {
         };
         let grid = rows.div_ceil(rows_per_block as usize).max(1);
         let config = LaunchConfig::linear(grid as u32, THREADS, 0);
-        let kernel = if cols > capacity { self.long_row_kernel(norm) } else { self.kernel(norm) };
+        let kernel = if cols > capacity {
+            self.long_row_kernel(norm)
+        } else if cols == capacity {
+            self.full_row_kernel(norm)
+        } else {
+            self.kernel(norm)
+        };
         Ok(NormPlan { kernel, config, warps_per_row: warps, rows_per_block, reads })
     }
 }
@@ -254,8 +275,8 @@ fn check_lengths(
 pub struct Norms {
     device: Device,
     step: Step,
-    /// The step's kernels ([`Step::kernel`], and step 3's [`Step::long_row_kernel`]) of a layer
-    /// norm and of an RMS norm, f32 and bf16, by their names.
+    /// The step's kernels ([`Step::kernel`], and step 3's [`Step::full_row_kernel`] and
+    /// [`Step::long_row_kernel`]) of a layer norm and of an RMS norm, f32 and bf16, by their names.
     kernels: Vec<(String, Kernel)>,
 }
 
@@ -264,10 +285,8 @@ impl Norms {
     pub fn new(device: &Device, step: Step) -> Result<Self> {
         let mut kernels = Vec::new();
         for norm in Norm::ALL {
-            let mut names = vec![step.kernel(norm)];
-            if step.long_row_kernel(norm) != step.kernel(norm) {
-                names.push(step.long_row_kernel(norm));
-            }
+            let mut names = vec![step.kernel(norm), step.full_row_kernel(norm), step.long_row_kernel(norm)];
+            names.dedup();
             for name in names {
                 for suffix in ["", "_bf16"] {
                     let name = format!("{name}{suffix}");
@@ -326,7 +345,17 @@ impl Norms {
             return Ok(());
         }
         let plan = self.step.plan(norm, rows, cols)?;
-        let name = format!("{}{}", plan.kernel, T::SUFFIX);
+        // The full-lanes kernel reads and writes 16-byte vectors unchecked.
+        let aligned =
+            [x.raw_address(), weight.raw_address(), bias.map_or(0, |b| b.raw_address()), y.as_view().raw_address()]
+                .iter()
+                .all(|address| address % 16 == 0);
+        let kernel = if plan.kernel == self.step.full_row_kernel(norm) && !aligned {
+            self.step.kernel(norm)
+        } else {
+            plan.kernel
+        };
+        let name = format!("{kernel}{}", T::SUFFIX);
         let kernel = &self.kernels.iter().find(|(k, _)| *k == name).expect("a compiled kernel").1;
         let mut launch = self.device.launch(kernel, plan.config).arg(x).arg(weight);
         if let Some(bias) = bias {

@@ -115,11 +115,11 @@ fn every_length<T: Value>(device: &Device, norm: Norm, step: Step) -> TestResult
     Ok(())
 }
 
-/// Rows that torch answers in a particular way (or would, without overflow), 40 elements each (so
-/// a warp's lanes and the block's threads hold more than one), and the eps each is tested with.
-fn torch_rows() -> Vec<(&'static str, Vec<f32>, f32)> {
+/// Rows that torch answers in a particular way (or would, without overflow), of `n` elements, and
+/// the eps each is tested with.
+fn torch_rows(n: usize) -> Vec<(&'static str, Vec<f32>, f32)> {
     let inf = f32::INFINITY;
-    let row = |f: &dyn Fn(usize) -> f32| (0..40).map(f).collect::<Vec<f32>>();
+    let row = |f: &dyn Fn(usize) -> f32| (0..n).map(f).collect::<Vec<f32>>();
     let wave = |i: usize| ((i * 7) % 13) as f32 / 13.0 - 0.5;
     vec![
         ("a constant row", row(&|_| 0.1), DEFAULT_EPS),
@@ -148,6 +148,7 @@ fn torch_rows() -> Vec<(&'static str, Vec<f32>, f32)> {
         ("magnitudes of 1e30", row(&|i| wave(i) * 1e30), DEFAULT_EPS),
         ("3e38 and -3e38", row(&|i| if i % 2 == 0 { 3e38 } else { -3e38 }), DEFAULT_EPS),
         ("1e30 around 1e32", row(&|i| 1e32 + wave(i) * 1e30), DEFAULT_EPS),
+        ("one 1e30 among small values", row(&|i| if i == 21 { 1e30 } else { wave(i) }), DEFAULT_EPS),
         ("magnitudes of 1e-30", row(&|i| wave(i) * 1e-30), DEFAULT_EPS),
         ("magnitudes of 1e-30, eps 0", row(&|i| wave(i) * 1e-30), 0.0),
         ("subnormals", row(&|i| wave(i) * 1e-40), DEFAULT_EPS),
@@ -157,18 +158,32 @@ fn torch_rows() -> Vec<(&'static str, Vec<f32>, f32)> {
     ]
 }
 
-/// torch's answers: checked against the reference, and spelled out where they are special.
+/// torch's answers: checked against the reference, and spelled out where they are special. Rows
+/// of 40 elements (a warp's lanes and the block's threads hold more than one), and for step 3 rows
+/// of 1024 and 4096 too (one warp and four, every lane full: its full-lanes kernel).
 fn torch_semantics<T: Value>(device: &Device, norm: Norm, step: Step) -> TestResult {
+    let lengths: &[usize] = if step == Step::ByLength { &[40, 1024, 4096] } else { &[40] };
+    for &n in lengths {
+        torch_semantics_of_length::<T>(device, norm, step, n)?;
+    }
+    Ok(())
+}
+
+fn torch_semantics_of_length<T: Value>(device: &Device, norm: Norm, step: Step, n: usize) -> TestResult {
     let rng = TestRng::new();
     let norms = Norms::new(device, step)?;
-    let weight: Vec<T> = (0..40).map(|i| T::from_f32(if i % 4 == 3 { -1.5 } else { 0.75 + i as f32 / 64.0 })).collect();
-    let bias: Vec<T> = (0..40).map(|i| T::from_f32(i as f32 / 8.0 - 2.0)).collect();
-    for (what, row, eps) in torch_rows() {
+    let weight: Vec<T> =
+        (0..n).map(|i| T::from_f32(if i % 4 == 3 { -1.5 } else { 0.75 + (i % 40) as f32 / 64.0 })).collect();
+    let bias: Vec<T> = (0..n).map(|i| T::from_f32((i % 40) as f32 / 8.0 - 2.0)).collect();
+    for (what, row, eps) in torch_rows(n) {
         let x: Vec<T> = row.iter().map(|&v| T::from_f32(v)).collect();
-        let p = problem(norm, &x, (1, 40), &weight, &bias, eps);
-        check(device, &norms, &rng, &p).map_err(|e| format!("{what}: {e:?}"))?;
+        let p = problem(norm, &x, (1, n), &weight, &bias, eps);
+        check(device, &norms, &rng, &p).map_err(|e| format!("{what}, {n} elements: {e:?}"))?;
         let got: Vec<f64> = run(device, &norms, &p)?.into_iter().map(Value::to_f64).collect();
-        let fail = |why: &str| Err(format!("{} {} {what}: {why}: {got:?}", step_name(norm, step), T::NAME).into());
+        let fail = |why: &str| {
+            let shown = &got[..got.len().min(48)];
+            Err(format!("{} {} {what}, {n} elements: {why}: {shown:?}", step_name(norm, step), T::NAME).into())
+        };
         let all_nan = got.iter().all(|y| y.is_nan());
         let bias_exactly = got.iter().zip(&bias).all(|(&y, &b)| y == b.to_f64());
         match (norm, what) {
@@ -181,7 +196,7 @@ fn torch_semantics<T: Value>(device: &Device, norm: Norm, step: Step) -> TestRes
                 }
                 // x / inf is a zero of the sign of x w, as torch's [0.0, nan, -0.0, 0.0] shows.
                 let negative = |i: usize| (x[i].to_f64() * weight[i].to_f64()) < 0.0;
-                if (0..40).any(|i| i != at && got[i].is_sign_negative() != negative(i)) {
+                if (0..n).any(|i| i != at && got[i].is_sign_negative() != negative(i)) {
                     return fail("expected each zero to carry the sign of x w");
                 }
             }
@@ -196,7 +211,7 @@ fn torch_semantics<T: Value>(device: &Device, norm: Norm, step: Step) -> TestRes
             }
             (Norm::Rms, "zeros" | "negative zeros") if got.iter().any(|&y| y != 0.0) => return fail("expected zeros"),
             (_, w)
-                if (w.starts_with("magnitudes") || w.starts_with("3e38") || w.starts_with("1e30"))
+                if (w.starts_with("magnitudes") || w.starts_with("3e38") || w.contains("1e30"))
                     && got.iter().any(|y| !y.is_finite()) =>
             {
                 return fail("overflowed");
