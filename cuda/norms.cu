@@ -567,7 +567,7 @@ __device__ __forceinline__ typename Op::Value across_warps(typename Op::Value s,
     if (warps == 8) {
         s = Op::combine(s, Op::combine(Op::combine(p[4], p[5]), Op::combine(p[6], p[7])));
     }
-    __syncthreads(); // the parts of a next call (a longer row's next chunk) wait for these reads
+    __syncthreads(); // no warp parks again before every lane has read (were there a second call)
     return s;
 }
 
@@ -812,10 +812,10 @@ __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, 
 //   mean = (mean_a + mean_b) / 2,   m2 = (m2_a + m2_b) + d^2 n / 2,   d = mean_b - mean_a,
 //
 // in which every operation is commutative (d changes its sign between the two lanes, d^2 does
-// not): both lanes get the same bits without ordering the pair. Two shuffles and five
-// instructions a level, where row_reduce's butterfly, which must allow any two states, takes about
-// 35 for a full warp (ncu on an H200 had the bf16 layer norm of rows of 4096 bound by its
-// instructions). An RMS norm's sums at one scale simply add.
+// not): both lanes get the same bits without ordering the pair (n is each state's count). Two
+// shuffles and six arithmetic instructions a level, where row_reduce's butterfly, which must allow
+// any two states, takes about 35 for a full warp (ncu on an H200 had the bf16 layer norm of rows
+// of 4096 bound by its instructions). An RMS norm's sums at one scale simply add.
 __device__ __forceinline__ Moments full_warp_merge(Moments s)
 {
 #pragma unroll
