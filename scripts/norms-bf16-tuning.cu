@@ -145,6 +145,19 @@ struct LayerWith : Layer {
         return Layer::apply(x, a, w, b);
     }
 };
+// The folded write of LayerWith<_, true> with the chapter's statistics (the warp's scale): for the
+// eleventh run's full lanes.
+struct LayerFolded : Layer {
+    __device__ static Affine affine(Moments s, unsigned int cols, float eps)
+    {
+        return LayerWith<BY_ELEMENT, true>::affine(s, cols, eps);
+    }
+    __device__ static float apply(float x, Affine a, float w, float b)
+    {
+        return LayerWith<BY_ELEMENT, true>::apply(x, a, w, b);
+    }
+};
+
 template <int LARGEST>
 struct RmsWith : Rms {
     template <class Slots>
@@ -283,7 +296,11 @@ __device__ __forceinline__ typename Op::Value across_warps_in_order(typename Op:
 // blocks an SM (MIN_BLOCKS: BF16_BLOCKS_PER_SM for bf16, none asked for f32). A launcher would send
 // other rows to the chapter's kernel: with both paths in one kernel, ptxas spilled (58 to 174
 // bytes). A lane past the last row reads nothing and merges zeros, which it never writes.
-template <class E, class N, bool ONE_PASS, bool TREE, int MIN_BLOCKS>
+// (The eleventh run adds LARGEST, how a lane's largest magnitude is taken (largest_of above: bf16
+// only for PACKED), and Slots, the lane's holding: Vectors<E>, or PackedAsm, which widens an
+// element afresh at each use.)
+template <class E, class N, bool ONE_PASS, bool TREE, int MIN_BLOCKS, int LARGEST = BY_ELEMENT,
+          class Slots = Vectors<E> >
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     uniform(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b, typename E::Word* y,
             unsigned int rows, unsigned int cols, float eps, unsigned int warps)
@@ -291,10 +308,15 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const LaneOfRow at = lane_of_row(rows, cols, warps);
     const unsigned int lanes = at.lanes, lane = at.lane, len = at.len;
     const size_t offset = at.offset;
-    Vectors<E> v;
+    Slots v;
     load_vectors<E>(x + offset, len, lane, lanes, true, v);
-    const int e = scale_of(warp_largest(largest_of(v, Vectors<E>::N)));
-    typename N::Op::Value state = full_warp_merge(ONE_PASS ? OnePass<N>::of(v, e) : N::of(v, Vectors<E>::N, e));
+    const int e = scale_of(warp_largest(largest_of(v, Slots::N, LARGEST)));
+    typename N::Op::Value state;
+    if constexpr (ONE_PASS) {
+        state = full_warp_merge(OnePass<N>::of(v, e));
+    } else {
+        state = full_warp_merge(N::of(v, Slots::N, e));
+    }
     state = TREE ? across_warps<typename N::Op>(state, warps) : across_warps_in_order<typename N::Op>(state, warps);
     write_vectors<E, N>(v, len, lane, lanes, true, w, b, y + offset, N::affine(state, cols, eps));
 }
@@ -362,11 +384,13 @@ static Variant make_two_rows(std::string name)
 // The eighth run's kernels for element E (bf16 at the chapter's BF16_BLOCKS_PER_SM; f32, whose
 // chapter kernels ask for none, at none; BLOCKS, where given, instead), launched through Launch,
 // whose pointers then hold E's words.
-template <class E, class N, bool ONE_PASS, bool TREE, int BLOCKS = 0>
+template <class E, class N, bool ONE_PASS, bool TREE, int BLOCKS = 0, int LARGEST = BY_ELEMENT,
+          class Slots = Vectors<E> >
 static Variant make_uniform(std::string name)
 {
     typedef typename E::Word Word;
-    auto kernel = uniform<E, N, ONE_PASS, TREE, BLOCKS != 0 ? BLOCKS : sizeof(Word) == 2 ? BF16_BLOCKS_PER_SM : 1>;
+    auto kernel = uniform<E, N, ONE_PASS, TREE, BLOCKS != 0 ? BLOCKS : sizeof(Word) == 2 ? BF16_BLOCKS_PER_SM : 1,
+                          LARGEST, Slots>;
     return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
         kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (const Word*)b, (Word*)y, s.rows, s.cols,
                                          1e-5f, warps_for(s.cols));
@@ -490,19 +514,29 @@ int main()
     // make<LayerWith<BY_ELEMENT, true>, Lane, 5>("own scale, folded") and the RMS norm's.)
     // (The eighth run's: the chapter's by_length against make_uniform's four switches, for the RMS
     // norm "uniform" and "uniform, tree".)
-    // The ninth run: the chapter's two kernels for these rows, the general one first (every variant
-    // is checked against it), and the eighth run's best (its "uniform, tree" is the chapter's
-    // full-lanes kernel, rebuilt here: a check of the harness). The tenth, the f32 layer norm's
-    // full lanes at four blocks an SM (64 registers, where the chapter's take 74: three).
+    // (The ninth run's: the chapter's two kernels for these rows, chapter_layer(
+    // layer_norm_by_length_bf16, "chapter, any row") first, then the full lanes, "uniform, tree"
+    // (the chapter's full-lanes kernel rebuilt: a check of the harness) and "uniform, one pass,
+    // tree"; the RMS norm's likewise.) The tenth, below for f32: the layer norm's full lanes at four
+    // blocks an SM (64 registers, where the chapter's take 74: three). The eleventh, here: the full
+    // lanes with the largest magnitude taken on the loaded words (packed max), with each element
+    // widened afresh at each use (asm), and with the folded write; every variant is checked against
+    // the family's first.
     families.push_back({"layer norm",
-                        {chapter_layer(layer_norm_by_length_bf16, "chapter, any row"),
-                         chapter_layer(layer_norm_by_length_full_bf16, "chapter, full lanes"),
+                        {chapter_layer(layer_norm_by_length_full_bf16, "chapter, full lanes"),
                          make_uniform<BF16, Layer, false, true>("uniform, tree"),
-                         make_uniform<BF16, Layer, true, true>("uniform, one pass, tree")}});
+                         make_uniform<BF16, Layer, false, true, 0, PACKED>("uniform, tree, packed max"),
+                         make_uniform<BF16, Layer, false, true, 0, PACKED, PackedAsm>("uniform, packed max, asm"),
+                         make_uniform<BF16, Layer, false, true, 4, PACKED>("uniform, packed max, 4/SM"),
+                         make_uniform<BF16, LayerFolded, false, true>("uniform, tree, folded"),
+                         make_uniform<BF16, LayerFolded, false, true, 0, PACKED>("uniform, packed max, folded"),
+                         make_uniform<BF16, LayerFolded, false, true, 0, PACKED, PackedAsm>(
+                             "uniform, packed, asm, folded")}});
     families.push_back({"rms norm",
-                        {chapter_rms(rms_norm_by_length_bf16, "chapter, any row"),
-                         chapter_rms(rms_norm_by_length_full_bf16, "chapter, full lanes"),
-                         make_uniform<BF16, Rms, false, true>("uniform, tree")}});
+                        {chapter_rms(rms_norm_by_length_full_bf16, "chapter, full lanes"),
+                         make_uniform<BF16, Rms, false, true, 0, PACKED>("uniform, tree, packed max"),
+                         make_uniform<BF16, Rms, false, true, 0, PACKED, PackedAsm>("uniform, packed max, asm"),
+                         make_uniform<BF16, Rms, false, true, 6, PACKED>("uniform, packed max, 6/SM")}});
     measure("bf16", 2, x, w, b, y, expected, families, {{8192, 4096}, {65536, 1024}, {16384, 4096}});
 
     CHECK(cudaMemcpy(x, host_f32.data(), n * 4, cudaMemcpyHostToDevice));
