@@ -4,7 +4,8 @@
 //! against the f64 CPU reference within `norms::tolerance`; what torch does with constant rows,
 //! zeros, NaN and infinities, and what it cannot do with 1e30 and 3e38 (overflow), tiny values and
 //! subnormals, torch's eps, a custom one and 0; rows, weights and biases at odd offsets (the
-//! one-element-at-a-time path of the 16-byte loads); wrong lengths and eps, empty matrices and
+//! one-element-at-a-time path of the 16-byte loads), and step 3's full-lanes kernel launched only
+//! where every address is on a 16-byte boundary; wrong lengths and eps, empty matrices and
 //! shapes past the kernels' indices; many threads at once; and snapshots of launch plans, a worked
 //! example and the simulator's counters. Outputs are poisoned before every launch.
 
@@ -254,6 +255,60 @@ fn views_at_odd_offsets<T: Value>(device: &Device, norm: Norm, step: Step) -> Te
     Ok(())
 }
 
+/// Step 3's full-lanes kernel loads and stores 16 bytes unchecked, so `Norms` launches it only
+/// where x, y, the weight and the bias all start on 16-byte boundaries: rows of 1024 and 4096 at
+/// element offsets that are, and are not, whole 16 bytes for `T` (4 elements of f32 are, of bf16
+/// are not), on the simulator, which records each launch's kernel; each result checked too.
+fn full_lanes_only_where_aligned<T: Value>() -> TestResult {
+    let device = Device::simulator()?;
+    let mut rng = TestRng::new();
+    let norms = Norms::new(&device, Step::ByLength)?;
+    for (rows, cols) in [(3, 1024), (2, 4096)] {
+        let n = rows * cols;
+        let x = matrix::<T>(&mut rng, 1, n + 8);
+        let (weight, bias) = parameters::<T>(&mut rng, cols + 8);
+        let (xs, ws, bs) = (device.upload(&x)?, device.upload(&weight)?, device.upload(&bias)?);
+        for norm in Norm::ALL {
+            for (x_at, w_at, b_at) in [(0, 0, 0), (4, 0, 4), (8, 8, 0), (1, 0, 0), (0, 2, 0), (0, 0, 3)] {
+                let aligned = [x_at, w_at, b_at].iter().all(|at| (at * std::mem::size_of::<T>()) % 16 == 0)
+                    || (norm == Norm::Rms && [x_at, w_at].iter().all(|at| (at * std::mem::size_of::<T>()) % 16 == 0));
+                let mut y = device.alloc::<T>(n)?;
+                y.fill(poison::<T>())?;
+                let (xv, wv, bv) = (xs.view(x_at..x_at + n)?, ws.view(w_at..w_at + cols)?, bs.view(b_at..b_at + cols)?);
+                device.take_launched_kernels();
+                match norm {
+                    Norm::Layer => norms.layer_norm(xv, (rows, cols), wv, bv, DEFAULT_EPS, &mut y)?,
+                    Norm::Rms => norms.rms_norm(xv, (rows, cols), wv, DEFAULT_EPS, &mut y)?,
+                }
+                let launched = device.take_launched_kernels();
+                let full = format!("{}{}", Step::ByLength.full_row_kernel(norm), T::SUFFIX);
+                let general = format!("{}{}", Step::ByLength.kernel(norm), T::SUFFIX);
+                let expected = if aligned { &full } else { &general };
+                let at = format!(
+                    "{} {} {rows} x {cols}, x at {x_at}, weight at {w_at}, bias at {b_at}",
+                    norm.name(),
+                    T::NAME
+                );
+                if launched != [expected.clone()] {
+                    return Err(format!("{at}: launched {launched:?}, expected {expected}").into());
+                }
+                let p = problem(
+                    norm,
+                    &x[x_at..x_at + n],
+                    (rows, cols),
+                    &weight[w_at..w_at + cols],
+                    &bias[b_at..b_at + cols],
+                    DEFAULT_EPS,
+                );
+                if let Some(m) = first_mismatch(&p, &y.to_host()?) {
+                    return Err(rng.fail(format!("{at}: {m}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Plans of every step at the shapes and the tests' (they depend on neither the GPU nor
 /// the element type).
 fn plan_snapshot() -> Result<String, GpuError> {
@@ -378,6 +433,8 @@ fn main() -> std::process::ExitCode {
     }
 
     suite
+        .nvrtc("by-length::f32_full_lanes_only_where_aligned", full_lanes_only_where_aligned::<f32>)
+        .nvrtc("by-length::bf16_full_lanes_only_where_aligned", full_lanes_only_where_aligned::<u16>)
         .nvrtc_if("illustration::by-length::simulator_counters_4096", counters_comparable, || {
             insta::assert_snapshot!("by-length_simulator_counters_4096", counters(Norm::Layer, Step::ByLength, 2, 4096)?);
             Ok(())
