@@ -27,6 +27,8 @@
 //   2. batch_stats_coalesced  a block per channel, consecutive lanes on consecutive elements
 //   3. batch_stats_split      several blocks per channel, the last one to finish combines
 //   4. batch_stats_vectors    step 3 with loads of up to 16 bytes where the planes allow
+//   5. batch_stats_flat       step 4 with a block's share of a channel walked as one stream of
+//                             vectors across its planes
 #include "bf16.cuh"
 #include "block_reduce.cuh"
 #include "moments.cuh"
@@ -230,6 +232,21 @@ __device__ __forceinline__ unsigned int load_at(int k, unsigned int lane)
     return (k * 32 + lane) * V;
     // ANCHOR_END: solution
     // ANCHOR: stub return k * V;
+}
+
+// The accumulator of a lane's K values in registers, the first m loaded (1 <= m <= K) and the
+// others copies (for K > 16, folded as two halves of K / 2 as lane_piece folds them: the second
+// half's copies are of its own first value, or the half is empty).
+template <int K>
+__device__ __forceinline__ Moments fold_values(const float* x, unsigned int m)
+{
+    if constexpr (K > 16) {
+        if (m <= K / 2) {
+            return moments_of<K / 2>(x, m);
+        }
+        return MomentsOf<float>::combine(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, m - K / 2));
+    }
+    return moments_of<K>(x, m);
 }
 
 // This lane's accumulator of a piece of `len` elements at `piece` (len a multiple of V). A whole
@@ -438,18 +455,30 @@ __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict_
 //
 // Launch: block THREADS, grid C * slices. partial: C * slices accumulators; ticket: C counters, 0
 // before the first launch (each launch leaves them 0); neither is touched where slices is 1.
-template <class E, int V>
+// (FLAT is step 5's: a block's run is of its channel's vectors, walked by walk_flat.)
+template <class E, int V, int K>
+__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in, unsigned int c,
+                                             unsigned int channels, unsigned int plane, unsigned int first,
+                                             unsigned int last);
+
+template <class E, int V, bool FLAT = false>
 __device__ void split(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
                       unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
                       unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
                       unsigned int correction)
 {
     const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
-    const unsigned int pieces = batch * ((plane + piece_of<E>(plane) - 1) / piece_of<E>(plane));
-    const unsigned int per_slice = (pieces + slices - 1) / slices;
-    const unsigned int first = slice * per_slice < pieces ? slice * per_slice : pieces;
-    const unsigned int last = pieces - first < per_slice ? pieces : first + per_slice;
-    Moments acc = walk<E, V>(in, c, channels, plane, first, last);
+    const unsigned int per_plane = FLAT ? plane / V : (plane + piece_of<E>(plane) - 1) / piece_of<E>(plane);
+    const unsigned int units = batch * per_plane; // the channel's pieces, or its vectors (FLAT)
+    const unsigned int per_slice = (units + slices - 1) / slices;
+    const unsigned int first = slice * per_slice < units ? slice * per_slice : units;
+    const unsigned int last = units - first < per_slice ? units : first + per_slice;
+    Moments acc;
+    if constexpr (FLAT) {
+        acc = walk_flat<E, V, E::K_LONG>(in, c, channels, plane, first, last);
+    } else {
+        acc = walk<E, V>(in, c, channels, plane, first, last);
+    }
     if (slices == 1) {
         // The channel's only block (the channels alone fill the GPU): step 2's end.
         acc = block_reduce<MomentsOf<float> >(acc);
@@ -507,7 +536,7 @@ __device__ __forceinline__ unsigned int vector_width(const typename E::Word* in,
     return v;
 }
 
-template <class E>
+template <class E, bool FLAT = false>
 __device__ void vectors(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
                         unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
                         unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
@@ -515,13 +544,14 @@ __device__ void vectors(const typename E::Word* __restrict__ in, Moments* __rest
 {
     const unsigned int v = vector_width<E>(in, plane);
     if (E::MAX_VEC >= 8 && v == 8) {
-        split<E, E::MAX_VEC >= 8 ? 8 : 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, E::MAX_VEC >= 8 ? 8 : 1, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices,
+                                                correction);
     } else if (v == 4) {
-        split<E, 4>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, 4, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
     } else if (v == 2) {
-        split<E, 2>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, 2, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
     } else {
-        split<E, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, 1, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
     }
 }
 // ANCHOR_END: vectors
@@ -539,4 +569,91 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
                          unsigned int correction)
 {
     vectors<BF16>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+}
+
+// ANCHOR: flat
+// Step 5, batch_stats_flat: a block's share of its channel as one stream of vectors.
+//
+// What it does: step 4's loads (V elements, as vector_width allows), slices and finish, but a
+// block's share of its channel is a run of the channel's vectors instead of its pieces. The
+// channel's N planes of H x W / V vectors are counted plane after plane; block s of the channel
+// takes vectors [s per, (s + 1) per) of them (per = ceil(N x H x W / V / slices)), and its warps
+// take turns of 32 L vectors (L = K / V loads a lane, K = E::K_LONG values: 16 f32 or 32 bf16),
+// warp w's turns starting at vectors w, w + WARPS, ... times 32 L of the run. Lane l's load k of a
+// turn is the turn's vector 32 k + l, in whichever plane it falls: the lane finds the plane and
+// the vector in it of its first load with one division, and steps 32 vectors further for each next
+// load, carrying over a plane's end by a subtraction (several for planes of fewer than 32
+// vectors). A run's last turn may be short: a lane makes only its loads inside the run, and its
+// other slots hold copies of a loaded value, which moments_of takes off (lane_piece's rule).
+//
+// What changed from vectors: no turn is a plane's short last piece. A bf16 plane of 3136 was three
+// pieces of 1024 and one of 64, so a quarter of a warp's turns loaded 64 elements with 8 of its
+// lanes, and a plane of 196 f32 filled 196 of its piece's 256; now every turn but a run's last
+// loads 32 K values, and each is folded at once.
+//
+// What it leaves slow: the division and the carries are instructions step 4 does not have, which
+// show where instructions, not bytes, set the time: tensors the L2 holds. And the finish is step
+// 3's: where DRAM is the limit, the one wave's start and end and the last block's work.
+//
+// The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors
+// (batch x H x W / V), and walk_flat for walk.
+//
+// Launch: step 3's (slices from its turns, batch_stats::Nchw::turns), for a channel of at most 2^31
+// - 1 elements (the launcher checks: vectors are counted in 32 bits).
+template <class E, int V, int K>
+__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in, unsigned int c,
+                                             unsigned int channels, unsigned int plane, unsigned int first,
+                                             unsigned int last)
+{
+    typedef MomentsOf<float> Op;
+    constexpr int L = K / V;
+    const unsigned int per_plane = plane / V; // vectors a plane
+    const size_t stride = (size_t)channels * plane; // elements from a plane of the channel to its next
+    const typename E::Word* channel = in + (size_t)c * plane;
+    const unsigned int lane = threadIdx.x % 32;
+    Moments acc = Op::identity();
+    for (unsigned int turn = first + threadIdx.x / 32 * (32 * L); turn < last; turn += WARPS * 32 * L) {
+        const unsigned int u = turn + lane; // this lane's first vector
+        unsigned int n = u / per_plane, r = u - n * per_plane;
+        const unsigned int inside = u < last ? (last - u + 31) / 32 : 0; // its loads inside the run
+        const unsigned int mine = inside < (unsigned int)L ? inside : L;
+        if (mine == 0) {
+            continue;
+        }
+        float x[K];
+#pragma unroll
+        for (int k = 0; k < L; k++) {
+            if (k < (int)mine) {
+                load_vector<E, V>(channel + n * stride + r * V, x + k * V);
+                for (r += 32; r >= per_plane; r -= per_plane) {
+                    n++;
+                }
+            } else {
+                // A copy of the first value of this slot's half (see fold_values).
+                const float copy = (K <= 16 || k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    x[k * V + j] = copy;
+                }
+            }
+        }
+        acc = Op::combine(acc, fold_values<K>(x, mine * V));
+    }
+    return acc;
+}
+
+// ANCHOR_END: flat
+
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+batch_stats_flat(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var, unsigned int batch,
+                 unsigned int channels, unsigned int plane, unsigned int slices, unsigned int correction)
+{
+    vectors<F32, true>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+batch_stats_flat_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
+                      unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
+                      unsigned int correction)
+{
+    vectors<BF16, true>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }

@@ -11,6 +11,7 @@
 //! | [`Step::Coalesced`] | `batch_stats_coalesced` | a block per channel, coalesced loads |
 //! | [`Step::Split`] | `batch_stats_split` | several blocks per channel, the last combines |
 //! | [`Step::Vectors`] | `batch_stats_vectors` | step 3 with loads of up to 16 bytes |
+//! | [`Step::Flat`] | `batch_stats_flat` | step 4, a block's share as one stream of vectors |
 //!
 //! Two element types ([`Value`]): `f32`, and bfloat16 held as its 16-bit words in `u16` (read as
 //! bf16, computed in f32); the statistics are f32 either way. Every step takes both (`<kernel>` and
@@ -116,6 +117,12 @@ impl Nchw {
     pub fn pieces(&self, bf16: bool) -> usize {
         self.batch.saturating_mul(self.plane().div_ceil(piece(self.plane(), bf16)))
     }
+
+    /// A channel's turns of step 5: its `N x H x W` elements in units of 32 lanes x 64 bytes (512
+    /// f32 or 1024 bf16), counted across planes.
+    pub fn turns(&self, bf16: bool) -> usize {
+        self.per_channel().div_ceil(if bf16 { 1024 } else { 512 })
+    }
 }
 
 impl fmt::Display for Nchw {
@@ -155,11 +162,14 @@ pub enum Step {
     Split,
     /// Step 4: step 3 with loads of up to 16 bytes.
     Vectors,
+    /// Step 5: step 4 with a block's share of its channel walked as one stream of vectors across
+    /// its planes (no turn is a plane's short last piece).
+    Flat,
 }
 
 impl Step {
     /// Every step, in the chapter's order.
-    pub const ALL: [Step; 4] = [Step::Naive, Step::Coalesced, Step::Split, Step::Vectors];
+    pub const ALL: [Step; 5] = [Step::Naive, Step::Coalesced, Step::Split, Step::Vectors, Step::Flat];
 
     /// The step's name in the registry (`course.toml`), tables and charts.
     pub const fn name(self) -> &'static str {
@@ -168,6 +178,7 @@ impl Step {
             Step::Coalesced => "coalesced",
             Step::Split => "split",
             Step::Vectors => "vectors",
+            Step::Flat => "flat",
         }
     }
 
@@ -178,24 +189,35 @@ impl Step {
             Step::Coalesced => "batch_stats_coalesced",
             Step::Split => "batch_stats_split",
             Step::Vectors => "batch_stats_vectors",
+            Step::Flat => "batch_stats_flat",
         }
     }
 
     /// Whether the step ends with the last-block finish (partials and a counter per channel),
     /// where a channel has more than one slice.
     pub const fn finishes_on_the_last_block(self) -> bool {
-        matches!(self, Step::Split | Step::Vectors)
+        matches!(self, Step::Split | Step::Vectors | Step::Flat)
     }
 
     /// The launch that takes the statistics of a tensor of `shape` of `T` (f32, or bf16 as `u16`)
     /// on a GPU of `gpu`'s shape.
     pub fn plan<T: Value>(self, shape: Nchw, gpu: GpuShape) -> Result<StatsPlan> {
         check_shape(shape)?;
-        let (channels, pieces) = (shape.channels, shape.pieces(T::BF16));
+        if self == Step::Flat && shape.per_channel() > MAX_SIDE {
+            return Err(GpuError::BadInput(format!(
+                "{}: a {shape} tensor has {} elements a channel; step 5 counts a channel's vectors in 32 bits, so at \
+                 most {MAX_SIDE} (2^31 - 1): take the statistics of fewer samples at a time, or use step 4",
+                self.name(),
+                shape.per_channel()
+            )));
+        }
+        // Step 5's units are its turns (32 lanes x K values across planes), the others' pieces.
+        let pieces = if self == Step::Flat { shape.turns(T::BF16) } else { shape.pieces(T::BF16) };
+        let channels = shape.channels;
         let (grid, slices) = match self {
             Step::Naive => (channels.div_ceil(THREADS as usize), 1),
             Step::Coalesced => (channels, 1),
-            Step::Split | Step::Vectors => {
+            Step::Split | Step::Vectors | Step::Flat => {
                 let slices = slices(channels, pieces, gpu);
                 (channels * slices, slices)
             }
@@ -210,14 +232,18 @@ impl Step {
         // One slice per channel: its block writes the statistics, and there is nothing to combine.
         let partials = if self.finishes_on_the_last_block() && slices > 1 { grid } else { 0 };
         let config = LaunchConfig::linear(grid as u32, THREADS, 0);
-        let halves = self != Step::Naive && piece(shape.plane(), T::BF16) > 512;
+        let halves = match self {
+            Step::Naive => false,
+            Step::Flat => T::BF16,
+            _ => piece(shape.plane(), T::BF16) > 512,
+        };
         Ok(StatsPlan { step: self, config, pieces: pieces as u32, slices: slices as u32, per_slice, partials, halves })
     }
 }
 // ANCHOR_END: step
 
 // ANCHOR: slices
-/// Blocks per channel of steps 3 and 4: as many as fill the GPU once with the channels' blocks
+/// Blocks per channel of steps 3 to 5: as many as fill the GPU once with the channels' blocks
 /// together (C x slices at most the [`BLOCKS_PER_SM`] blocks each SM holds at once, so every block
 /// starts at once and none waits for a second wave), at least one, and at most a channel's pieces.
 /// At one slice (the channels alone fill the GPU) the step is step 2: no partials, no finish.
@@ -244,9 +270,10 @@ fn check_shape(shape: Nchw) -> Result<()> {
 pub struct StatsPlan {
     pub step: Step,
     pub config: LaunchConfig,
-    /// A channel's pieces (units of at most [`piece`] elements of a plane).
+    /// A channel's pieces (units of at most [`piece`] elements of a plane; step 5: its turns, 32
+    /// lanes x 16 f32 or 32 bf16 values across planes, [`Nchw::turns`]).
     pub pieces: u32,
-    /// Blocks per channel (1 for steps 1 and 2), and the pieces each takes.
+    /// Blocks per channel (1 for steps 1 and 2), and the pieces (turns) each takes.
     pub slices: u32,
     pub per_slice: u32,
     /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 and 4: one per block,
@@ -264,17 +291,21 @@ impl StatsPlan {
     /// (every [`THREADS`] / 32-th piece of the block's; two combinations a piece where it is
     /// folded in halves), then 5 levels of a warp and 3 of a block
     /// (8 warps); the last-block finish (more than one slice) adds the 5 levels of a warp where
-    /// there are 32 slices or fewer, and otherwise a thread's partials and 8 more levels.
+    /// there are 32 slices or fewer, and otherwise a thread's partials and 8 more levels. Step 5's
+    /// runs are cut by vectors, not turns, so a block may have one turn more than `per_slice`.
     pub fn longest_chain(&self, shape: Nchw) -> u64 {
         let warps = (THREADS / 32) as u64;
         let per_piece = if self.halves { 2 } else { 1 };
         match self.step {
             Step::Naive => shape.per_channel() as u64,
             Step::Coalesced => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
-            Step::Split | Step::Vectors if self.slices == 1 => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
-            Step::Split | Step::Vectors => {
+            Step::Split | Step::Vectors | Step::Flat if self.slices == 1 => {
+                per_piece * u64::from(self.pieces).div_ceil(warps) + 8
+            }
+            Step::Split | Step::Vectors | Step::Flat => {
                 let finish = if self.slices <= 32 { 5 } else { u64::from(self.slices).div_ceil(THREADS.into()) + 8 };
-                per_piece * u64::from(self.per_slice).div_ceil(warps) + 8 + finish
+                let extra = u64::from(self.step == Step::Flat);
+                per_piece * (u64::from(self.per_slice).div_ceil(warps) + extra) + 8 + finish
             }
         }
     }
@@ -287,13 +318,18 @@ impl fmt::Display for StatsPlan {
         match self.step {
             Step::Naive => write!(f, ", a thread per channel"),
             Step::Coalesced => write!(f, ", a block per channel of {} pieces", self.pieces),
-            Step::Split | Step::Vectors if self.slices == 1 => {
-                write!(f, ", a block per channel of {} pieces (one slice: no partials, no finish)", self.pieces)
+            Step::Split | Step::Vectors | Step::Flat if self.slices == 1 => {
+                let units = if self.step == Step::Flat { "turns" } else { "pieces" };
+                write!(f, ", a block per channel of {} {units} (one slice: no partials, no finish)", self.pieces)
             }
-            Step::Split | Step::Vectors => write!(
+            Step::Split | Step::Vectors | Step::Flat => write!(
                 f,
-                ", {} blocks per channel of {} pieces each (of {}), {} partials",
-                self.slices, self.per_slice, self.pieces, self.partials
+                ", {} blocks per channel of {} {} each (of {}), {} partials",
+                self.slices,
+                self.per_slice,
+                if self.step == Step::Flat { "turns" } else { "pieces" },
+                self.pieces,
+                self.partials
             ),
         }
     }

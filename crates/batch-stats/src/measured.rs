@@ -19,7 +19,7 @@ pub const POISON: f32 = -7.0;
 /// What every measured step computes: torch.var_mean's default.
 pub const MEASURED_VARIANCE: Variance = Variance::Unbiased;
 
-/// Every step, in the registry's order: the four f32 steps, then the last on bf16.
+/// Every step, in the registry's order: the five f32 steps, then the last two on bf16.
 pub fn steps() -> Vec<StepEntry> {
     let f32_step = |name, step| {
         StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step))
@@ -29,9 +29,11 @@ pub fn steps() -> Vec<StepEntry> {
         f32_step("coalesced", Step::Coalesced),
         f32_step("split", Step::Split),
         f32_step("vectors", Step::Vectors),
+        f32_step("flat", Step::Flat),
         StepEntry::new(CRATE, "vectors-bf16", |d, c, s| {
             measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, Step::Vectors)
         }),
+        StepEntry::new(CRATE, "flat-bf16", |d, c, s| measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, Step::Flat)),
     ]
 }
 

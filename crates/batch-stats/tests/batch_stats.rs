@@ -243,6 +243,7 @@ fn main() -> std::process::ExitCode {
                 (Step::Coalesced, Nchw::new(2, 3, 1 << 16, 1 << 16)),
                 (Step::Split, Nchw::new(1 << 30, 1, 1, 1025)),
                 (Step::Vectors, Nchw::new(usize::MAX / 2, 3, 1, 1)),
+                (Step::Flat, Nchw::new(1 << 16, 2, 1 << 8, 1 << 8)),
             ] {
                 bad_input(
                     &mut text,
