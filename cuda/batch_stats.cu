@@ -615,12 +615,25 @@ __device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict_
     for (unsigned int turn = first + threadIdx.x / 32 * (32 * L); turn < last; turn += WARPS * 32 * L) {
         const unsigned int u = turn + lane; // this lane's first vector
         unsigned int n = u / per_plane, r = u - n * per_plane;
-        const unsigned int inside = u < last ? (last - u + 31) / 32 : 0; // its loads inside the run
+        float x[K];
+        if (turn + 32 * L <= last) {
+            // A whole turn (all but a run's last): every lane makes its L loads, then folds.
+#pragma unroll
+            for (int k = 0; k < L; k++) {
+                load_vector<E, V>(channel + n * stride + r * V, x + k * V);
+                for (r += 32; r >= per_plane; r -= per_plane) {
+                    n++;
+                }
+            }
+            acc = Op::combine(acc, fold_values<K>(x, K));
+            continue;
+        }
+        // The run's last turn: a lane makes only its loads inside the run.
+        const unsigned int inside = u < last ? (last - u + 31) / 32 : 0;
         const unsigned int mine = inside < (unsigned int)L ? inside : L;
         if (mine == 0) {
             continue;
         }
-        float x[K];
 #pragma unroll
         for (int k = 0; k < L; k++) {
             if (k < (int)mine) {
