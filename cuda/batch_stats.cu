@@ -377,7 +377,7 @@ extern "C" __global__ void batch_stats_coalesced_bf16(const unsigned short* in, 
 }
 
 // ANCHOR: finish
-// The end of a block of steps 3 and 4: the block's accumulator (a block reduction) goes to its
+// The end of a block of steps 3 to 5: the block's accumulator (a block reduction) goes to its
 // slot among its channel's `slices` partials, and the block takes a ticket from the channel's
 // counter; the block that draws the channel's last ticket combines the partials in a fixed order,
 // writes the statistics and puts the counter back to 0 for the next launch. reduce-atomic's
@@ -574,8 +574,9 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // ANCHOR: flat
 // Step 5, batch_stats_flat: a block's share of its channel as one stream of vectors.
 //
-// What it does: step 4's loads (V elements, as vector_width allows), slices and finish, but a
-// block's share of its channel is a run of the channel's vectors instead of its pieces. The
+// What it does: step 4's loads (V elements, as vector_width allows) and finish, with as many slices
+// a channel as step 3 sizes from pieces, here from turns; but a block's share of its channel is a
+// run of the channel's vectors instead of its pieces. The
 // channel's N planes of H x W / V vectors are counted plane after plane; block s of the channel
 // takes vectors [s per, (s + 1) per) of them (per = ceil(N x H x W / V / slices)), and its warps
 // take turns of 32 L vectors (L = K / V loads a lane, K = E::K_LONG values: 16 f32 or 32 bf16),
@@ -591,9 +592,9 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // lanes, and a plane of 196 f32 filled 196 of its piece's 256; now every turn but a run's last
 // loads 32 K values, and each is folded at once.
 //
-// What it leaves slow: the division and the carries are instructions step 4 does not have, which
-// show where instructions, not bytes, set the time: tensors the L2 holds. And the finish is step
-// 3's: where DRAM is the limit, the one wave's start and end and the last block's work.
+// What it leaves slow: what step 4 left where DRAM is the limit: the one wave's start and end, and
+// the finish (the last block's work); for bf16, about 13% of the read roof on an H100 at
+// 256 x 64 x 56 x 56. The division and the carries cost about what the short pieces' bounds did.
 //
 // The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors
 // (batch x H x W / V), and walk_flat for walk.

@@ -59,7 +59,7 @@ const SOURCE: KernelSource = gpu_harness::kernel_source!("batch_stats.cu");
 /// Threads per block of every kernel (`THREADS` in `cuda/batch_stats.cu`).
 pub const THREADS: u32 = 256;
 
-/// The blocks of steps 3 and 4 an SM holds at once (`BLOCKS_PER_SM`, their `__launch_bounds__`:
+/// The blocks of steps 3 to 5 an SM holds at once (`BLOCKS_PER_SM`, their `__launch_bounds__`:
 /// up to 64 registers a thread, so a lane's values and accumulators need no spilling).
 pub const BLOCKS_PER_SM: usize = 4;
 
@@ -276,7 +276,7 @@ pub struct StatsPlan {
     /// Blocks per channel (1 for steps 1 and 2), and the pieces (turns) each takes.
     pub slices: u32,
     pub per_slice: u32,
-    /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 and 4: one per block,
+    /// Accumulators of 16 bytes the blocks leave for the last one (steps 3 to 5: one per block,
     /// none at one slice per channel, where each block writes its channel's statistics).
     pub partials: usize,
     /// Whether a lane folds each of its pieces as two halves and combines them (pieces of 1024
@@ -292,7 +292,8 @@ impl StatsPlan {
     /// folded in halves), then 5 levels of a warp and 3 of a block
     /// (8 warps); the last-block finish (more than one slice) adds the 5 levels of a warp where
     /// there are 32 slices or fewer, and otherwise a thread's partials and 8 more levels. Step 5's
-    /// runs are cut by vectors, not turns, so a block may have one turn more than `per_slice`.
+    /// runs are cut by vectors, not turns; a block has at most `per_slice` turns all the same, and
+    /// the bound counts one more, as slack.
     pub fn longest_chain(&self, shape: Nchw) -> u64 {
         let warps = (THREADS / 32) as u64;
         let per_piece = if self.halves { 2 } else { 1 };

@@ -40,6 +40,9 @@ const SHAPES: &[(usize, usize, usize, usize)] = &[
     // One channel of 40 pieces or more (80 f32, 40 bf16): more than 32 slices on a GPU of 132 SMs,
     // so the last block combines the partials with a block reduction, not a warp's.
     (40, 1, 1, 520),
+    // One channel of 529 of step 5's turns of 512 f32: on 132 SMs, 528 slices of 129 vectors of 4
+    // cover it before the last three, which have none and finish with an empty accumulator.
+    (1, 1, 520, 520),
 ];
 
 /// Fills the statistics before a launch: -7, which no variance is, and no mean of the tests' data.
