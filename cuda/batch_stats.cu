@@ -268,7 +268,7 @@ __device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict
             for (int k = 0; k < K / V; k++) {
                 load_vector<E, V>(piece + load_at<V>(k, lane), x + k * V);
             }
-            return Op::combine(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, K / 2));
+            return fold_values<K>(x, K);
         }
         const unsigned int first = len < 16 * K ? len : 16 * K;
         return Op::combine(lane_piece<E, V, K / 2>(piece, first, lane),

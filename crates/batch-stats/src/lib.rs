@@ -316,21 +316,17 @@ impl fmt::Display for StatsPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let LaunchConfig { grid, block, .. } = self.config;
         write!(f, "{}: grid {} of {} threads", self.step.kernel(), grid.0, block.0)?;
+        let units = if self.step == Step::Flat { "turns" } else { "pieces" };
         match self.step {
             Step::Naive => write!(f, ", a thread per channel"),
             Step::Coalesced => write!(f, ", a block per channel of {} pieces", self.pieces),
             Step::Split | Step::Vectors | Step::Flat if self.slices == 1 => {
-                let units = if self.step == Step::Flat { "turns" } else { "pieces" };
                 write!(f, ", a block per channel of {} {units} (one slice: no partials, no finish)", self.pieces)
             }
             Step::Split | Step::Vectors | Step::Flat => write!(
                 f,
-                ", {} blocks per channel of {} {} each (of {}), {} partials",
-                self.slices,
-                self.per_slice,
-                if self.step == Step::Flat { "turns" } else { "pieces" },
-                self.pieces,
-                self.partials
+                ", {} blocks per channel of {} {units} each (of {}), {} partials",
+                self.slices, self.per_slice, self.pieces, self.partials
             ),
         }
     }
