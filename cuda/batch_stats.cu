@@ -181,45 +181,49 @@ __device__ __forceinline__ void add_halves(float* s)
 }
 
 // The accumulator of the first m of K values in registers (1 <= m <= K), x[m .. K) holding copies
-// of x[0]. The mean is x[0] plus the mean of the differences from it: the copies add exactly 0, so
-// no value needs a mask, and constant data gives x[0] exactly (and a variance of exactly 0). m2
-// adds every square, four chains of four then a tree, and takes the copies' K - m squares off
-// again. One division for up to K values. Where the differences overflow, or a value is not
-// finite, the same with masks: the mean of x / m (values near f32's limit, of both signs), and
-// infinities and NaN as IEEE arithmetic gives them.
+// of x[0]. It works on the differences d from the first value: the mean is x[0] plus the mean of
+// the d, and m2 is the sum of their squares less the mean's share, sum d^2 - (sum d)^2 / m. The
+// copies' d are exactly 0, so they add nothing to either sum and no value needs a mask; constant
+// data gives x[0] exactly and a variance of exactly 0. The squares go in four chains as they come,
+// the d then add as a tree; one division for up to K values. (As x[0] is one of the values, m2
+// loses at most about 2m + 1 roundings of itself to the subtraction: |x[0] - mean|^2 <= m2.)
+// Where a sum or a square overflows, or a value is not finite, the two-pass form with masks: the
+// mean of x / m where the sum of the d overflowed (values near f32's limit, of both signs), then
+// the squares of x - mean, infinities and NaN as IEEE arithmetic gives them.
 template <int K>
 __device__ __forceinline__ Moments moments_of(const float* x, unsigned int m)
 {
     const float pivot = x[0], count = (float)m;
-    float s[K];
+    float s[K], q[4];
 #pragma unroll
     for (int i = 0; i < K; i++) {
         s[i] = x[i] - pivot;
+        q[i % 4] = i < 4 ? s[i] * s[i] : fmaf(s[i], s[i], q[i % 4]);
     }
+    const float squares = (q[0] + q[1]) + (q[2] + q[3]);
     add_halves<K / 2>(s);
-    float mean = pivot + s[0] / count;
-    const bool finite = isfinite(s[0]);
-    if (!finite) {
+    const float shift = s[0] / count;
+    float mean = pivot + shift;
+    float m2 = fmaxf(fmaf(-s[0], shift, squares), 0.0f);
+    if (!isfinite(squares)) {
+        if (!isfinite(s[0])) {
 #pragma unroll
-        for (int i = 0; i < K; i++) {
-            s[i] = i < (int)m ? x[i] / count : 0.0f;
+            for (int i = 0; i < K; i++) {
+                s[i] = i < (int)m ? x[i] / count : 0.0f;
+            }
+            add_halves<K / 2>(s);
+            mean = s[0];
         }
-        add_halves<K / 2>(s);
-        mean = s[0];
-    }
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        s[i] = 0.0f;
+        for (int i = 0; i < 4; i++) {
+            q[i] = 0.0f;
 #pragma unroll
-        for (int j = i; j < K; j += 4) {
-            const float d = finite || j < (int)m ? x[j] - mean : 0.0f;
-            s[i] = fmaf(d, d, s[i]);
+            for (int j = i; j < K; j += 4) {
+                const float d = j < (int)m ? x[j] - mean : 0.0f;
+                q[i] = fmaf(d, d, q[i]);
+            }
         }
-    }
-    float m2 = (s[0] + s[1]) + (s[2] + s[3]);
-    if (finite && m < K && isfinite(m2)) {
-        const float d = pivot - mean;
-        m2 = fmaxf(m2 - (float)(K - m) * (d * d), 0.0f);
+        m2 = (q[0] + q[1]) + (q[2] + q[3]);
     }
     return Moments{m, mean, m2};
 }
@@ -234,6 +238,22 @@ __device__ __forceinline__ unsigned int load_at(int k, unsigned int lane)
     // ANCHOR: stub return k * V;
 }
 
+// Chan's combination (MomentsOf<float>::combine) of two accumulators of C values each: the share
+// nb / n is 1/2 and the weight na nb / n is C / 2, constants, so it takes no division and no
+// conversion of the counts, and gives the same bits as combine.
+template <int C>
+__device__ __forceinline__ Moments combine_halves(Moments a, Moments b)
+{
+    const float d = b.mean - a.mean, weight = 0.5f * C;
+    const float mean = isfinite(d) ? a.mean + d * 0.5f : a.mean * 0.5f + b.mean * 0.5f;
+    float spread = d * d * weight;
+    if (isinf(spread) && isfinite(d)) {
+        const float t = d * sqrtf(weight);
+        spread = t * t;
+    }
+    return Moments{2ull * C, mean, (a.m2 + b.m2) + spread};
+}
+
 // The accumulator of a lane's K values in registers, the first m loaded (1 <= m <= K) and the
 // others copies (for K > 16, folded as two halves of K / 2 as lane_piece folds them: the second
 // half's copies are of its own first value, or the half is empty).
@@ -244,6 +264,9 @@ __device__ __forceinline__ Moments fold_values(const float* x, unsigned int m)
         if (m <= K / 2) {
             return moments_of<K / 2>(x, m);
         }
+        if (m == K) {
+            return combine_halves<K / 2>(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, K / 2));
+        }
         return MomentsOf<float>::combine(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, m - K / 2));
     }
     return moments_of<K>(x, m);
@@ -252,7 +275,7 @@ __device__ __forceinline__ Moments fold_values(const float* x, unsigned int m)
 // This lane's accumulator of a piece of `len` elements at `piece` (len a multiple of V). A whole
 // piece (most pieces of a large plane) needs no bounds: every lane holds K values. In a
 // shorter one (a plane's last, or a whole plane of 196) only this lane's first loads are inside,
-// and the slots after them hold copies of its first value (moments_of takes them off).
+// and the slots after them hold copies of its first value (their differences from it are 0).
 template <class E, int V, int K>
 __device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict__ piece, unsigned int len,
                                               unsigned int lane)
@@ -582,10 +605,12 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // take turns of 32 L vectors (L = K / V loads a lane, K = E::K_LONG values: 16 f32 or 32 bf16),
 // warp w's turns starting at vectors w, w + WARPS, ... times 32 L of the run. Lane l's load k of a
 // turn is the turn's vector 32 k + l, in whichever plane it falls: the lane finds the plane and
-// the vector in it of its first load with one division, and steps 32 vectors further for each next
-// load, carrying over a plane's end by a subtraction (several for planes of fewer than 32
-// vectors). A run's last turn may be short: a lane makes only its loads inside the run, and its
-// other slots hold copies of a loaded value, which moments_of takes off (lane_piece's rule).
+// the vector in it of its first load with one division, before its first turn (each next turn
+// starts a fixed number of planes and vectors on, divided out once), and steps a pointer 32
+// vectors further for each next load, carrying over a plane's end by a test and a jump over the
+// other channels' planes (a loop for planes of fewer than 32 vectors). A run's last turn may be
+// short: a lane makes only its loads inside the run, and its other slots hold copies of a loaded
+// value, which add nothing to the fold (lane_piece's rule).
 //
 // What changed from vectors: no turn is a plane's short last piece. A bf16 plane of 3136 was three
 // pieces of 1024 and one of 64, so a quarter of a warp's turns loaded 64 elements with 8 of its
@@ -593,38 +618,71 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // loads 32 K values, and each is folded at once.
 //
 // What it leaves slow: what step 4 left where DRAM is the limit: the one wave's start and end, and
-// the finish (the last block's work); for bf16, about 13% of the read roof on an H100 at
-// 256 x 64 x 56 x 56. The division and the carries cost about what the short pieces' bounds did.
+// the finish (the last block's work), costs that do not shrink with the bytes, so bf16's tensor,
+// half of f32's, pays them twice over: at 256 x 64 x 56 x 56 about 13% of the read roof on an H100
+// and 17% on an H200 for bf16, 7 to 9% for f32.
 //
 // The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors
 // (batch x H x W / V), and walk_flat for walk.
 //
 // Launch: step 3's (slices from its turns, batch_stats::Nchw::turns), for a channel of at most 2^31
 // - 1 elements (the launcher checks: vectors are counted in 32 bits).
-template <class E, int V, int K>
-__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in, unsigned int c,
-                                             unsigned int channels, unsigned int plane, unsigned int first,
-                                             unsigned int last)
+//
+// One lane's next load, 32 vectors further: past a plane's end, the same offset into the next plane
+// of the channel (`jump` elements on from the end: the other channels' planes). With ONE_CARRY
+// (planes of at least 32 vectors) at most one end is passed, a test and no loop.
+template <int V, bool ONE_CARRY, class Word>
+__device__ __forceinline__ void next_load(const Word*& p, unsigned int& r, unsigned int per_plane, size_t jump)
+{
+    p += 32 * V;
+    r += 32;
+    if (ONE_CARRY) {
+        if (r >= per_plane) {
+            r -= per_plane;
+            p += jump;
+        }
+    } else {
+        for (; r >= per_plane; r -= per_plane) {
+            p += jump;
+        }
+    }
+}
+
+template <class E, int V, int K, bool ONE_CARRY>
+__device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __restrict__ in, unsigned int c,
+                                                  unsigned int channels, unsigned int plane, unsigned int first,
+                                                  unsigned int last)
 {
     typedef MomentsOf<float> Op;
     constexpr int L = K / V;
-    const unsigned int per_plane = plane / V; // vectors a plane
-    const size_t stride = (size_t)channels * plane; // elements from a plane of the channel to its next
-    const typename E::Word* channel = in + (size_t)c * plane;
+    const unsigned int per_plane = plane / V;                 // vectors a plane
+    const size_t jump = (size_t)(channels - 1) * plane;       // from a plane's end to the next's start
+    const typename E::Word* channel = in + (size_t)c * plane; // its first plane
     const unsigned int lane = threadIdx.x % 32;
+    // This lane's first vector of its warp's first turn is vector r of plane n; each next turn is
+    // `step` vectors on, `step_planes` planes and `step_rest` vectors (the divisions done once).
+    constexpr unsigned int step = WARPS * 32 * L;
+    const unsigned int step_planes = step / per_plane, step_rest = step - step_planes * per_plane;
+    const unsigned int start = first + threadIdx.x / 32 * (32 * L) + lane;
+    unsigned int n = start / per_plane, r_first = start - n * per_plane;
     Moments acc = Op::identity();
-    for (unsigned int turn = first + threadIdx.x / 32 * (32 * L); turn < last; turn += WARPS * 32 * L) {
+    for (unsigned int turn = first + threadIdx.x / 32 * (32 * L); turn < last; turn += step) {
         const unsigned int u = turn + lane; // this lane's first vector
-        unsigned int n = u / per_plane, r = u - n * per_plane;
+        unsigned int r = r_first;
+        const typename E::Word* p = channel + (size_t)n * channels * plane + r * V;
+        n += step_planes;
+        r_first += step_rest;
+        if (r_first >= per_plane) {
+            r_first -= per_plane;
+            n++;
+        }
         float x[K];
         if (turn + 32 * L <= last) {
             // A whole turn (all but a run's last): every lane makes its L loads, then folds.
 #pragma unroll
             for (int k = 0; k < L; k++) {
-                load_vector<E, V>(channel + n * stride + r * V, x + k * V);
-                for (r += 32; r >= per_plane; r -= per_plane) {
-                    n++;
-                }
+                load_vector<E, V>(p, x + k * V);
+                next_load<V, ONE_CARRY>(p, r, per_plane, jump);
             }
             acc = Op::combine(acc, fold_values<K>(x, K));
             continue;
@@ -638,10 +696,8 @@ __device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict_
 #pragma unroll
         for (int k = 0; k < L; k++) {
             if (k < (int)mine) {
-                load_vector<E, V>(channel + n * stride + r * V, x + k * V);
-                for (r += 32; r >= per_plane; r -= per_plane) {
-                    n++;
-                }
+                load_vector<E, V>(p, x + k * V);
+                next_load<V, ONE_CARRY>(p, r, per_plane, jump);
             } else {
                 // A copy of the first value of this slot's half (see fold_values).
                 const float copy = (K <= 16 || k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
@@ -654,6 +710,17 @@ __device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict_
         acc = Op::combine(acc, fold_values<K>(x, mine * V));
     }
     return acc;
+}
+
+template <class E, int V, int K>
+__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in, unsigned int c,
+                                             unsigned int channels, unsigned int plane, unsigned int first,
+                                             unsigned int last)
+{
+    if (plane / V >= 32) {
+        return walk_flat_runs<E, V, K, true>(in, c, channels, plane, first, last);
+    }
+    return walk_flat_runs<E, V, K, false>(in, c, channels, plane, first, last);
 }
 
 // ANCHOR_END: flat

@@ -4,7 +4,8 @@
 // cluster of CLUSTER blocks of BLOCK threads holding VALUES elements each, launched with the
 // cluster's shape given at launch (cudaLaunchKernelEx), the compiler asked for registers that let
 // MIN_BLOCKS blocks share an SM; the chapter's kernels (their shape compiled in) run with a plain
-// launch.
+// launch. The fourth run adds persistent clusters that copy their next row's parts into shared
+// memory by bulk copies while they finish the current one (prefetched).
 // Every variant is checked against split rows first; times are the median of 15 batches of
 // CUDA-event timings, as in the tour.
 //
@@ -65,6 +66,106 @@ __device__ void cluster_rows_two_exchanges(const typename E::Word* __restrict__ 
     cluster_wait();
 }
 
+// The fourth run's candidate: persistent clusters that copy the next row's part into shared
+// memory while they sum, exchange and write this one. A cluster takes rows c, c + clusters, ...;
+// thread 0 of each block starts the copy of its part of the next row with the TMA's 1-D bulk copy
+// (cp.async.bulk, completion counted in bytes on an mbarrier) as soon as the block has moved the
+// current part from shared memory into registers, so a block never waits at the exchange with
+// nothing in flight. Parts must be whole 16-byte vectors (cols a multiple of CLUSTER x PER_VEC).
+__device__ __forceinline__ unsigned int shared_address(const void* p)
+{
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void bulk_load(void* to, const void* from, unsigned int bytes, unsigned long long* arrived)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(arrived)), "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     shared_address(to)),
+                 "l"(from), "r"(bytes), "r"(shared_address(arrived))
+                 : "memory");
+}
+__device__ __forceinline__ void wait_phase(unsigned long long* arrived, unsigned int parity)
+{
+    unsigned int done = 0;
+    while (!done) {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(shared_address(arrived)), "r"(parity)
+                     : "memory");
+    }
+}
+
+template <class E, int CLUSTER, int BLOCK, int VALUES>
+__device__ void cluster_rows_prefetched(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                                        unsigned int rows, unsigned int cols)
+{
+    typedef RowShare<E, BLOCK, VALUES> Share;
+    __shared__ alignas(128) uint4 next[BLOCK * Share::VECTORS];
+    __shared__ float slots[2][2]; // (m, s) of even and odd turns
+    __shared__ alignas(8) unsigned long long arrived;
+    const unsigned int rank = blockIdx.x % CLUSTER, clusters = gridDim.x / CLUSTER;
+    const unsigned int part = cols / CLUSTER, bytes = part * sizeof(typename E::Word);
+    unsigned int row = blockIdx.x / CLUSTER;
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&arrived)) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && row < rows) {
+        bulk_load(next, in + (size_t)row * cols + (size_t)rank * part, bytes, &arrived);
+    }
+    for (unsigned int turn = 0; row < rows; turn++, row += clusters) {
+        Share share = {threadIdx.x, part, true};
+        wait_phase(&arrived, turn & 1);
+        const unsigned int pad = E::minus_infinity();
+#pragma unroll
+        for (int k = 0; k < Share::VECTORS; k++) {
+            share.q[k] = share.held(k * E::PER_VEC) ? next[threadIdx.x + k * BLOCK] : make_uint4(pad, pad, pad, pad);
+        }
+        __syncthreads(); // every thread has its part: the buffer is free for the next row's
+        if (threadIdx.x == 0 && row + clusters < rows) {
+            bulk_load(next, in + (size_t)(row + clusters) * cols + (size_t)rank * part, bytes, &arrived);
+        }
+        float m = MaxNaN::identity();
+#pragma unroll
+        for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
+        m = group_reduce<MaxNaN, BLOCK>(m);
+        const float shift = m == MaxNaN::identity() ? 0.0f : m;
+        float s = 0.0f;
+#pragma unroll
+        for (int j = 0; j < VALUES; j++) {
+            const float e = E::exp(share.get(j) - shift);
+            share.keep(j, e);
+            s += e;
+        }
+        s = group_reduce<Sum<float>, BLOCK>(s);
+        if (threadIdx.x == 0) {
+            slots[turn & 1][0] = m;
+            slots[turn & 1][1] = s;
+        }
+        cluster_arrive();
+        cluster_wait();
+        Online whole = OnlineOp::identity();
+#pragma unroll
+        for (int r = 0; r < CLUSTER; r++) {
+            const Online block = {read_slot(&slots[turn & 1][0], r), read_slot(&slots[turn & 1][1], r)};
+            whole = OnlineOp::combine(whole, block);
+        }
+        share.store(out + (size_t)row * cols + (size_t)rank * part, shift,
+                    OnlineOp::rescale(m, whole.m) * inverse_sum(whole));
+    }
+    cluster_arrive(); // the others may still read this block's slots
+    cluster_wait();
+}
+
+template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+    prefetched(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
+{
+    cluster_rows_prefetched<E, CLUSTER, BLOCK, VALUES>(in, out, rows, cols);
+}
+
 template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES = false>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
     variant(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
@@ -112,7 +213,50 @@ static Variant cluster_variant(std::string name)
     return v;
 }
 
-// The chapter's kernels with their cluster compiled in (__cluster_dims__): a plain launch, the
+// Persistent clusters, as many as the GPU holds at once (cudaOccupancyMaxActiveClusters), at most
+// one a row; VALUES elements a thread for f32 rows, VALUES_BF16 for bf16 (0: not timed).
+template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS>
+static Run prefetched_run()
+{
+    return [](const void* in, void* out, Shape s) {
+        const unsigned most = CLUSTER * BLOCK * VALUES;
+        if (VALUES == 0 || s.cols > most || 2 * s.cols <= most || s.cols % (CLUSTER * E::PER_VEC) != 0) return false;
+        auto kernel = prefetched<E, CLUSTER, BLOCK, VALUES == 0 ? E::PER_VEC : VALUES, MIN_BLOCKS>;
+        static int clusters = 0;
+        if (clusters == 0) {
+            cudaLaunchConfig_t config = {};
+            config.gridDim = dim3(CLUSTER * 1024);
+            config.blockDim = dim3(BLOCK);
+            cudaLaunchAttribute attribute[1];
+            attribute[0].id = cudaLaunchAttributeClusterDimension;
+            attribute[0].val.clusterDim.x = CLUSTER;
+            attribute[0].val.clusterDim.y = 1;
+            attribute[0].val.clusterDim.z = 1;
+            config.attrs = attribute;
+            config.numAttrs = 1;
+            CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+            std::printf("(%d clusters of %dx%d at once)\n", clusters, CLUSTER, BLOCK);
+        }
+        launch_on_clusters(kernel, std::min<unsigned>(s.rows, clusters) * CLUSTER, BLOCK, CLUSTER,
+                           (const typename E::Word*)in, (typename E::Word*)out, s.rows, s.cols);
+        return true;
+    };
+}
+
+template <int CLUSTER, int BLOCK, int VALUES, int VALUES_BF16, int MIN_BLOCKS>
+static Variant prefetched_variant(std::string name)
+{
+    Variant v{name, prefetched_run<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS>(),
+              prefetched_run<BF16, CLUSTER, BLOCK, VALUES_BF16, MIN_BLOCKS>()};
+    cudaFuncAttributes a;
+    auto kernel = prefetched<F32, CLUSTER, BLOCK, VALUES == 0 ? 4 : VALUES, MIN_BLOCKS>;
+    CHECK(cudaFuncGetAttributes(&a, kernel));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, 0));
+    return v;
+}
+
+// The chapter's kernels with their cluster compiled in// The chapter's kernels with their cluster compiled in (__cluster_dims__): a plain launch, the
 // shape softmax::cluster_shape picks.
 static Variant chapter_variant()
 {
@@ -237,6 +381,13 @@ int main()
     variants.push_back(cluster_variant<8, 256, 32, 4>("8x256x32 4/SM one exchange"));
     variants.push_back(cluster_variant<8, 256, 32, 4, true>("8x256x32 4/SM two exchanges"));
     variants.push_back(cluster_variant<8, 512, 32, 2>("8x512x32 2/SM one exchange"));
+    // The fourth run: persistent clusters that copy the next row's part into shared memory while
+    // they finish this one (prefetched, above).
+    variants.push_back(prefetched_variant<8, 256, 32, 32, 4>("8x256x32 prefetched 4/SM"));
+    variants.push_back(prefetched_variant<4, 256, 0, 64, 4>("4x256x64 prefetched 4/SM"));
+    variants.push_back(prefetched_variant<8, 256, 16, 32, 4>("8x256x16 prefetched 4/SM"));
+    variants.push_back(prefetched_variant<4, 256, 32, 32, 4>("4x256x32 prefetched 4/SM"));
+    variants.push_back(prefetched_variant<8, 128, 64, 64, 4>("8x128x64 prefetched 4/SM"));
 
     const Shape shapes[] = {{768, 1u << 16}, {1536, 1u << 15}, {384, 1u << 17}, {3072, 1u << 14}};
     // Check every variant against split rows, f32 within 1e-5 relative, bf16 within one bf16 ulp.

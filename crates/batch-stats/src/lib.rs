@@ -513,9 +513,11 @@ pub fn channel_stats(values: &[f64], variance: Variance) -> (f64, f64) {
 /// `u h (X + 6D)`. The variance's bound is the first-order one of Chan, Golub and LeVeque (1983)
 /// for the updating and pairwise algorithms, a relative error of at most c h u κ with κ the
 /// condition number sqrt(1 + mean² / variance): in absolute terms c h u σ rms <= c h u D X, plus 3
-/// roundings of m2 per level, so `u h (8 X D + 3 var) n / (n - correction)` (c = 8, generous:
-/// their constant is about 1 for a chain, and errors add up as a random walk in practice).
-/// Beside both, `2^-149 h` for results in the subnormal range.
+/// roundings of m2 per level (a lane's m2, the sum of its squared differences from its first value
+/// less the mean's share, loses at most about 2 x 16 + 1 roundings of itself to that subtraction:
+/// within 3 h u var, h being at least 14), so `u h (8 X D + 3 var) n / (n - correction)` (c = 8,
+/// generous: their constant is about 1 for a chain, and errors add up as a random walk in
+/// practice). Beside both, `2^-149 h` for results in the subnormal range.
 pub fn tolerance(values: &[f64], chain: u64, variance: Variance) -> (f64, f64) {
     let (mean, var) = channel_stats(values, Variance::Population);
     let largest = values.iter().fold(0.0f64, |m, x| m.max(x.abs()));
