@@ -388,6 +388,11 @@ int main()
     variants.push_back(prefetched_variant<8, 256, 16, 32, 4>("8x256x16 prefetched 4/SM"));
     variants.push_back(prefetched_variant<4, 256, 32, 32, 4>("4x256x32 prefetched 4/SM"));
     variants.push_back(prefetched_variant<8, 128, 64, 64, 4>("8x128x64 prefetched 4/SM"));
+    // The fifth run: clusters of 2, which (scripts/cluster-sms-probe.cu) every SM of an H200 takes,
+    // where clusters of 4 and 8 run on 124 of its 132.
+    variants.push_back(cluster_variant<2, 1024, 32, 1>("2x1024x32 1/SM one exchange"));
+    variants.push_back(cluster_variant<2, 512, 64, 1>("2x512x64 1/SM one exchange"));
+    variants.push_back(cluster_variant<2, 512, 64, 2>("2x512x64 2/SM one exchange"));
 
     const Shape shapes[] = {{768, 1u << 16}, {1536, 1u << 15}, {384, 1u << 17}, {3072, 1u << 14}};
     // Check every variant against split rows, f32 within 1e-5 relative, bf16 within one bf16 ulp.
