@@ -5,7 +5,9 @@
 // cluster's shape given at launch (cudaLaunchKernelEx), the compiler asked for registers that let
 // MIN_BLOCKS blocks share an SM; the chapter's kernels (their shape compiled in) run with a plain
 // launch. The fourth run adds persistent clusters that copy their next row's parts into shared
-// memory by bulk copies while they finish the current one (prefetched).
+// memory by bulk copies while they finish the current one (prefetched); the fifth, clusters of 2
+// (every SM takes them, where clusters of 4 and 8 run on 124 of 132: cluster-sms-probe.cu); the
+// sixth, clusters of 2 whose blocks hold half their part in shared memory (halves).
 // Every variant is checked against split rows first; times are the median of 15 batches of
 // CUDA-event timings, as in the tour.
 //
@@ -166,6 +168,99 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
     cluster_rows_prefetched<E, CLUSTER, BLOCK, VALUES>(in, out, rows, cols);
 }
 
+// The sixth run's candidate: clusters of 2 (which every SM takes), two blocks of BLOCK threads an
+// SM, each block's half row held half in registers (VALUES elements a thread, as loaded) and half
+// in shared memory, copied there by cp.async 16 bytes at a time (no registers on the way). Rows of
+// exactly 4 x BLOCK x VALUES elements, 16-byte aligned.
+template <class E, int BLOCK, int VALUES>
+__device__ void cluster_halves(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                               unsigned int rows, unsigned int cols)
+{
+    typedef RowShare<E, BLOCK, VALUES> Share;
+    enum { VECTORS = Share::VECTORS };
+    extern __shared__ uint4 held[]; // BLOCK x VECTORS vectors: the second half of the block's part
+    __shared__ float slots[2];
+    unsigned int len;
+    const size_t offset = cluster_part<2>(cols, len);
+    const uint4* x = reinterpret_cast<const uint4*>(in + offset) + BLOCK * VECTORS;
+    uint4* y = reinterpret_cast<uint4*>(out + offset) + BLOCK * VECTORS;
+    const unsigned int t = threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < VECTORS; k++) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(&held[t + k * BLOCK])),
+                     "l"(x + t + k * BLOCK)
+                     : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    Share share = {t, (unsigned int)(BLOCK * VALUES), true};
+    share.load(in + offset);
+    asm volatile("cp.async.wait_all;" ::: "memory"); // this thread's own copies: no barrier needed
+    float m = MaxNaN::identity();
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
+#pragma unroll
+    for (int k = 0; k < VECTORS; k++) {
+        const uint4 q = held[t + k * BLOCK];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) m = MaxNaN::combine(m, E::element(q, j));
+    }
+    m = group_reduce<MaxNaN, BLOCK>(m);
+    const float shift = m == MaxNaN::identity() ? 0.0f : m;
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        const float e = E::exp(share.get(j) - shift);
+        share.keep(j, e);
+        s += e;
+    }
+#pragma unroll
+    for (int k = 0; k < VECTORS; k++) {
+        uint4 q = held[t + k * BLOCK];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) {
+            const float e = E::exp(E::element(q, j) - shift);
+            E::keep(q, j, e);
+            s += e;
+        }
+        if (E::KEEPS_EXP) held[t + k * BLOCK] = q;
+    }
+    s = group_reduce<Sum<float>, BLOCK>(s);
+    if (t == 0) {
+        slots[0] = m;
+        slots[1] = s;
+    }
+    cluster_arrive();
+    cluster_wait();
+    Online whole = OnlineOp::identity();
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const Online block = {read_slot(&slots[0], r), read_slot(&slots[1], r)};
+        whole = OnlineOp::combine(whole, block);
+    }
+    cluster_arrive();
+    const float scale = OnlineOp::rescale(m, whole.m) * inverse_sum(whole);
+    share.store(out + offset, shift, scale);
+#pragma unroll
+    for (int k = 0; k < VECTORS; k++) {
+        const uint4 q = held[t + k * BLOCK];
+        float v[E::PER_VEC];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) {
+            v[j] = (E::KEEPS_EXP ? E::element(q, j) : E::exp(E::element(q, j) - shift)) * scale;
+        }
+        y[t + k * BLOCK] = E::pack(v);
+    }
+    cluster_wait();
+}
+
+template <class E, int BLOCK, int VALUES>
+__global__ void __launch_bounds__(BLOCK, 2)
+    halves(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
+{
+    cluster_halves<E, BLOCK, VALUES>(in, out, rows, cols);
+}
+
+
 template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES = false>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
     variant(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
@@ -224,17 +319,8 @@ static Run prefetched_run()
         auto kernel = prefetched<E, CLUSTER, BLOCK, VALUES == 0 ? E::PER_VEC : VALUES, MIN_BLOCKS>;
         static int clusters = 0;
         if (clusters == 0) {
-            cudaLaunchConfig_t config = {};
-            config.gridDim = dim3(CLUSTER * 1024);
-            config.blockDim = dim3(BLOCK);
-            cudaLaunchAttribute attribute[1];
-            attribute[0].id = cudaLaunchAttributeClusterDimension;
-            attribute[0].val.clusterDim.x = CLUSTER;
-            attribute[0].val.clusterDim.y = 1;
-            attribute[0].val.clusterDim.z = 1;
-            config.attrs = attribute;
-            config.numAttrs = 1;
-            CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+            ClusterLaunch launch(CLUSTER * 1024, BLOCK, CLUSTER);
+            CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config));
             std::printf("(%d clusters of %dx%d at once)\n", clusters, CLUSTER, BLOCK);
         }
         launch_on_clusters(kernel, std::min<unsigned>(s.rows, clusters) * CLUSTER, BLOCK, CLUSTER,
@@ -253,6 +339,35 @@ static Variant prefetched_variant(std::string name)
     CHECK(cudaFuncGetAttributes(&a, kernel));
     v.regs = a.numRegs;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, 0));
+    return v;
+}
+
+template <class E, int BLOCK, int VALUES>
+static Run halves_run()
+{
+    return [](const void* in, void* out, Shape s) {
+        if (VALUES == 0 || s.cols != 4u * BLOCK * VALUES) return false;
+        auto kernel = halves<E, BLOCK, VALUES == 0 ? E::PER_VEC : VALUES>;
+        const int smem = BLOCK * (VALUES / E::PER_VEC) * 16;
+        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        ClusterLaunch launch(s.rows * 2, BLOCK, 2, smem);
+        CHECK(cudaLaunchKernelEx(&launch.config, kernel, (const typename E::Word*)in, (typename E::Word*)out, s.rows,
+                                 s.cols));
+        return true;
+    };
+}
+
+template <int BLOCK, int VALUES, int VALUES_BF16>
+static Variant halves_variant(std::string name)
+{
+    Variant v{name, halves_run<F32, BLOCK, VALUES>(), halves_run<BF16, BLOCK, VALUES_BF16>()};
+    cudaFuncAttributes a;
+    auto kernel = halves<F32, BLOCK, VALUES == 0 ? 4 : VALUES>;
+    const int smem = BLOCK * ((VALUES == 0 ? 4 : VALUES) / 4) * 16;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CHECK(cudaFuncGetAttributes(&a, kernel));
+    v.regs = a.numRegs;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, smem));
     return v;
 }
 
@@ -393,6 +508,10 @@ int main()
     variants.push_back(cluster_variant<2, 1024, 32, 1>("2x1024x32 1/SM one exchange"));
     variants.push_back(cluster_variant<2, 512, 64, 1>("2x512x64 1/SM one exchange"));
     variants.push_back(cluster_variant<2, 512, 64, 2>("2x512x64 2/SM one exchange"));
+    // The sixth run: clusters of 2 at two blocks an SM, each block's half row half in registers and
+    // half in shared memory (halves, above).
+    variants.push_back(halves_variant<512, 32, 32>("2x512x(32+32) halves 2/SM"));
+    variants.push_back(halves_variant<256, 32, 64>("2x256x(v+v) halves"));
 
     const Shape shapes[] = {{768, 1u << 16}, {1536, 1u << 15}, {384, 1u << 17}, {3072, 1u << 14}};
     // Check every variant against split rows, f32 within 1e-5 relative, bf16 within one bf16 ulp.

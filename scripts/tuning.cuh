@@ -65,21 +65,32 @@ static float host_bf16_value(unsigned short w)
     return f;
 }
 
-// kernel<<<grid, block>>>(args...) on clusters of `cluster` blocks, the cluster's shape given at
-// launch (cudaLaunchKernelEx) rather than compiled in.
+// A launch of `grid` blocks of `block` threads (and `smem` bytes of dynamic shared memory) on
+// clusters of `cluster` blocks, the cluster's shape given at launch (cudaLaunchKernelEx) rather
+// than compiled in. Used in place: `config` points at the member `attribute`.
+struct ClusterLaunch {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute[1];
+    ClusterLaunch(unsigned grid, unsigned block, unsigned cluster, size_t smem = 0)
+    {
+        config.gridDim = dim3(grid);
+        config.blockDim = dim3(block);
+        config.dynamicSmemBytes = smem;
+        attribute[0].id = cudaLaunchAttributeClusterDimension;
+        attribute[0].val.clusterDim.x = cluster;
+        attribute[0].val.clusterDim.y = 1;
+        attribute[0].val.clusterDim.z = 1;
+        config.attrs = attribute;
+        config.numAttrs = 1;
+    }
+    ClusterLaunch(const ClusterLaunch&) = delete;
+};
+
+// kernel<<<grid, block, smem>>>(args...) on clusters of `cluster` blocks.
 template <class... Params, class... Args>
 static void launch_on_clusters(void (*kernel)(Params...), unsigned grid, unsigned block, unsigned cluster,
                                Args... args)
 {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(block);
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = cluster;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+    ClusterLaunch launch(grid, block, cluster);
+    CHECK(cudaLaunchKernelEx(&launch.config, kernel, args...));
 }
