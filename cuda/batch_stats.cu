@@ -185,8 +185,11 @@ __device__ __forceinline__ void add_halves(float* s)
 // the d, and m2 is the sum of their squares less the mean's share, sum d^2 - (sum d)^2 / m. The
 // copies' d are exactly 0, so they add nothing to either sum and no value needs a mask; constant
 // data gives x[0] exactly and a variance of exactly 0. The squares go in four chains as they come,
-// the d then add as a tree; one division for up to K values. (As x[0] is one of the values, m2
-// loses at most about 2m + 1 roundings of itself to the subtraction: |x[0] - mean|^2 <= m2.)
+// the d then add as a tree; one division for up to K values. The subtraction magnifies the two
+// sums' roundings by up to about m + 1 (x[0] is one of the values, so |x[0] - mean|^2 <= m2): where
+// x[0] is an outlier, m2 can be off by tens of its roundings (about a hundred for 16 values in
+// the worst case found), where the two-pass form kept about thirty; such data has a spread
+// (batch_stats::tolerance's X D) many times its variance, and the tests' bound grows with it.
 // Where a sum or a square overflows, or a value is not finite, the two-pass form with masks: the
 // mean of x / m where the sum of the d overflowed (values near f32's limit, of both signs), then
 // the squares of x - mean, infinities and NaN as IEEE arithmetic gives them.

@@ -86,7 +86,7 @@ struct ClusterLaunch {
     ClusterLaunch(const ClusterLaunch&) = delete;
 };
 
-// kernel<<<grid, block, smem>>>(args...) on clusters of `cluster` blocks.
+// kernel<<<grid, block>>>(args...) on clusters of `cluster` blocks.
 template <class... Params, class... Args>
 static void launch_on_clusters(void (*kernel)(Params...), unsigned grid, unsigned block, unsigned cluster,
                                Args... args)

@@ -514,8 +514,9 @@ pub fn channel_stats(values: &[f64], variance: Variance) -> (f64, f64) {
 /// for the updating and pairwise algorithms, a relative error of at most c h u κ with κ the
 /// condition number sqrt(1 + mean² / variance): in absolute terms c h u σ rms <= c h u D X, plus 3
 /// roundings of m2 per level (a lane's m2, the sum of its squared differences from its first value
-/// less the mean's share, loses at most about 2 x 16 + 1 roundings of itself to that subtraction:
-/// within 3 h u var, h being at least 14), so `u h (8 X D + 3 var) n / (n - correction)` (c = 8,
+/// less the mean's share, can be off by about a hundred roundings of itself where that first value
+/// is an outlier, data whose X D is then many times its variance), so
+/// `u h (8 X D + 3 var) n / (n - correction)` (c = 8,
 /// generous: their constant is about 1 for a chain, and errors add up as a random walk in
 /// practice). Beside both, `2^-149 h` for results in the subnormal range.
 pub fn tolerance(values: &[f64], chain: u64, variance: Variance) -> (f64, f64) {
