@@ -1,8 +1,9 @@
 // On how many SMs do thread block clusters of 1 to 16 blocks run? Each block of 256 threads
 // records the SM it runs on (%smid) and stays 20 us; the program counts the distinct SMs over the
-// whole launch (it does not check which blocks overlapped in time); dynamic shared memory holds 4, 2 or 1 blocks on an SM. Printed beside
-// cudaOccupancyMaxActiveClusters for the same launch. (softmax's step 7 runs clusters of 4 and 8
-// blocks of 256, four an SM: book/src/softmax/softmax.md, *On the H200*.)
+// whole launch (it does not check which blocks overlapped in time). Dynamic shared memory holds 4,
+// 2 or 1 blocks on an SM. Printed beside cudaOccupancyMaxActiveClusters for the same launch.
+// (softmax's step 7 runs clusters of 4 and 8 blocks of 256, four an SM:
+// book/src/softmax/softmax.md, *On the H200*.)
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o cluster-sms-probe scripts/cluster-sms-probe.cu
 //   ./cluster-sms-probe

@@ -25,6 +25,48 @@
 
 #include "tuning.cuh"
 
+// What cluster_rows (cuda/softmax.cu) does with a block's share, in pieces the variants below
+// reuse: this thread's max over its VALUES slots, this thread's sum of e = exp(x - shift) (e kept
+// in place of x where the slot has room), and the exchange of the blocks' (m, s) through `slots`
+// (this block's pair, which the cluster's CLUSTER blocks read), merged in the ranks' order.
+template <class E, int VALUES, class Share>
+__device__ __forceinline__ float thread_max(const Share& share)
+{
+    float m = MaxNaN::identity();
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
+    return m;
+}
+template <class E, int VALUES, class Share>
+__device__ __forceinline__ float thread_sum_exp(Share& share, float shift)
+{
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VALUES; j++) {
+        const float e = E::exp(share.get(j) - shift);
+        share.keep(j, e);
+        s += e;
+    }
+    return s;
+}
+template <int CLUSTER>
+__device__ __forceinline__ Online exchange(float* slots, float m, float s)
+{
+    if (threadIdx.x == 0) {
+        slots[0] = m;
+        slots[1] = s;
+    }
+    cluster_arrive();
+    cluster_wait();
+    Online whole = OnlineOp::identity();
+#pragma unroll
+    for (int r = 0; r < CLUSTER; r++) {
+        const Online block = {read_slot(&slots[0], r), read_slot(&slots[1], r)};
+        whole = OnlineOp::combine(whole, block);
+    }
+    return whole;
+}
+
 // Two exchanges, the first form of step 7: the cluster's max through one cluster barrier, then
 // exp(x - max) and the cluster's sum through another.
 template <class Op, int CLUSTER>
@@ -51,18 +93,10 @@ __device__ void cluster_rows_two_exchanges(const typename E::Word* __restrict__ 
     RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
                                         aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
     share.load(x_part);
-    float m = MaxNaN::identity();
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
-    m = cluster_reduce<MaxNaN, CLUSTER>(&slots[0], group_reduce<MaxNaN, BLOCK>(m));
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) {
-        const float e = E::exp(share.get(j) - m);
-        share.keep(j, e);
-        s += e;
-    }
-    s = cluster_reduce<Sum<float>, CLUSTER>(&slots[1], group_reduce<Sum<float>, BLOCK>(s));
+    const float block_m = group_reduce<MaxNaN, BLOCK>(thread_max<E, VALUES>(share));
+    const float m = cluster_reduce<MaxNaN, CLUSTER>(&slots[0], block_m);
+    const float block_s = group_reduce<Sum<float>, BLOCK>(thread_sum_exp<E, VALUES>(share, m));
+    const float s = cluster_reduce<Sum<float>, CLUSTER>(&slots[1], block_s);
     cluster_arrive();
     share.store(y_part, m, 1.0f / s);
     cluster_wait();
@@ -98,6 +132,7 @@ __device__ __forceinline__ void wait_phase(unsigned long long* arrived, unsigned
     }
 }
 
+
 template <class E, int CLUSTER, int BLOCK, int VALUES>
 __device__ void cluster_rows_prefetched(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
                                         unsigned int rows, unsigned int cols)
@@ -127,33 +162,16 @@ __device__ void cluster_rows_prefetched(const typename E::Word* __restrict__ in,
         }
         __syncthreads(); // every thread has its part: the buffer is free for the next row's
         if (threadIdx.x == 0 && row + clusters < rows) {
+            // The threads' reads of the buffer (generic proxy) ordered before the bulk copy's
+            // writes (async proxy). A run without this fence found one row of 8x256x16 off by
+            // 1.05e-5 relative, about what one element from another row would do.
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             bulk_load(next, in + (size_t)(row + clusters) * cols + (size_t)rank * part, bytes, &arrived);
         }
-        float m = MaxNaN::identity();
-#pragma unroll
-        for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
-        m = group_reduce<MaxNaN, BLOCK>(m);
+        const float m = group_reduce<MaxNaN, BLOCK>(thread_max<E, VALUES>(share));
         const float shift = m == MaxNaN::identity() ? 0.0f : m;
-        float s = 0.0f;
-#pragma unroll
-        for (int j = 0; j < VALUES; j++) {
-            const float e = E::exp(share.get(j) - shift);
-            share.keep(j, e);
-            s += e;
-        }
-        s = group_reduce<Sum<float>, BLOCK>(s);
-        if (threadIdx.x == 0) {
-            slots[turn & 1][0] = m;
-            slots[turn & 1][1] = s;
-        }
-        cluster_arrive();
-        cluster_wait();
-        Online whole = OnlineOp::identity();
-#pragma unroll
-        for (int r = 0; r < CLUSTER; r++) {
-            const Online block = {read_slot(&slots[turn & 1][0], r), read_slot(&slots[turn & 1][1], r)};
-            whole = OnlineOp::combine(whole, block);
-        }
+        const float s = group_reduce<Sum<float>, BLOCK>(thread_sum_exp<E, VALUES>(share, shift));
+        const Online whole = exchange<CLUSTER>(slots[turn & 1], m, s);
         share.store(out + (size_t)row * cols + (size_t)rank * part, shift,
                     OnlineOp::rescale(m, whole.m) * inverse_sum(whole));
     }
@@ -195,9 +213,7 @@ __device__ void cluster_halves(const typename E::Word* __restrict__ in, typename
     Share share = {t, (unsigned int)(BLOCK * VALUES), true};
     share.load(in + offset);
     asm volatile("cp.async.wait_all;" ::: "memory"); // this thread's own copies: no barrier needed
-    float m = MaxNaN::identity();
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
+    float m = thread_max<E, VALUES>(share);
 #pragma unroll
     for (int k = 0; k < VECTORS; k++) {
         const uint4 q = held[t + k * BLOCK];
@@ -206,13 +222,7 @@ __device__ void cluster_halves(const typename E::Word* __restrict__ in, typename
     }
     m = group_reduce<MaxNaN, BLOCK>(m);
     const float shift = m == MaxNaN::identity() ? 0.0f : m;
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) {
-        const float e = E::exp(share.get(j) - shift);
-        share.keep(j, e);
-        s += e;
-    }
+    float s = thread_sum_exp<E, VALUES>(share, shift);
 #pragma unroll
     for (int k = 0; k < VECTORS; k++) {
         uint4 q = held[t + k * BLOCK];
@@ -225,18 +235,7 @@ __device__ void cluster_halves(const typename E::Word* __restrict__ in, typename
         if (E::KEEPS_EXP) held[t + k * BLOCK] = q;
     }
     s = group_reduce<Sum<float>, BLOCK>(s);
-    if (t == 0) {
-        slots[0] = m;
-        slots[1] = s;
-    }
-    cluster_arrive();
-    cluster_wait();
-    Online whole = OnlineOp::identity();
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const Online block = {read_slot(&slots[0], r), read_slot(&slots[1], r)};
-        whole = OnlineOp::combine(whole, block);
-    }
+    const Online whole = exchange<2>(slots, m, s);
     cluster_arrive();
     const float scale = OnlineOp::rescale(m, whole.m) * inverse_sum(whole);
     share.store(out + offset, shift, scale);
@@ -280,6 +279,15 @@ struct Variant {
     std::string name;
     Run f32, bf16;
     int regs = 0, blocks_per_sm = 0;
+    // The registers a thread of `kernel` takes and its blocks of `block` threads an SM holds.
+    template <class Kernel>
+    void occupancy_of(Kernel kernel, int block, size_t smem = 0)
+    {
+        cudaFuncAttributes a;
+        CHECK(cudaFuncGetAttributes(&a, kernel));
+        regs = a.numRegs;
+        CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, block, smem));
+    }
 };
 
 template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES>
@@ -300,11 +308,7 @@ static Variant cluster_variant(std::string name)
 {
     Variant v{name, cluster_run<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>(),
               cluster_run<BF16, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>()};
-    cudaFuncAttributes a;
-    auto kernel = variant<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>;
-    CHECK(cudaFuncGetAttributes(&a, kernel));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, 0));
+    v.occupancy_of(variant<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, TWO_EXCHANGES>, BLOCK);
     return v;
 }
 
@@ -334,12 +338,21 @@ static Variant prefetched_variant(std::string name)
 {
     Variant v{name, prefetched_run<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS>(),
               prefetched_run<BF16, CLUSTER, BLOCK, VALUES_BF16, MIN_BLOCKS>()};
-    cudaFuncAttributes a;
-    auto kernel = prefetched<F32, CLUSTER, BLOCK, VALUES == 0 ? 4 : VALUES, MIN_BLOCKS>;
-    CHECK(cudaFuncGetAttributes(&a, kernel));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, 0));
+    v.occupancy_of(prefetched<F32, CLUSTER, BLOCK, VALUES == 0 ? 4 : VALUES, MIN_BLOCKS>, BLOCK);
     return v;
+}
+
+// The dynamic shared memory of halves<E, BLOCK, VALUES> (the second half of a block's part), asked
+// for once (past the default 48 KiB).
+template <class E, int BLOCK, int VALUES>
+static int halves_shared_bytes()
+{
+    static const int smem = [] {
+        const int bytes = BLOCK * (VALUES / E::PER_VEC) * 16;
+        CHECK(cudaFuncSetAttribute(halves<E, BLOCK, VALUES>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+        return bytes;
+    }();
+    return smem;
 }
 
 template <class E, int BLOCK, int VALUES>
@@ -347,9 +360,9 @@ static Run halves_run()
 {
     return [](const void* in, void* out, Shape s) {
         if (VALUES == 0 || s.cols != 4u * BLOCK * VALUES) return false;
-        auto kernel = halves<E, BLOCK, VALUES == 0 ? E::PER_VEC : VALUES>;
-        const int smem = BLOCK * (VALUES / E::PER_VEC) * 16;
-        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        constexpr int values = VALUES == 0 ? E::PER_VEC : VALUES;
+        auto kernel = halves<E, BLOCK, values>;
+        const int smem = halves_shared_bytes<E, BLOCK, values>();
         ClusterLaunch launch(s.rows * 2, BLOCK, 2, smem);
         CHECK(cudaLaunchKernelEx(&launch.config, kernel, (const typename E::Word*)in, (typename E::Word*)out, s.rows,
                                  s.cols));
@@ -361,17 +374,12 @@ template <int BLOCK, int VALUES, int VALUES_BF16>
 static Variant halves_variant(std::string name)
 {
     Variant v{name, halves_run<F32, BLOCK, VALUES>(), halves_run<BF16, BLOCK, VALUES_BF16>()};
-    cudaFuncAttributes a;
-    auto kernel = halves<F32, BLOCK, VALUES == 0 ? 4 : VALUES>;
-    const int smem = BLOCK * ((VALUES == 0 ? 4 : VALUES) / 4) * 16;
-    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    CHECK(cudaFuncGetAttributes(&a, kernel));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, kernel, BLOCK, smem));
+    constexpr int values = VALUES == 0 ? 4 : VALUES;
+    v.occupancy_of(halves<F32, BLOCK, values>, BLOCK, halves_shared_bytes<F32, BLOCK, values>());
     return v;
 }
 
-// The chapter's kernels with their cluster compiled in// The chapter's kernels with their cluster compiled in (__cluster_dims__): a plain launch, the
+// The chapter's kernels with their cluster compiled in (__cluster_dims__): a plain launch, the
 // shape softmax::cluster_shape picks.
 static Variant chapter_variant()
 {
@@ -398,10 +406,7 @@ static Variant chapter_variant()
         CHECK(cudaGetLastError());
         return true;
     };
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, softmax_cluster_8x256x32));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, softmax_cluster_8x256x32, 256, 0));
+    v.occupancy_of(softmax_cluster_8x256x32, 256);
     return v;
 }
 
@@ -451,10 +456,7 @@ static Variant block_512x64_variant()
         softmax_on_chip_512x64_bf16<<<s.rows, 512>>>((const unsigned short*)in, (unsigned short*)out, s.rows, s.cols);
         return true;
     };
-    cudaFuncAttributes a;
-    CHECK(cudaFuncGetAttributes(&a, softmax_on_chip_512x64));
-    v.regs = a.numRegs;
-    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v.blocks_per_sm, softmax_on_chip_512x64, 512, 0));
+    v.occupancy_of(softmax_on_chip_512x64, 512);
     return v;
 }
 
