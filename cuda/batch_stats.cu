@@ -602,18 +602,17 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 //
 // What it does: step 4's loads (V elements, as vector_width allows) and finish, with as many slices
 // a channel as step 3 sizes from pieces, here from turns; but a block's share of its channel is a
-// run of the channel's vectors instead of its pieces. The
-// channel's N planes of H x W / V vectors are counted plane after plane; block s of the channel
-// takes vectors [s per, (s + 1) per) of them (per = ceil(N x H x W / V / slices)), and its warps
-// take turns of 32 L vectors (L = K / V loads a lane, K = E::K_LONG values: 16 f32 or 32 bf16),
-// warp w's turns starting at vectors w, w + WARPS, ... times 32 L of the run. Lane l's load k of a
-// turn is the turn's vector 32 k + l, in whichever plane it falls: the lane finds the plane and
-// the vector in it of its first load with one division, before its first turn (each next turn
-// starts a fixed number of planes and vectors on, divided out once), and steps a pointer 32
-// vectors further for each next load, carrying over a plane's end by a test and a jump over the
-// other channels' planes (a loop for planes of fewer than 32 vectors). A run's last turn may be
-// short: a lane makes only its loads inside the run, and its other slots hold copies of a loaded
-// value, which add nothing to the fold (lane_piece's rule).
+// run of the channel's vectors instead of its pieces. The channel's N planes of H x W / V vectors
+// are counted plane after plane; block s of the channel takes vectors [s per, (s + 1) per) of them
+// (per = ceil(N x H x W / V / slices)), and its warps take turns of 32 L vectors (L = K / V loads a
+// lane, K = E::K_LONG values: 16 f32 or 32 bf16), warp w's turns starting at vectors w, w + WARPS,
+// ... times 32 L of the run. Lane l's load k of a turn is the turn's vector 32 k + l, in whichever
+// plane it falls: the lane finds the plane and the vector in it of its first load with one
+// division, before its first turn (each next turn starts a fixed number of planes and vectors on,
+// divided out once), and steps a pointer 32 vectors further for each next load, carrying over a
+// plane's end by a test and a jump over the other channels' planes (a loop for planes of fewer than
+// 32 vectors). A run's last turn may be short: a lane makes only its loads inside the run, and its
+// other slots hold copies of a loaded value, which add nothing to the fold (lane_piece's rule).
 //
 // What changed from vectors: no turn is a plane's short last piece. A bf16 plane of 3136 was three
 // pieces of 1024 and one of 64, so a quarter of a warp's turns loaded 64 elements with 8 of its
