@@ -724,7 +724,15 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 // widths of most models) in tensors that start on 16-byte boundaries have a kernel of their own:
 // there every lane of a warp holds as many elements at the same scale, so a warp's merges move
 // and combine only what differs between two lanes' states (full_warp_merge), the row's warps
-// merge in pairs with no division, and no load or store checks its alignment.
+// merge in pairs with no division, and no load or store checks its alignment. The bf16 layer
+// norm's takes its statistics unscaled first (unscaled_full_lanes, below).
+// The row's 16-byte loads and the output's 16-byte stores are marked as streaming (__ldcs and
+// __stcs: ld.global.cs, st.global.cs, evict first), except a long row's first read of a chunk,
+// which it reads again. Measured, not derived: on an H200 the bf16 RMS norm of rows of 4096 went
+// from 91.6% of the copy to 96.0% with both marked, the f32 layer norm from 91.2% to 95.4%, where
+// either alone lost a little on a kernel of the tuning program's own (scripts/norms-bf16-tuning.cu,
+// twelfth run). A guess at why: w and b, which every row reads again, stay in the L1 when the
+// rows' bytes do not.
 //
 // What it leaves slow: rows longer than eight warps' registers (8192 elements) are read twice, a
 // chunk at a time, by one block per row; and the weights and bias are read again for every row
@@ -748,7 +756,9 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 // (Vectors::get): for f32 that is the register itself; for bf16 a shift or a mask each time, which
 // holds a lane's 32 elements in 16 registers instead of 32, so that more rows share an SM.
 // (`v` is a Vectors<E> here; scripts/norms-bf16-tuning.cu passes other holdings of its `q`.)
-template <class E, class Slots>
+// With STREAM (every read but the first of a row read twice), the 16-byte loads are marked as
+// streaming (ld.global.cs, __ldcs): evict first, from the L1 and the L2.
+template <class E, bool STREAM = true, class Slots>
 __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
                                             unsigned int lanes, bool whole, Slots& v)
 {
@@ -757,9 +767,9 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
 #pragma unroll
     for (int k = 0; k < Slots::VECTORS; k++) {
         const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
-        // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into q[k]: one 16-byte load (a uint4, the vector-th of the chunk) where whole is true and the vector lies inside len, else E::gather(x, first, len)
+        // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into q[k]: one 16-byte load (a uint4, the vector-th of the chunk; __ldcs where STREAM) where whole is true and the vector lies inside len, else E::gather(x, first, len)
         if (whole && first + E::PER_VEC <= len) {
-            q[k] = reinterpret_cast<const uint4*>(x)[vector];
+            q[k] = STREAM ? __ldcs(reinterpret_cast<const uint4*>(x) + vector) : reinterpret_cast<const uint4*>(x)[vector];
         } else {
             q[k] = E::gather(x, first, len);
         }
@@ -771,8 +781,10 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
 }
 
 // The write of a chunk from a lane's elements: `v` holds them (v.get(s), Slots::N of them; a
-// Vectors<E> here, other holdings in scripts/norms-bf16-tuning.cu).
-template <class E, class N, class Slots>
+// Vectors<E> here, other holdings in scripts/norms-bf16-tuning.cu). With STREAM, the 16-byte
+// stores are marked as streaming (st.global.cs, __stcs): nothing reads y again. With FULL (the
+// caller knows it), every vector of the lane is inside len and whole: no test, no other path.
+template <class E, class N, bool STREAM = true, bool FULL = false, class Slots>
 __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, unsigned int lane,
                                               unsigned int lanes, bool whole,
                                               const typename E::Word* __restrict__ w,
@@ -782,10 +794,10 @@ __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, 
 #pragma unroll
     for (int k = 0; k < Slots::N / E::PER_VEC; k++) {
         const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
-        if (first >= len) {
+        if (!FULL && first >= len) {
             continue;
         }
-        if (whole && first + E::PER_VEC <= len) {
+        if (FULL || (whole && first + E::PER_VEC <= len)) {
             const uint4 wq = reinterpret_cast<const uint4*>(w)[vector];
             const uint4 bq = N::HAS_BIAS ? reinterpret_cast<const uint4*>(b)[vector] : make_uint4(0u, 0u, 0u, 0u);
             float out[E::PER_VEC];
@@ -793,7 +805,11 @@ __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, 
             for (int j = 0; j < E::PER_VEC; j++) {
                 out[j] = N::apply(v.get(k * E::PER_VEC + j), a, E::element(wq, j), E::element(bq, j));
             }
-            reinterpret_cast<uint4*>(y)[vector] = E::pack(out);
+            if (STREAM) {
+                __stcs(reinterpret_cast<uint4*>(y) + vector, E::pack(out));
+            } else {
+                reinterpret_cast<uint4*>(y)[vector] = E::pack(out);
+            }
         } else {
 #pragma unroll
             for (int j = 0; j < E::PER_VEC; j++) {
@@ -838,11 +854,29 @@ __device__ __forceinline__ Scaled full_warp_merge(Scaled s)
     return s;
 }
 
+// MomentsOp::combine's path for equal counts at one scale, without the others' code: the merge of
+// unscaled_full_lanes (below), whose warps' states all hold as many elements at e = 0.
+__device__ __forceinline__ Moments merge_equal(Moments a, Moments b)
+{
+    const float d = b.mean - a.mean;
+    Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean), fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
+    return merged;
+}
+
+// Whether statistics taken unscaled can stand (unscaled_full_lanes): a finite mean, and an m2
+// finite and at least cols x 2^-100 (a variance of 2^-100, whose squares are far above the
+// subnormals).
+__device__ __forceinline__ bool unscaled_passes(Moments s, unsigned int cols)
+{
+    return isfinite(s.mean) && s.m2 <= 3.0e38f && s.m2 >= (float)cols * 7.8886091e-31f; // 2^-100
+}
+
 // Which rows a kernel of step 3 takes: rows that fill every lane of their warps, other rows the
 // lanes hold, and rows longer than the lanes hold (a chunk at a time).
 enum RowFit { FULL_LANES, IN_REGISTERS, IN_CHUNKS };
 
-template <class E, class N, RowFit FIT>
+// STREAM is the chapter's (true): scripts/norms-bf16-tuning.cu turns it off to measure without it.
+template <class E, class N, RowFit FIT, bool STREAM = true>
 __device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
                           const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
                           unsigned int cols, float eps, unsigned int warps)
@@ -861,7 +895,7 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
         const bool whole = FIT == FULL_LANES || (aligned16(x + offset) && aligned16(y + offset) && aligned16(w) &&
                                                  (!N::HAS_BIAS || aligned16(b)));
         const unsigned int len = live ? cols : 0;
-        const int count = load_vectors<E>(x + offset, len, lane, lanes, whole, v);
+        const int count = load_vectors<E, STREAM>(x + offset, len, lane, lanes, whole, v);
         typename N::Op::Value state;
         if constexpr (FIT == FULL_LANES) {
             // Every lane holds LANE_ELEMENTS of the row (a spare warp's lanes hold zeros).
@@ -869,7 +903,7 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
         } else {
             state = row_reduce<typename N::Op>(thread_state<N>(v, count), warps);
         }
-        write_vectors<E, N>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
+        write_vectors<E, N, STREAM>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
     } else {
         // A longer row, a chunk of `capacity` elements at a time: its statistics, then its write.
         const unsigned int capacity = LANE_ELEMENTS * lanes;
@@ -878,7 +912,7 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
             const unsigned int len = live ? min(capacity, cols - c) : 0;
             const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
                                (!N::HAS_BIAS || aligned16(b + c));
-            const int count = load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
+            const int count = load_vectors<E, false>(x + offset + c, len, lane, lanes, whole, v); // read again below
             state = N::Op::combine(state, thread_state<N>(v, count));
         }
         state = row_reduce<typename N::Op>(state, warps);
@@ -888,12 +922,105 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
             const typename E::Word* bias = N::HAS_BIAS ? b + c : b;
             const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
                                (!N::HAS_BIAS || aligned16(bias));
-            load_vectors<E>(x + offset + c, len, lane, lanes, whole, v);
-            write_vectors<E, N>(v, len, lane, lanes, whole, w + c, bias, y + offset + c, a);
+            load_vectors<E, STREAM>(x + offset + c, len, lane, lanes, whole, v);
+            write_vectors<E, N, STREAM>(v, len, lane, lanes, whole, w + c, bias, y + offset + c, a);
         }
     }
 }
 // ANCHOR_END: by_length
+
+// ANCHOR: unscaled_full_lanes
+// The bf16 layer norm of rows that fill every lane: by_length's full lanes with the statistics
+// taken unscaled first. The scale (step 2's) costs a sweep of the registers for the largest
+// magnitude and a warp's butterfly of maxima before anything else can start, for the few rows
+// whose squares would overflow or fall among the subnormals; ncu had the bf16 layer norm bound by
+// its instructions on an H200 (norms-ncu.txt). Here a lane takes its statistics at e = 0 in one
+// sweep about its first element p: s1 = sum t and s2 = sum t^2, t = x - p, then mean = p + s1 / n
+// and m2 = s2 - s1 s1 / n. As p is one of the lane's values, s2 <= (n + 1) m2: the subtraction
+// costs at most a factor of 33 on f32's rounding (an outlier as a lane's first value), and a
+// constant lane gives s1 = s2 = 0 exactly. The lanes merge as full_warp_merge does, the row's
+// warps in pairs (merge_equal). A row that passes (unscaled_passes) is written at once, by a write
+// that tests nothing (FULL), as (x - mean) f w + b; one that does not (an infinity or a NaN,
+// squares past f32's largest value, a constant row, tiny values) is read again and taken by
+// by_length's scaled path, so that what the kernel does with special values is step 2's. The
+// verdict is the warp's where a row has one warp, and the block's where it has several
+// (across_warps' barriers are the block's): a flag in shared memory, set after the parking
+// barrier and read after the next. ptxas spills in the failing rows' path (about 170 bytes at 48
+// registers), not in the passing rows'. (Written inside by_length's full lanes, with one write for
+// both paths, or with the unscaled sweep in a function of its own, about the same instructions
+// made 79% and 89% of the copy on an H200, where this form makes 91.5%: the twelfth run of
+// scripts/norms-bf16-tuning.cu, which also turns STREAM off.)
+//
+// A lane's statistics at e = 0 in one sweep of its registers about its first element.
+template <class Slots>
+__device__ __forceinline__ Moments unscaled_lane_moments(const Slots& v)
+{
+    const float p = v.get(0);
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots::N; s++) {
+        const float t = v.get(s) - p;
+        s1 += t;
+        s2 = fmaf(t, t, s2);
+    }
+    const float shift = s1 * (1.0f / Slots::N); // N a power of two: exact
+    Moments m = {(unsigned int)Slots::N, 0, p + shift, fmaxf(fmaf(-s1, shift, s2), 0.0f)};
+    return m;
+}
+
+// A passing row's write: (x - mean) f w + b (LayerWrite's with g = 1).
+struct UnscaledWrite {
+    enum { HAS_BIAS = 1 };
+    __device__ static float apply(float x, Affine a, float w, float b) { return fmaf((x - a.center) * a.factor, w, b); }
+};
+
+template <class E, bool STREAM = true>
+__device__ void unscaled_full_lanes(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b,
+                                    typename E::Word* y, unsigned int rows, unsigned int cols, float eps,
+                                    unsigned int warps)
+{
+    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
+    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
+    const bool live = row < rows;
+    const size_t offset = (live ? row : 0) * cols;
+    const unsigned int len = live ? cols : 0;
+    Vectors<E> v;
+    load_vectors<E, STREAM>(x + offset, len, lane, lanes, true, v);
+    Moments m = full_warp_merge(unscaled_lane_moments(v));
+    // The row's warps merged in pairs; the verdict: the warp's, or the block's (warps > 1).
+    bool fails = live && !unscaled_passes(m, cols);
+    if (warps > 1) {
+        __shared__ int block_fails;
+        if (threadIdx.x == 0) {
+            block_fails = 0; // before park_warp_states' barrier; set after it, read after the next
+        }
+        const Moments* parked = park_warp_states(m, warps);
+        m = merge_equal(parked[0], parked[1]);
+        if (warps >= 4) {
+            m = merge_equal(m, merge_equal(parked[2], parked[3]));
+        }
+        if (warps == 8) {
+            m = merge_equal(m, merge_equal(merge_equal(parked[4], parked[5]), merge_equal(parked[6], parked[7])));
+        }
+        if (live && !unscaled_passes(m, cols)) {
+            block_fails = 1;
+        }
+        __syncthreads(); // every parked state read, every verdict written
+        fails = block_fails != 0;
+    }
+    if (fails) {
+        load_vectors<E, false>(x + offset, len, lane, lanes, true, v);
+        m = across_warps<MomentsOp>(full_warp_merge(full_lane_state<Layer>(v)), warps);
+        write_vectors<E, Layer, STREAM>(v, len, lane, lanes, true, w, b, y + offset, Layer::affine(m, cols, eps));
+        return;
+    }
+    if (!live) {
+        return;
+    }
+    const Affine a = {1.0f, m.mean, inverse_deviation(m.m2 / (float)cols, 0, eps)};
+    write_vectors<E, UnscaledWrite, STREAM, true>(v, cols, lane, lanes, true, w, b, y + offset, a);
+}
+// ANCHOR_END: unscaled_full_lanes
 
 // The bf16 kernels ask for BF16_BLOCKS_PER_SM blocks of THREADS on an SM at once (at most 51
 // registers a thread; ptxas gives 48). A bf16 lane holds 64 bytes of its row where an f32 lane
@@ -920,7 +1047,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
 layer_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
                                unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
-    by_length<BF16, Layer, FULL_LANES>(x, w, b, y, rows, cols, eps, warps);
+    unscaled_full_lanes<BF16>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
 rms_norm_by_length_full(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,

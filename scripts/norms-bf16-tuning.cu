@@ -8,7 +8,8 @@
 // blocks; norms-bf16-tuning.txt says what the chapter was in each run.)
 // The fifth and sixth runs try fewer instructions an element (a packed max, a folded write, a
 // paired rounding) and two rows a group of lanes; the eighth, fewer instructions in the merges, for
-// f32 rows too (see below).
+// f32 rows too (see below); the twelfth, a layer norm's statistics taken unscaled first, and
+// streaming loads and stores, both now the chapter's (see full_lanes).
 // Every variant is checked against the chapter's kernel (within a bf16 ulp, or 2^-20 for f32);
 // times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
@@ -322,6 +323,123 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 }
 // ANCHOR_END: eighth_run
 
+// The twelfth run: the chapter's step 3 for rows that fill every lane, before and after this run's
+// two changes, each alone (full_lanes below):
+//   unscaled   the bf16 layer norm's statistics unscaled first, scaled only where the row fails
+//              their test (cuda/norms.cu, unscaled_full_lanes): one sweep of the registers before
+//              the merges where the scaled path takes three (the largest magnitude and the warp's
+//              maxima, the mean, the squares);
+//   stream     the row's loads and the output's stores marked as streaming (ld.global.cs and
+//              st.global.cs, __ldcs and __stcs).
+// The run began with its own kernel (`folded`, below): the unscaled statistics, the write folded
+// to (x f - mean f) w + b, two instructions an element, and the failing rows in a function of
+// their own; then with its loads and stores marked; then with switches, to find what the chapter,
+// which the CPU simulator runs, can take: it runs neither calls nor bar.red (__syncthreads_or).
+// The chapter took the unscaled statistics and the marks, not the fold, which needs |mean| <=
+// 2^10 x the spread for bf16 outputs (f32 outputs came out 2e-4 off for rows of 1e4 + N(0, 1)) and
+// a verdict of its own.
+template <class E, class N, bool STREAM, bool UNSCALED, int MIN_BLOCKS>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    full_lanes(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b, typename E::Word* y,
+               unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+{
+    if constexpr (UNSCALED && N::HAS_BIAS) {
+        unscaled_full_lanes<E, STREAM>(x, w, b, y, rows, cols, eps, warps);
+    } else {
+        by_length<E, N, FULL_LANES, STREAM>(x, w, b, y, rows, cols, eps, warps);
+    }
+}
+
+// The folded write's verdict: unscaled_passes, and |mean| <= 2^10 x the spread (the fold rounds
+// mean f, an error of about |mean| / spread x 2^-24 on outputs of about 1, which a bf16 output's
+// rounding, 2^-9, hides).
+__device__ __forceinline__ bool folded_passes(Moments s, unsigned int cols)
+{
+    return unscaled_passes(s, cols) && s.mean * s.mean <= 1048576.0f * (s.m2 / (float)cols);
+}
+
+// A failing row's scaled path, on the row loaded again, in a function of its own: inlined, ptxas
+// spilled the passing rows' path (164 bytes at 48 registers); here only failing rows pay.
+template <class E>
+__device__ __noinline__ void scaled_again(const typename E::Word* x, const typename E::Word* w,
+                                          const typename E::Word* b, typename E::Word* y, unsigned int len,
+                                          unsigned int lane, unsigned int lanes, unsigned int cols, float eps,
+                                          unsigned int warps)
+{
+    Vectors<E> v;
+    load_vectors<E>(x, len, lane, lanes, true, v);
+    const Moments state = across_warps<MomentsOp>(full_warp_merge(full_lane_state<Layer>(v)), warps);
+    write_vectors<E, Layer>(v, len, lane, lanes, true, w, b, y, Layer::affine(state, cols, eps));
+}
+
+// "unscaled, folded, stream": the unscaled statistics (one sweep about the lane's first element,
+// merged as the chapter's), the block's verdict by __syncthreads_or, and a passing row written as
+// (x f - mean f) w + b, f = 1 / sqrt(var + eps), loads and stores streaming. Layer norm, full lanes.
+// (Switches, to find what the chapter can take of it: FOLD, the folded write, else (x - mean) f w +
+// b; CALL, the failing rows' path in a function of its own (scaled_again), else inline on the row
+// loaded again; OR_BARRIER, the block's verdict by __syncthreads_or, else by a flag in shared memory
+// as the chapter's unscaled_full_lanes takes it; MARKS, which accesses are marked streaming: 1 the
+// loads, 2 the stores, 3 both.)
+template <class E, int MIN_BLOCKS, bool FOLD = true, bool CALL = true, bool OR_BARRIER = true, int MARKS = 3>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    folded(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b, typename E::Word* y,
+           unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+{
+    const LaneOfRow at = lane_of_row(rows, cols, warps);
+    const unsigned int lanes = at.lanes, lane = at.lane, len = at.len;
+    const size_t offset = at.offset;
+    Vectors<E> v;
+    load_vectors<E, (MARKS & 1) != 0>(x + offset, len, lane, lanes, true, v);
+    Moments state = full_warp_merge(unscaled_lane_moments(v));
+    auto passing = [&](Moments m) { return FOLD ? folded_passes(m, cols) : unscaled_passes(m, cols); };
+    bool fails = len != 0 && !passing(state);
+    if (warps > 1) {
+        __shared__ int block_fails;
+        if (!OR_BARRIER && threadIdx.x == 0) block_fails = 0;
+        const Moments* p = park_warp_states(state, warps);
+        state = merge_equal(p[0], p[1]);
+        if (warps >= 4) state = merge_equal(state, merge_equal(p[2], p[3]));
+        if (warps == 8) state = merge_equal(state, merge_equal(merge_equal(p[4], p[5]), merge_equal(p[6], p[7])));
+        if (OR_BARRIER) {
+            fails = __syncthreads_or(len != 0 && !passing(state));
+        } else {
+            if (len != 0 && !passing(state)) block_fails = 1;
+            __syncthreads();
+            fails = block_fails != 0;
+        }
+    }
+    if (fails) {
+        if (CALL) {
+            scaled_again<E>(x + offset, w, b, y + offset, len, lane, lanes, cols, eps, warps);
+        } else {
+            load_vectors<E, false>(x + offset, len, lane, lanes, true, v);
+            state = across_warps<MomentsOp>(full_warp_merge(full_lane_state<Layer>(v)), warps);
+            write_vectors<E, Layer>(v, len, lane, lanes, true, w, b, y + offset, Layer::affine(state, cols, eps));
+        }
+        return;
+    }
+    if (len == 0) return;
+    const float factor = inverse_deviation(state.m2 / (float)cols, 0, eps);
+    const float scaled_mean = FOLD ? state.mean * factor : state.mean;
+#pragma unroll
+    for (int k = 0; k < Vectors<E>::VECTORS; k++) {
+        const unsigned int vector = k * lanes + lane;
+        const uint4 wq = reinterpret_cast<const uint4*>(w)[vector], bq = reinterpret_cast<const uint4*>(b)[vector];
+        float out[E::PER_VEC];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) {
+            const float xj = v.get(k * E::PER_VEC + j);
+            out[j] = FOLD ? fmaf(fmaf(xj, factor, -scaled_mean), E::element(wq, j), E::element(bq, j))
+                          : fmaf((xj - scaled_mean) * factor, E::element(wq, j), E::element(bq, j));
+        }
+        if (MARKS & 2) {
+            __stcs(reinterpret_cast<uint4*>(y + offset) + vector, E::pack(out));
+        } else {
+            reinterpret_cast<uint4*>(y + offset)[vector] = E::pack(out);
+        }
+    }
+}
+
 struct Shape {
     unsigned rows, cols;
 };
@@ -398,6 +516,25 @@ static Variant make_uniform(std::string name)
     });
 }
 
+// The twelfth run's kernels for element E (bf16 at the chapter's BF16_BLOCKS_PER_SM, f32 at
+// none), launched through Launch.
+template <class E, class K>
+static Variant make_full(std::string name, K kernel)
+{
+    typedef typename E::Word Word;
+    return described(name, kernel, [kernel](In x, In w, In b, Out y, Shape s) {
+        kernel<<<grid_for(s), THREADS>>>((const Word*)x, (const Word*)w, (const Word*)b, (Word*)y, s.rows, s.cols,
+                                         1e-5f, warps_for(s.cols));
+        CHECK(cudaGetLastError());
+    });
+}
+template <class E, class N, bool STREAM, bool UNSCALED>
+static Variant make_full(std::string name)
+{
+    return make_full<E>(name, full_lanes<E, N, STREAM, UNSCALED,
+                                         sizeof(typename E::Word) == 2 ? BF16_BLOCKS_PER_SM : 1>);
+}
+
 // Step 3's own kernels (layer_norm_by_length[_full][_bf16], rms_norm_by_length[_full][_bf16]),
 // `Word` the element's word.
 template <class Word>
@@ -428,6 +565,19 @@ struct Family {
     std::vector<Variant> variants; // the chapter's first
 };
 
+// Element i of a buffer of bf16 (word 2) or f32 (word 4) words, as f32.
+static float element_value(const std::vector<unsigned char>& bytes, size_t i, size_t word)
+{
+    if (word == 2) {
+        unsigned short h;
+        std::memcpy(&h, &bytes[i * 2], 2);
+        return host_bf16_value(h);
+    }
+    float f;
+    std::memcpy(&f, &bytes[i * 4], 4);
+    return f;
+}
+
 // Every family at every shape: the copy of the same bytes, then each variant checked against the
 // family's first (within a bf16 ulp, or 2^-20 for f32) and timed. `word` is 2 (bf16) or 4 (f32).
 static void measure(const char* type, size_t word, const unsigned short* x, const unsigned short* w,
@@ -437,16 +587,7 @@ static void measure(const char* type, size_t word, const unsigned short* x, cons
     for (const Shape& s : shapes) {
         const size_t m = (size_t)s.rows * s.cols;
         std::vector<unsigned char> got(m * word), want(m * word);
-        auto value = [&](const std::vector<unsigned char>& bytes, size_t i) {
-            if (word == 2) {
-                unsigned short h;
-                std::memcpy(&h, &bytes[i * 2], 2);
-                return host_bf16_value(h);
-            }
-            float f;
-            std::memcpy(&f, &bytes[i * 4], 4);
-            return f;
-        };
+        auto value = [&](const std::vector<unsigned char>& bytes, size_t i) { return element_value(bytes, i, word); };
         const float ulp = word == 2 ? 1.0f / 128 : 1.0f / (1 << 20);
         const double copy = median_ms([&] { CHECK(cudaMemcpyAsync(y, x, m * word, cudaMemcpyDeviceToDevice)); });
         std::printf("%s %u x %u: copy %.4f ms\n", type, s.rows, s.cols, copy);
@@ -470,6 +611,78 @@ static void measure(const char* type, size_t word, const unsigned short* x, cons
                             v.blocks_per_sm, ms, 100.0 * copy / ms, wrong ? "  WRONG" : "");
                 std::fflush(stdout);
             }
+        }
+    }
+}
+
+// The twelfth run's check of the rows the optimistic path must hand to the scaled one, or must
+// get right itself: 64 rows of `cols`, each of a kind (plain, constant, an infinity, a NaN,
+// magnitudes of 1e30 and 3e38, 1e-30 and subnormals, a mean of 1e4 with a spread of 1, one
+// outlier), every variant of each family against its first, NaN where NaN.
+static void check_special(const char* type, size_t word, unsigned cols, unsigned short* x, const unsigned short* w,
+                          const unsigned short* b, unsigned short* y, unsigned short* expected,
+                          std::vector<Family>& families)
+{
+    const unsigned rows = 64;
+    const size_t m = (size_t)rows * cols;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(m);
+    for (unsigned r = 0; r < rows; r++) {
+        const int kind = r % 16;
+        for (unsigned c = 0; c < cols; c++) {
+            float z = normal(rng), value = z;
+            if (kind == 1) value = 0.1f;
+            if (kind == 2) value = c == 77 ? INFINITY : z;
+            if (kind == 3) value = c == 1000 ? NAN : z;
+            if (kind == 4) value = 1e30f * z;
+            if (kind == 5) value = 3e38f * std::tanh(z);
+            if (kind == 6) value = 1e-30f * z;
+            if (kind == 7) value = 1e-41f * z;
+            if (kind == 8) value = 1e4f + z;
+            if (kind == 9) value = c == 5 ? 1e6f : z;
+            if (kind == 10) value = c == 0 ? -INFINITY : z;
+            if (kind == 11) value = 1e19f * z;
+            if (kind == 12) value = 2e-19f * z;
+            v[r * (size_t)cols + c] = value;
+        }
+    }
+    std::vector<unsigned char> bytes(m * word), got(m * word), want(m * word);
+    for (size_t i = 0; i < m; i++) {
+        if (word == 2) {
+            const unsigned short h = host_to_bf16(v[i]);
+            std::memcpy(&bytes[i * 2], &h, 2);
+        } else {
+            std::memcpy(&bytes[i * 4], &v[i], 4);
+        }
+    }
+    CHECK(cudaMemcpy(x, bytes.data(), m * word, cudaMemcpyHostToDevice));
+    auto value = [&](const std::vector<unsigned char>& data, size_t i) { return element_value(data, i, word); };
+    const float ulp = word == 2 ? 1.0f / 128 : 1.0f / (1 << 20);
+    const Shape s = {rows, cols};
+    for (Family& f : families) {
+        CHECK(cudaMemset(expected, 0xff, m * word));
+        f.variants[0].launch(x, w, b, expected, s);
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaMemcpy(want.data(), expected, m * word, cudaMemcpyDeviceToHost));
+        for (Variant& var : f.variants) {
+            CHECK(cudaMemset(y, 0xff, m * word));
+            var.launch(x, w, b, y, s);
+            CHECK(cudaDeviceSynchronize());
+            CHECK(cudaMemcpy(got.data(), y, m * word, cudaMemcpyDeviceToHost));
+            size_t wrong = 0, first = m;
+            for (size_t i = 0; i < m; ++i) {
+                const float g = value(got, i), e = value(want, i);
+                const bool same = std::isnan(e) ? std::isnan(g) : std::fabs(g - e) <= std::fabs(e) * ulp + 1e-6f;
+                if (!same && wrong++ == 0) first = i;
+            }
+            std::printf("  special %s %u x %u %-10s %-30s %s", type, rows, cols, f.name, var.name.c_str(),
+                        wrong ? "WRONG" : "same as the first");
+            if (wrong) {
+                std::printf(" (%zu elements; first: row %zu (kind %zu) col %zu: %g against %g)", wrong, first / cols,
+                            first / cols % 16, first % cols, value(got, first), value(want, first));
+            }
+            std::printf("\n");
         }
     }
 }
@@ -517,41 +730,54 @@ int main()
     // (The ninth run's: the chapter's two kernels for these rows, chapter_layer(
     // layer_norm_by_length_bf16, "chapter, any row") first, then the full lanes, "uniform, tree"
     // (the chapter's full-lanes kernel rebuilt: a check of the harness) and "uniform, one pass,
-    // tree"; the RMS norm's likewise.) The tenth, below for f32: the layer norm's full lanes at four
-    // blocks an SM (64 registers, where the chapter's take 74: three). The eleventh, here: the full
-    // lanes with the largest magnitude taken on the loaded words (packed max), with each element
-    // widened afresh at each use (asm), and with the folded write; every variant is checked against
-    // the family's first.
+    // tree"; the RMS norm's likewise.) (The tenth's, for f32: the layer norm's full lanes at four
+    // blocks an SM, make_uniform<F32, Layer, false, true, 4>, 64 registers, where the chapter's take
+    // 74: three.) (The eleventh's, bf16: make_uniform<BF16, Layer, false, true, 0, PACKED> ("packed
+    // max": the largest magnitude taken on the loaded words), with PackedAsm (each element widened
+    // afresh at each use), with 4 blocks an SM, and with LayerFolded (the folded write).) The
+    // twelfth, here: the chapter's full lanes before and after this run's changes, each alone (see
+    // full_lanes), and the folded write; every variant is checked against the family's first, on
+    // the special rows of check_special too.
     families.push_back({"layer norm",
                         {chapter_layer(layer_norm_by_length_full_bf16, "chapter, full lanes"),
-                         make_uniform<BF16, Layer, false, true>("uniform, tree"),
-                         make_uniform<BF16, Layer, false, true, 0, PACKED>("uniform, tree, packed max"),
-                         make_uniform<BF16, Layer, false, true, 0, PACKED, PackedAsm>("uniform, packed max, asm"),
-                         make_uniform<BF16, Layer, false, true, 4, PACKED>("uniform, packed max, 4/SM"),
-                         make_uniform<BF16, LayerFolded, false, true>("uniform, tree, folded"),
-                         make_uniform<BF16, LayerFolded, false, true, 0, PACKED>("uniform, packed max, folded"),
-                         make_uniform<BF16, LayerFolded, false, true, 0, PACKED, PackedAsm>(
-                             "uniform, packed, asm, folded")}});
+                         make_full<BF16, Layer, false, false>("before: scaled, no stream"),
+                         make_full<BF16, Layer, true, false>("scaled, stream"),
+                         make_full<BF16, Layer, false, true>("unscaled, no stream"),
+                         make_full<BF16>("unscaled, stream, 4/SM", full_lanes<BF16, Layer, true, true, 4>),
+                         make_full<BF16>("unscaled, stream, 6/SM", full_lanes<BF16, Layer, true, true, 6>),
+                         make_full<BF16>("unscaled, folded, stream", folded<BF16, BF16_BLOCKS_PER_SM>),
+                         make_full<BF16>("  the same, inline", folded<BF16, BF16_BLOCKS_PER_SM, true, false>),
+                         make_full<BF16>("  the same, inline, flag",
+                                         folded<BF16, BF16_BLOCKS_PER_SM, true, false, false>),
+                         make_full<BF16>("  not folded", folded<BF16, BF16_BLOCKS_PER_SM, false>),
+                         make_full<BF16>("  not folded, inline, flag",
+                                         folded<BF16, BF16_BLOCKS_PER_SM, false, false, false>),
+                         make_full<BF16>("  not folded, inline, flag, loads marked",
+                                         folded<BF16, BF16_BLOCKS_PER_SM, false, false, false, 1>),
+                         make_full<BF16>("  not folded, inline, flag, stores marked",
+                                         folded<BF16, BF16_BLOCKS_PER_SM, false, false, false, 2>),
+                         make_full<BF16>("  not folded, inline, flag, none marked",
+                                         folded<BF16, BF16_BLOCKS_PER_SM, false, false, false, 0>)}});
     families.push_back({"rms norm",
                         {chapter_rms(rms_norm_by_length_full_bf16, "chapter, full lanes"),
-                         make_uniform<BF16, Rms, false, true, 0, PACKED>("uniform, tree, packed max"),
-                         make_uniform<BF16, Rms, false, true, 0, PACKED, PackedAsm>("uniform, packed max, asm"),
-                         make_uniform<BF16, Rms, false, true, 6, PACKED>("uniform, packed max, 6/SM")}});
+                         make_full<BF16, Rms, false, false>("before: no stream")}});
+    for (unsigned cols : {1024u, 4096u}) check_special("bf16", 2, cols, x, w, b, y, expected, families);
+    CHECK(cudaMemcpy(x, host.data(), n * 2, cudaMemcpyHostToDevice));
     measure("bf16", 2, x, w, b, y, expected, families, {{8192, 4096}, {65536, 1024}, {16384, 4096}});
 
     CHECK(cudaMemcpy(x, host_f32.data(), n * 4, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(w, weights_f32.data(), 8192 * 4, cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(b, weights_f32.data() + 17, 4096 * 4, cudaMemcpyHostToDevice));
-    std::vector<Family> f32 = {
-        {"layer norm",
-         {chapter_layer(layer_norm_by_length, "chapter, any row"),
-          chapter_layer(layer_norm_by_length_full, "chapter, full lanes"),
-          make_uniform<F32, Layer, false, true>("uniform, tree"),
-          make_uniform<F32, Layer, false, true, 4>("uniform, tree, 4 blocks/SM"),
-          make_uniform<F32, Layer, true, true, 4>("uniform, one pass, tree, 4 blocks/SM")}},
-        {"rms norm",
-         {chapter_rms(rms_norm_by_length, "chapter, any row"), chapter_rms(rms_norm_by_length_full, "chapter, full lanes"),
-          make_uniform<F32, Rms, false, true>("uniform, tree")}}};
+    std::vector<Family> f32 = {{"layer norm",
+                                {chapter_layer(layer_norm_by_length_full, "chapter, full lanes"),
+                                 make_full<F32, Layer, false, false>("before: scaled, no stream"),
+                                 make_full<F32, Layer, true, false>("scaled, stream"),
+                                 make_full<F32, Layer, false, true>("unscaled, no stream")}},
+                               {"rms norm",
+                                {chapter_rms(rms_norm_by_length_full, "chapter, full lanes"),
+                                 make_full<F32, Rms, false, false>("before: no stream")}}};
+    for (unsigned cols : {1024u, 4096u}) check_special("f32", 4, cols, x, w, b, y, expected, f32);
+    CHECK(cudaMemcpy(x, host_f32.data(), n * 4, cudaMemcpyHostToDevice));
     measure("f32", 4, x, w, b, y, expected, f32, {{8192, 4096}, {65536, 1024}});
     return 0;
 }

@@ -5,9 +5,10 @@
 //! zeros, NaN and infinities, and what it cannot do with 1e30 and 3e38 (overflow), tiny values and
 //! subnormals, torch's eps, a custom one and 0; rows, weights and biases at odd offsets (the
 //! one-element-at-a-time path of the 16-byte loads), and step 3's full-lanes kernel launched only
-//! where every address is on a 16-byte boundary; wrong lengths and eps, empty matrices and
-//! shapes past the kernels' indices; many threads at once; and snapshots of launch plans, a worked
-//! example and the simulator's counters. Outputs are poisoned before every launch.
+//! where every address is on a 16-byte boundary, with special rows between ordinary ones in the
+//! same block; wrong lengths and eps, empty matrices and shapes past the kernels' indices; many
+//! threads at once; and snapshots of launch plans, a worked example and the simulator's counters.
+//! Outputs are poisoned before every launch.
 
 use std::fmt::Write as _;
 
@@ -255,6 +256,36 @@ fn views_at_odd_offsets<T: Value>(device: &Device, norm: Norm, step: Step) -> Te
     Ok(())
 }
 
+/// Step 3's bf16 full-lanes layer norm takes a row's statistics unscaled first, and takes them
+/// again scaled where the row fails its test (a NaN, an infinity, overflowing squares, a constant
+/// row, tiny values); with several warps a row the verdict is the block's (the other kernels are
+/// held to the same rows). Here every special row of
+/// [`torch_rows`] (those at torch's eps) sits in a matrix between ordinary rows, so that blocks
+/// hold passing and failing rows together: one warp a row (1024: eight rows a block), two (2048),
+/// four (4096) and eight (8192: a block a row). Each row is checked against the reference.
+fn special_rows_beside_plain_ones<T: Value>(device: &Device, norm: Norm, step: Step) -> TestResult {
+    let mut rng = TestRng::new();
+    let norms = Norms::new(device, step)?;
+    for n in [1024, 2048, 4096, 8192] {
+        let special: Vec<Vec<f32>> =
+            torch_rows(n).into_iter().filter(|(_, _, eps)| *eps == DEFAULT_EPS).map(|(_, row, _)| row).collect();
+        let mut x: Vec<T> = Vec::new();
+        for (k, row) in special.iter().enumerate() {
+            // One or two plain rows before each special one, so that the special rows fall at
+            // every place in a block.
+            x.extend(matrix::<T>(&mut rng, 1 + k % 2, n));
+            x.extend(row.iter().map(|&v| T::from_f32(v)));
+        }
+        let rows = x.len() / n;
+        if fits_test_time(device, rows * n).is_some() {
+            continue;
+        }
+        let (weight, bias) = parameters::<T>(&mut rng, n);
+        check(device, &norms, &rng, &problem(norm, &x, (rows, n), &weight, &bias, DEFAULT_EPS))?;
+    }
+    Ok(())
+}
+
 /// Step 3's full-lanes kernel loads and stores 16 bytes unchecked, so `Norms` launches it only
 /// where x, y, the weight and the bias all start on 16-byte boundaries: rows of 1024 and 4096 at
 /// element offsets that are, and are not, whole 16 bytes for `T` (4 elements of f32 are, of bf16
@@ -430,6 +461,17 @@ fn main() -> std::process::ExitCode {
                     Ok(())
                 });
         }
+    }
+
+    for norm in Norm::ALL {
+        let name = step_name(norm, Step::ByLength);
+        suite = suite
+            .gpu(format!("{name}::f32_special_rows_beside_plain_ones"), move |device| {
+                special_rows_beside_plain_ones::<f32>(device, norm, Step::ByLength)
+            })
+            .gpu(format!("{name}::bf16_special_rows_beside_plain_ones"), move |device| {
+                special_rows_beside_plain_ones::<u16>(device, norm, Step::ByLength)
+            });
     }
 
     suite
