@@ -756,8 +756,9 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 // (Vectors::get): for f32 that is the register itself; for bf16 a shift or a mask each time, which
 // holds a lane's 32 elements in 16 registers instead of 32, so that more rows share an SM.
 // (`v` is a Vectors<E> here; scripts/norms-bf16-tuning.cu passes other holdings of its `q`.)
-// With STREAM (every read but the first of a row read twice), the 16-byte loads are marked as
-// streaming (ld.global.cs, __ldcs): evict first, from the L1 and the L2.
+// With STREAM (every read but the first of a row read twice, and but unscaled_full_lanes' second
+// read of a failing row, which is rare), the 16-byte loads are marked as streaming
+// (ld.global.cs, __ldcs): evict first, from the L1 and the L2.
 template <class E, bool STREAM = true, class Slots>
 __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
                                             unsigned int lanes, bool whole, Slots& v)
@@ -854,23 +855,6 @@ __device__ __forceinline__ Scaled full_warp_merge(Scaled s)
     return s;
 }
 
-// MomentsOp::combine's path for equal counts at one scale, without the others' code: the merge of
-// unscaled_full_lanes (below), whose warps' states all hold as many elements at e = 0.
-__device__ __forceinline__ Moments merge_equal(Moments a, Moments b)
-{
-    const float d = b.mean - a.mean;
-    Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean), fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
-    return merged;
-}
-
-// Whether statistics taken unscaled can stand (unscaled_full_lanes): a finite mean, and an m2
-// finite and at least cols x 2^-100 (a variance of 2^-100, whose squares are far above the
-// subnormals).
-__device__ __forceinline__ bool unscaled_passes(Moments s, unsigned int cols)
-{
-    return isfinite(s.mean) && s.m2 <= 3.0e38f && s.m2 >= (float)cols * 7.8886091e-31f; // 2^-100
-}
-
 // Which rows a kernel of step 3 takes: rows that fill every lane of their warps, other rows the
 // lanes hold, and rows longer than the lanes hold (a chunk at a time).
 enum RowFit { FULL_LANES, IN_REGISTERS, IN_CHUNKS };
@@ -933,8 +917,9 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 // The bf16 layer norm of rows that fill every lane: by_length's full lanes with the statistics
 // taken unscaled first. The scale (step 2's) costs a sweep of the registers for the largest
 // magnitude and a warp's butterfly of maxima before anything else can start, for the few rows
-// whose squares would overflow or fall among the subnormals; ncu had the bf16 layer norm bound by
-// its instructions on an H200 (norms-ncu.txt). Here a lane takes its statistics at e = 0 in one
+// whose squares would overflow or fall among the subnormals; ncu had the general kernel's bf16
+// layer norm bound by its instructions on an H200, and the full-lanes kernel, which was not, still
+// short of the copy (norms-ncu.txt). Here a lane takes its statistics at e = 0 in one
 // sweep about its first element p: s1 = sum t and s2 = sum t^2, t = x - p, then mean = p + s1 / n
 // and m2 = s2 - s1 s1 / n. As p is one of the lane's values, s2 <= (n + 1) m2: the subtraction
 // costs at most a factor of 33 on f32's rounding (an outlier as a lane's first value), and a
@@ -945,12 +930,30 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 // by_length's scaled path, so that what the kernel does with special values is step 2's. The
 // verdict is the warp's where a row has one warp, and the block's where it has several
 // (across_warps' barriers are the block's): a flag in shared memory, set after the parking
-// barrier and read after the next. ptxas spills in the failing rows' path (about 170 bytes at 48
-// registers), not in the passing rows'. (Written inside by_length's full lanes, with one write for
-// both paths, or with the unscaled sweep in a function of its own, about the same instructions
-// made 79% and 89% of the copy on an H200, where this form makes 91.5%: the twelfth run of
-// scripts/norms-bf16-tuning.cu, which also turns STREAM off.)
+// barrier and read after the next. At 48 registers ptxas -v (nvcc 13.0, sm_90) reports 168 bytes
+// of spill stores, which the SASS shows in the failing rows' path, not in the passing rows'.
+// (Written inside by_length's full lanes, with one write for both paths, or with the unscaled
+// sweep in a function of its own, about the same instructions made 79% and 89% of the copy on an
+// H200, where this form makes 91.5%: the twelfth run's notes in norms-bf16-tuning.txt;
+// scripts/norms-bf16-tuning.cu also turns STREAM off.)
 //
+// MomentsOp::combine's path for equal counts at one scale, without the others' code: the merge of
+// unscaled_full_lanes (below), whose warps' states all hold as many elements at e = 0.
+__device__ __forceinline__ Moments merge_equal(Moments a, Moments b)
+{
+    const float d = b.mean - a.mean;
+    Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean), fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
+    return merged;
+}
+
+// Whether statistics taken unscaled can stand (unscaled_full_lanes): a finite mean, and an m2
+// finite and at least cols x 2^-100 (a variance of 2^-100: deviations of that size have squares
+// 2^26 above the smallest normal float).
+__device__ __forceinline__ bool unscaled_passes(Moments s, unsigned int cols)
+{
+    return isfinite(s.mean) && s.m2 <= 3.0e38f && s.m2 >= (float)cols * 7.8886091e-31f; // 2^-100
+}
+
 // A lane's statistics at e = 0 in one sweep of its registers about its first element.
 template <class Slots>
 __device__ __forceinline__ Moments unscaled_lane_moments(const Slots& v)

@@ -151,6 +151,13 @@ fn torch_rows(n: usize) -> Vec<(&'static str, Vec<f32>, f32)> {
         ("3e38 and -3e38", row(&|i| if i % 2 == 0 { 3e38 } else { -3e38 }), DEFAULT_EPS),
         ("1e30 around 1e32", row(&|i| 1e32 + wave(i) * 1e30), DEFAULT_EPS),
         ("one 1e30 among small values", row(&|i| if i == 21 { 1e30 } else { wave(i) }), DEFAULT_EPS),
+        // 100 at every lane's first element of step 3's bf16 full lanes (vector l's first, element
+        // 8 l, for the n / 32 lanes of a row of n): the one sweep's worst cancellation.
+        (
+            "outliers at the lanes' first elements",
+            row(&|i| if i % 8 == 0 && i < n / 4 { 100.0 } else { wave(i) }),
+            DEFAULT_EPS,
+        ),
         ("magnitudes of 1e-30", row(&|i| wave(i) * 1e-30), DEFAULT_EPS),
         ("magnitudes of 1e-30, eps 0", row(&|i| wave(i) * 1e-30), 0.0),
         ("subnormals", row(&|i| wave(i) * 1e-40), DEFAULT_EPS),
