@@ -859,18 +859,34 @@ __device__ __forceinline__ Scaled full_warp_merge(Scaled s)
 // lanes hold, and rows longer than the lanes hold (a chunk at a time).
 enum RowFit { FULL_LANES, IN_REGISTERS, IN_CHUNKS };
 
+// A lane's place in step 3: `lanes` lanes a row (`warps` warps of 32: 1, 2, 4 or 8, so shifts and
+// masks, not divisions), this lane's index among them, whether its row exists (the last block's
+// spare warps take no row, but still meet the row's barriers where warps > 1), and the row's
+// offset and length (0 past the last row).
+struct LaneOfRow {
+    unsigned int lanes, lane, len;
+    bool live;
+    size_t offset;
+};
+__device__ __forceinline__ LaneOfRow lane_of_row(unsigned int rows, unsigned int cols, unsigned int warps)
+{
+    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift;
+    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
+    const bool live = row < rows;
+    LaneOfRow at = {lanes, threadIdx.x & (lanes - 1), live ? cols : 0, live, (live ? row : 0) * cols};
+    return at;
+}
+
 // STREAM is the chapter's (true): scripts/norms-bf16-tuning.cu turns it off to measure without it.
 template <class E, class N, RowFit FIT, bool STREAM = true>
 __device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
                           const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
                           unsigned int cols, float eps, unsigned int warps)
 {
-    // warps is 1, 2, 4 or 8: shifts and masks, not divisions.
-    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
-    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
-    // The last block's spare warps take no row, but still meet the row's barriers (warps > 1).
-    const bool live = row < rows;
-    const size_t offset = (live ? row : 0) * cols;
+    const LaneOfRow at = lane_of_row(rows, cols, warps);
+    const unsigned int lanes = at.lanes, lane = at.lane;
+    const bool live = at.live;
+    const size_t offset = at.offset;
     Vectors<E> v;
     if constexpr (FIT != IN_CHUNKS) {
         // The row fits the lanes' registers (the launcher sees to it): read once, written from
@@ -982,11 +998,10 @@ __device__ void unscaled_full_lanes(const typename E::Word* x, const typename E:
                                     typename E::Word* y, unsigned int rows, unsigned int cols, float eps,
                                     unsigned int warps)
 {
-    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift, lane = threadIdx.x & (lanes - 1);
-    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
-    const bool live = row < rows;
-    const size_t offset = (live ? row : 0) * cols;
-    const unsigned int len = live ? cols : 0;
+    const LaneOfRow at = lane_of_row(rows, cols, warps);
+    const unsigned int lanes = at.lanes, lane = at.lane, len = at.len;
+    const bool live = at.live;
+    const size_t offset = at.offset;
     Vectors<E> v;
     load_vectors<E, STREAM>(x + offset, len, lane, lanes, true, v);
     Moments m = full_warp_merge(unscaled_lane_moments(v));

@@ -188,21 +188,6 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     write_vectors<BF16, N>(v1, live1 ? cols : 0, lane, lanes, whole, w, b, y + off1, N::affine(s1, cols, eps));
 }
 
-// A lane's place, as step 3's by_length reckons it: `lanes` lanes a row (warps of 32), this lane's
-// index among them, and its row's offset and length (0 past the last row).
-struct LaneOfRow {
-    unsigned int lanes, lane, len;
-    size_t offset;
-};
-__device__ __forceinline__ LaneOfRow lane_of_row(unsigned int rows, unsigned int cols, unsigned int warps)
-{
-    const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift;
-    const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
-    const bool live = row < rows;
-    LaneOfRow at = {lanes, threadIdx.x & (lanes - 1), live ? cols : 0, (live ? row : 0) * cols};
-    return at;
-}
-
 // by_length for bf16 rows that fit the registers (cols <= LANE_ELEMENTS x lanes), on either holding,
 // written through W's pack.
 template <class N, class Slots, int MIN_BLOCKS, class W = BF16>
@@ -578,6 +563,44 @@ static float element_value(const std::vector<unsigned char>& bytes, size_t i, si
     return f;
 }
 
+// What against_first found for one variant: how many elements differ from the family's first
+// variant's output, the first of them, and both outputs' values there.
+struct Compared {
+    size_t wrong, first;
+    float got, want;
+};
+
+// Every variant of `f` on shape s, from a poisoned output, against the family's first variant's
+// output (within a bf16 ulp, or 2^-20 for f32; a NaN matching a NaN where nan_equal), then
+// after(variant, what was found).
+template <class After>
+static void against_first(Family& f, Shape s, size_t word, const unsigned short* x, const unsigned short* w,
+                          const unsigned short* b, unsigned short* y, unsigned short* expected, bool nan_equal,
+                          After after)
+{
+    const size_t m = (size_t)s.rows * s.cols;
+    std::vector<unsigned char> got(m * word), want(m * word);
+    const float ulp = word == 2 ? 1.0f / 128 : 1.0f / (1 << 20);
+    CHECK(cudaMemset(expected, 0xff, m * word));
+    f.variants[0].launch(x, w, b, expected, s);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(want.data(), expected, m * word, cudaMemcpyDeviceToHost));
+    for (Variant& v : f.variants) {
+        CHECK(cudaMemset(y, 0xff, m * word));
+        v.launch(x, w, b, y, s);
+        CHECK(cudaDeviceSynchronize());
+        CHECK(cudaMemcpy(got.data(), y, m * word, cudaMemcpyDeviceToHost));
+        Compared c = {0, m, 0.0f, 0.0f};
+        for (size_t i = 0; i < m; ++i) {
+            const float g = element_value(got, i, word), e = element_value(want, i, word);
+            const bool same =
+                nan_equal && std::isnan(e) ? std::isnan(g) : std::fabs(g - e) <= std::fabs(e) * ulp + 1e-6f;
+            if (!same && c.wrong++ == 0) c = {1, i, g, e};
+        }
+        after(v, c);
+    }
+}
+
 // Every family at every shape: the copy of the same bytes, then each variant checked against the
 // family's first (within a bf16 ulp, or 2^-20 for f32) and timed. `word` is 2 (bf16) or 4 (f32).
 static void measure(const char* type, size_t word, const unsigned short* x, const unsigned short* w,
@@ -586,31 +609,15 @@ static void measure(const char* type, size_t word, const unsigned short* x, cons
 {
     for (const Shape& s : shapes) {
         const size_t m = (size_t)s.rows * s.cols;
-        std::vector<unsigned char> got(m * word), want(m * word);
-        auto value = [&](const std::vector<unsigned char>& bytes, size_t i) { return element_value(bytes, i, word); };
-        const float ulp = word == 2 ? 1.0f / 128 : 1.0f / (1 << 20);
         const double copy = median_ms([&] { CHECK(cudaMemcpyAsync(y, x, m * word, cudaMemcpyDeviceToDevice)); });
         std::printf("%s %u x %u: copy %.4f ms\n", type, s.rows, s.cols, copy);
         for (Family& f : families) {
-            CHECK(cudaMemset(expected, 0xff, m * word));
-            f.variants[0].launch(x, w, b, expected, s);
-            CHECK(cudaDeviceSynchronize());
-            CHECK(cudaMemcpy(want.data(), expected, m * word, cudaMemcpyDeviceToHost));
-            for (Variant& v : f.variants) {
-                CHECK(cudaMemset(y, 0xff, m * word));
-                v.launch(x, w, b, y, s);
-                CHECK(cudaDeviceSynchronize());
-                CHECK(cudaMemcpy(got.data(), y, m * word, cudaMemcpyDeviceToHost));
-                size_t wrong = 0;
-                for (size_t i = 0; i < m; ++i) {
-                    const float g = value(got, i), e = value(want, i);
-                    if (!(std::fabs(g - e) <= std::fabs(e) * ulp + 1e-6f)) wrong++;
-                }
+            against_first(f, s, word, x, w, b, y, expected, false, [&](Variant& v, const Compared& c) {
                 const double ms = median_ms([&] { v.launch(x, w, b, y, s); });
                 std::printf("  %-10s %-36s %3d regs %d/SM %8.4f ms %6.1f%% of copy%s\n", f.name, v.name.c_str(), v.regs,
-                            v.blocks_per_sm, ms, 100.0 * copy / ms, wrong ? "  WRONG" : "");
+                            v.blocks_per_sm, ms, 100.0 * copy / ms, c.wrong ? "  WRONG" : "");
                 std::fflush(stdout);
-            }
+            });
         }
     }
 }
@@ -647,7 +654,7 @@ static void check_special(const char* type, size_t word, unsigned cols, unsigned
             v[r * (size_t)cols + c] = value;
         }
     }
-    std::vector<unsigned char> bytes(m * word), got(m * word), want(m * word);
+    std::vector<unsigned char> bytes(m * word);
     for (size_t i = 0; i < m; i++) {
         if (word == 2) {
             const unsigned short h = host_to_bf16(v[i]);
@@ -657,33 +664,17 @@ static void check_special(const char* type, size_t word, unsigned cols, unsigned
         }
     }
     CHECK(cudaMemcpy(x, bytes.data(), m * word, cudaMemcpyHostToDevice));
-    auto value = [&](const std::vector<unsigned char>& data, size_t i) { return element_value(data, i, word); };
-    const float ulp = word == 2 ? 1.0f / 128 : 1.0f / (1 << 20);
     const Shape s = {rows, cols};
     for (Family& f : families) {
-        CHECK(cudaMemset(expected, 0xff, m * word));
-        f.variants[0].launch(x, w, b, expected, s);
-        CHECK(cudaDeviceSynchronize());
-        CHECK(cudaMemcpy(want.data(), expected, m * word, cudaMemcpyDeviceToHost));
-        for (Variant& var : f.variants) {
-            CHECK(cudaMemset(y, 0xff, m * word));
-            var.launch(x, w, b, y, s);
-            CHECK(cudaDeviceSynchronize());
-            CHECK(cudaMemcpy(got.data(), y, m * word, cudaMemcpyDeviceToHost));
-            size_t wrong = 0, first = m;
-            for (size_t i = 0; i < m; ++i) {
-                const float g = value(got, i), e = value(want, i);
-                const bool same = std::isnan(e) ? std::isnan(g) : std::fabs(g - e) <= std::fabs(e) * ulp + 1e-6f;
-                if (!same && wrong++ == 0) first = i;
-            }
-            std::printf("  special %s %u x %u %-10s %-30s %s", type, rows, cols, f.name, var.name.c_str(),
-                        wrong ? "WRONG" : "same as the first");
-            if (wrong) {
-                std::printf(" (%zu elements; first: row %zu (kind %zu) col %zu: %g against %g)", wrong, first / cols,
-                            first / cols % 16, first % cols, value(got, first), value(want, first));
+        against_first(f, s, word, x, w, b, y, expected, true, [&](Variant& v, const Compared& c) {
+            std::printf("  special %s %u x %u %-10s %-30s %s", type, rows, cols, f.name, v.name.c_str(),
+                        c.wrong ? "WRONG" : "same as the first");
+            if (c.wrong) {
+                std::printf(" (%zu elements; first: row %zu (kind %zu) col %zu: %g against %g)", c.wrong,
+                            c.first / cols, c.first / cols % 16, c.first % cols, c.got, c.want);
             }
             std::printf("\n");
-        }
+        });
     }
 }
 
