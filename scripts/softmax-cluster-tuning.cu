@@ -23,32 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "softmax-pieces.cuh"
 #include "tuning.cuh"
 
-// What cluster_rows (cuda/softmax.cu) does with a block's share, in pieces the variants below
-// reuse: this thread's max over its VALUES slots, this thread's sum of e = exp(x - shift) (e kept
-// in place of x where the slot has room), and the exchange of the blocks' (m, s) through `slots`
-// (this block's pair, which the cluster's CLUSTER blocks read), merged in the ranks' order.
-template <class E, int VALUES, class Share>
-__device__ __forceinline__ float thread_max(const Share& share)
-{
-    float m = MaxNaN::identity();
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) m = MaxNaN::combine(m, share.get(j));
-    return m;
-}
-template <class E, int VALUES, class Share>
-__device__ __forceinline__ float thread_sum_exp(Share& share, float shift)
-{
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) {
-        const float e = E::exp(share.get(j) - shift);
-        share.keep(j, e);
-        s += e;
-    }
-    return s;
-}
+// What cluster_rows does with a block's share: thread_max and thread_sum_exp (softmax-pieces.cuh),
+// and the exchange of the blocks' (m, s) through `slots` (this block's pair, which the cluster's
+// CLUSTER blocks read), merged in the ranks' order.
 template <int CLUSTER>
 __device__ __forceinline__ Online exchange(float* slots, float m, float s)
 {

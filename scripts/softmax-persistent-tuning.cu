@@ -93,13 +93,14 @@
 #include <string>
 #include <vector>
 
+#include "softmax-pieces.cuh"
 #include "tuning.cuh"
 
 // The threads of a block of every persistent variant.
 #define BLOCK 256
 
-// softmax-cluster-tuning.cu's pieces of cluster_rows: this thread's max over its VALUES slots, and
-// its sum of e = exp(x - shift) (e kept in place of x where the slot has room).
+// softmax-pieces.cuh's pieces of cluster_rows: this thread's max over its VALUES slots (here
+// thread_max_permuted), and its sum of e = exp(x - shift) (thread_sum_exp, as it is there).
 //
 // One change in the max: bf16 elements are widened there by a byte permute (prmt) where
 // BF16::element shifts or masks. The value is the same, to the bit; the instruction is not, and
@@ -116,7 +117,7 @@ __device__ __forceinline__ float widen_by_permute(uint4 q, int j)
     return __uint_as_float(widened);
 }
 template <class E, int VALUES, class Share>
-__device__ __forceinline__ float thread_max(const Share& share)
+__device__ __forceinline__ float thread_max_permuted(const Share& share)
 {
     float m = MaxNaN::identity();
 #pragma unroll
@@ -124,18 +125,6 @@ __device__ __forceinline__ float thread_max(const Share& share)
         m = MaxNaN::combine(m, E::PER_WORD == 2 ? widen_by_permute(share.q[j / E::PER_VEC], j % E::PER_VEC)
                                                 : share.get(j));
     return m;
-}
-template <class E, int VALUES, class Share>
-__device__ __forceinline__ float thread_sum_exp(Share& share, float shift)
-{
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < VALUES; j++) {
-        const float e = E::exp(share.get(j) - shift);
-        share.keep(j, e);
-        s += e;
-    }
-    return s;
 }
 
 // A slot word: the launch's epoch in the top 32 bits, a float's bits in the low 32.
@@ -212,7 +201,7 @@ __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
         if (item >= items) break; // the whole block: taken[turn] is the same for all
         RowShare<E, BLOCK, VALUES> share = {threadIdx.x, (unsigned)PART, true};
         share.load(in + (size_t)item * PART);
-        const float m = group_reduce<MaxNaN, BLOCK>(thread_max<E, VALUES>(share));
+        const float m = group_reduce<MaxNaN, BLOCK>(thread_max_permuted<E, VALUES>(share));
         const float shift = m == MaxNaN::identity() ? 0.0f : m; // a part of only -inf
         const float s = group_reduce<Sum<float>, BLOCK>(thread_sum_exp<E, VALUES>(share, shift));
         // Thread 0's ticket for the block's next item. Declared here, not across the loop, so that
