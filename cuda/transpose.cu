@@ -6,8 +6,9 @@
 // kernels serve f32, i32 and u32 (and a NaN's payload or a -0.0 arrives unchanged).
 //
 // The grid is two-dimensional: blockIdx.x walks the tiles across the input's columns, blockIdx.y
-// the tiles down its rows. Offsets are computed in 64 bits (`size_t`), so a matrix may hold more
-// than 2^32 elements; each dimension is below 2^31, and the launcher checks both.
+// the tiles down its rows (step 7 turns it: blockIdx.x down the rows, blockIdx.y across). Offsets
+// are computed in 64 bits (`size_t`), so a matrix may hold more than 2^32 elements; each dimension
+// is below 2^31, and the launcher checks both.
 //
 // The steps, each differing from the one before by one technique:
 //   1. transpose_copy              the ceiling: a copy with the transposes' access pattern
@@ -16,6 +17,8 @@
 //   4. transpose_padded            the tile padded to 33 columns: no bank conflicts
 //   5. transpose_four_per_thread   32 x 8 threads per 32 x 32 tile: four elements per thread
 //   6. transpose_wide_tiles        64 x 64 tiles, 32 x 16 threads: eight elements per thread
+//   7. transpose_column_order      step 6 with the grid turned: the blocks running at once go down
+//                                  a column of tiles, so they write whole output rows
 // and one extra, beside step 5:
 //      transpose_swizzled          step 5 with a swizzled tile instead of a padded one
 
@@ -167,14 +170,19 @@ __device__ __forceinline__ unsigned int tile_column(unsigned int r, unsigned int
     return SWIZZLE ? c ^ (r % 32) : c;
 }
 
-template <unsigned int SIDE, unsigned int ROWS, bool SWIZZLE>
+//
+// Which tile a block moves: block (bx, by) takes the tile in tile column bx and tile row by, so the
+// blocks that run at once (consecutive bx) lie side by side along the input's rows. DOWN (step 7)
+// turns the grid: block (bx, by) takes tile row bx and tile column by, and the blocks that run at
+// once lie one under the other, down a column of tiles.
+template <unsigned int SIDE, unsigned int ROWS, bool SWIZZLE, bool DOWN = false>
 __device__ __forceinline__ void transpose_tiles(const word* __restrict__ in, word* __restrict__ out,
                                                 unsigned int rows, unsigned int cols)
 {
     __shared__ word tile[SIDE][SWIZZLE ? SIDE : SIDE + 1];
 
     unsigned int x = threadIdx.x, y = threadIdx.y;
-    unsigned int r0 = blockIdx.y * SIDE, c0 = blockIdx.x * SIDE;
+    unsigned int r0 = (DOWN ? blockIdx.x : blockIdx.y) * SIDE, c0 = (DOWN ? blockIdx.y : blockIdx.x) * SIDE;
 
     // Read: every load first, into registers (elements outside the matrix read as 0 and are never
     // written out).
@@ -251,8 +259,9 @@ transpose_swizzled(const word* __restrict__ in, word* __restrict__ out, unsigned
 // block 32 x 16 threads, so each thread has eight loads in flight instead of four, and each
 // warp's writes cover two 128-byte lines of every output row the tile touches instead of one.
 //
-// What it leaves slow: nothing this ladder can see: it runs as fast as cuBLAS's geam, a few percent
-// under the device copy (see the chapter for what was tried beyond it and did not help).
+// What it leaves slow: the order of its writes. It runs as fast as cuBLAS's geam, a few percent
+// under the device copy; the blocks running at once read whole input rows but scatter their
+// writes over the output (step 7).
 //
 // Launch: block (32, 16), grid (ceil(cols / 64), ceil(rows / 64)).
 extern "C" __global__ void __launch_bounds__(512)
@@ -261,3 +270,26 @@ transpose_wide_tiles(const word* __restrict__ in, word* __restrict__ out, unsign
     transpose_tiles<64, 16, false>(in, out, rows, cols);
 }
 // ANCHOR_END: wide_tiles
+
+// ANCHOR: column_order
+// Step 7, transpose_column_order: step 6 with the grid turned.
+//
+// What changed from wide_tiles: which tile a block takes (transpose_tiles' DOWN). The GPU starts
+// blocks in the order of their index, x fastest, so the few hundred blocks running at once are
+// consecutive in x. In step 6 they are tiles side by side: together they read a band of whole input
+// rows, and each writes its 64 output rows 256 bytes at a time, spread over the whole output. Here
+// they are tiles one under the other: they read 256 bytes of each of many input rows, and together
+// write a band of whole output rows. Same bytes, same tiles; the writes come out in order and the
+// reads are scattered, where step 6 had it the other way round, and DRAM takes that order faster
+// (measured: the chapter's "Step 7").
+//
+// What it leaves slow: the scattered side. A copy reads and writes in order, and a transpose
+// cannot do both.
+//
+// Launch: block (32, 16), grid (ceil(rows / 64), ceil(cols / 64)).
+extern "C" __global__ void __launch_bounds__(512)
+transpose_column_order(const word* __restrict__ in, word* __restrict__ out, unsigned int rows, unsigned int cols)
+{
+    transpose_tiles<64, 16, false, true>(in, out, rows, cols);
+}
+// ANCHOR_END: column_order

@@ -12,13 +12,15 @@
 //! columns: no bank conflicts | | [`Step::FourPerThread`] | `transpose_four_per_thread` | 32 x 8
 //! threads per tile, four elements each | | [`Step::Swizzled`] | `transpose_swizzled` | (extra)
 //! step 5 with an XOR-swizzled tile instead of padding | | [`Step::WideTiles`] |
-//! `transpose_wide_tiles` | 64 x 64 tiles, 32 x 16 threads, eight elements each |
+//! `transpose_wide_tiles` | 64 x 64 tiles, 32 x 16 threads, eight elements each | |
+//! [`Step::ColumnOrder`] | `transpose_column_order` | step 6 with the grid turned: the blocks
+//! running at once go down a column of tiles and write whole output rows |
 //!
 //! A transpose only moves bits, so the kernels move 4-byte words and one kernel serves every
 //! 4-byte type ([`Word`]: `f32`, `i32`, `u32`), NaN payloads and `-0.0` included. Any shape works,
 //! 1 x 1 to tall and thin, as long as each side is below 2^31 and the rows fit in the grid (65,535
-//! tiles down: 2,097,120 rows for the 32-row tiles, twice that for the wide ones); anything else is
-//! a [`GpuError`] that says why, before a launch.
+//! tiles down: 2,097,120 rows for the 32-row tiles, twice that for the wide ones; for step 7, whose
+//! grid is turned, the columns); anything else is a [`GpuError`] that says why, before a launch.
 //!
 //! In place is not possible: the input is borrowed ([`DeviceView`]) while the output is borrowed
 //! mutably, and Rust does not let one buffer be both, so passing the same buffer twice does not
@@ -75,7 +77,7 @@ impl Word for u32 {}
 /// (offsets into the matrix are 64-bit: it may hold more than 2^32 elements).
 pub const MAX_SIDE: usize = i32::MAX as usize;
 
-/// CUDA's limit on `gridDim.y`: the most tiles down a matrix.
+/// CUDA's limit on `gridDim.y`: the most tiles down a matrix (across it, for step 7's turned grid).
 pub const MAX_TILES_DOWN: usize = 65_535;
 
 // ANCHOR: step
@@ -94,12 +96,22 @@ pub enum Step {
     Swizzled,
     /// Step 6: 64 x 64 tiles, 32 x 16 threads, eight elements each.
     WideTiles,
+    /// Step 7: step 6 with the grid turned, `gridDim.x` down the tile rows: the blocks running at
+    /// once write whole output rows.
+    ColumnOrder,
 }
 
 impl Step {
     /// Every step, in the chapter's order.
-    pub const ALL: [Step; 6] =
-        [Step::Naive, Step::Tiled, Step::Padded, Step::FourPerThread, Step::Swizzled, Step::WideTiles];
+    pub const ALL: [Step; 7] = [
+        Step::Naive,
+        Step::Tiled,
+        Step::Padded,
+        Step::FourPerThread,
+        Step::Swizzled,
+        Step::WideTiles,
+        Step::ColumnOrder,
+    ];
 
     /// The step's name in the registry (`course.toml`), tables and charts.
     pub const fn name(self) -> &'static str {
@@ -110,6 +122,7 @@ impl Step {
             Step::FourPerThread => "four-per-thread",
             Step::Swizzled => "swizzled",
             Step::WideTiles => "wide-tiles",
+            Step::ColumnOrder => "column-order",
         }
     }
 
@@ -122,6 +135,7 @@ impl Step {
             Step::FourPerThread => "transpose_four_per_thread",
             Step::Swizzled => "transpose_swizzled",
             Step::WideTiles => "transpose_wide_tiles",
+            Step::ColumnOrder => "transpose_column_order",
         }
     }
 
@@ -130,14 +144,20 @@ impl Step {
         match self {
             Step::Naive | Step::Tiled | Step::Padded => (32, (32, 32)),
             Step::FourPerThread | Step::Swizzled => (32, (32, 8)),
-            Step::WideTiles => (64, (32, 16)),
+            Step::WideTiles | Step::ColumnOrder => (64, (32, 16)),
         }
+    }
+
+    /// Whether the grid is turned: `gridDim.x` down the tile rows and `gridDim.y` across the tile
+    /// columns (step 7), rather than the other way round.
+    pub const fn turned(self) -> bool {
+        matches!(self, Step::ColumnOrder)
     }
 
     /// The launch that transposes a `rows x cols` matrix: one block per tile, a 2-D grid.
     pub fn plan(self, rows: usize, cols: usize) -> Result<TransposePlan> {
         let (tile, block) = self.shape();
-        tile_plan(self.kernel(), rows, cols, tile, block)
+        tile_plan(self.kernel(), rows, cols, tile, block, self.turned())
     }
 }
 // ANCHOR_END: step
@@ -162,8 +182,16 @@ impl fmt::Display for TransposePlan {
     }
 }
 
-/// One block per `tile x tile` tile: `gridDim.x` across the columns, `gridDim.y` down the rows.
-fn tile_plan(kernel: &'static str, rows: usize, cols: usize, tile: u32, block: (u32, u32)) -> Result<TransposePlan> {
+/// One block per `tile x tile` tile: `gridDim.x` across the columns, `gridDim.y` down the rows, or
+/// (`turned`) `gridDim.x` down the rows and `gridDim.y` across the columns.
+fn tile_plan(
+    kernel: &'static str,
+    rows: usize,
+    cols: usize,
+    tile: u32,
+    block: (u32, u32),
+    turned: bool,
+) -> Result<TransposePlan> {
     if rows == 0 || cols == 0 {
         return Err(GpuError::BadInput(format!("a {rows} x {cols} matrix is empty: there is nothing to launch")));
     }
@@ -174,14 +202,22 @@ fn tile_plan(kernel: &'static str, rows: usize, cols: usize, tile: u32, block: (
     }
     let side = tile as usize;
     let (across, down) = (cols.div_ceil(side), rows.div_ceil(side));
-    if down > MAX_TILES_DOWN {
+    if turned && across > MAX_TILES_DOWN {
+        return Err(GpuError::BadInput(format!(
+            "{kernel}: a matrix of {cols} columns needs {across} tiles of {tile} columns, more than a grid's \
+             {MAX_TILES_DOWN} (at most {} columns here: the grid is turned); transpose it in bands of columns",
+            MAX_TILES_DOWN * side
+        )));
+    }
+    if !turned && down > MAX_TILES_DOWN {
         return Err(GpuError::BadInput(format!(
             "{kernel}: a matrix of {rows} rows needs {down} tiles of {tile} rows, more than a grid's {MAX_TILES_DOWN} \
              (at most {} rows here); transpose it in bands of rows",
             MAX_TILES_DOWN * side
         )));
     }
-    let config = LaunchConfig { grid: (across as u32, down as u32, 1), block: (block.0, block.1, 1), shared_bytes: 0 };
+    let (x, y) = if turned { (down, across) } else { (across, down) };
+    let config = LaunchConfig { grid: (x as u32, y as u32, 1), block: (block.0, block.1, 1), shared_bytes: 0 };
     Ok(TransposePlan { kernel, tile, config })
 }
 
@@ -284,7 +320,7 @@ impl TileCopy {
 
     /// The same launch as the naive transpose's.
     pub fn plan(rows: usize, cols: usize) -> Result<TransposePlan> {
-        tile_plan(Self::KERNEL, rows, cols, 32, (32, 32))
+        tile_plan(Self::KERNEL, rows, cols, 32, (32, 32), false)
     }
 
     /// Copies the `rows x cols` matrix `input` into `output` (both `rows * cols` elements).

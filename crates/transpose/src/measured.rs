@@ -35,6 +35,7 @@ pub fn steps() -> Vec<StepEntry> {
         step("four-per-thread", Step::FourPerThread),
         step("swizzled", Step::Swizzled),
         step("wide-tiles", Step::WideTiles),
+        step("column-order", Step::ColumnOrder),
         StepEntry::new(CRATE, "cublas-geam", |d, c, s| {
             measure(d, c, s, true, |input, output| geam(d, c, input, output))
         }),

@@ -185,6 +185,7 @@ fn main() -> std::process::ExitCode {
                 (Step::Padded, 2_097_121, 1),
                 (Step::WideTiles, 4_194_241, 1),
                 (Step::WideTiles, 1, MAX_SIDE + 1),
+                (Step::ColumnOrder, 1, 4_194_241),
             ] {
                 match step.plan(rows, cols) {
                     Err(GpuError::BadInput(message)) => {
@@ -193,9 +194,17 @@ fn main() -> std::process::ExitCode {
                     other => return Err(format!("{rows} x {cols}: expected BadInput, got {other:?}").into()),
                 }
             }
-            // The largest shapes the grid holds are accepted.
-            let fit: [TransposePlan; 2] = [Step::Padded.plan(2_097_120, 1)?, Step::WideTiles.plan(4_194_240, 1)?];
-            let _ = writeln!(text, "{}\n{}", fit[0], fit[1]);
+            // The largest shapes the grid holds are accepted; the turned grid of step 7 takes any
+            // number of rows and at most 65,535 tiles of columns.
+            let fit: [TransposePlan; 4] = [
+                Step::Padded.plan(2_097_120, 1)?,
+                Step::WideTiles.plan(4_194_240, 1)?,
+                Step::ColumnOrder.plan(1, 4_194_240)?,
+                Step::ColumnOrder.plan(4_194_241, 1)?,
+            ];
+            for plan in fit {
+                let _ = writeln!(text, "{plan}");
+            }
             insta::assert_snapshot!("rejected_plans", text);
             Ok(())
         })
@@ -373,7 +382,7 @@ fn main() -> std::process::ExitCode {
                 drop(host);
                 let mut out = device.alloc::<u32>(rows * cols)?;
                 out.fill_words(POISON)?;
-                Transposer::new(device, Step::WideTiles)?.transpose(input.as_view(), rows, cols, &mut out)?;
+                Transposer::new(device, Step::ColumnOrder)?.transpose(input.as_view(), rows, cols, &mut out)?;
                 let got = out.to_host()?;
                 for c in 0..cols {
                     for r in 0..rows {
