@@ -650,7 +650,9 @@ __device__ __forceinline__ void next_load(const Word*& p, unsigned int& r, unsig
     }
 }
 
-template <class E, int V, int K, bool ONE_CARRY>
+// (BLOCK_WARPS: the warps of the block, WARPS in every kernel here; a tuning program walks with
+// blocks of another size.)
+template <class E, int V, int K, bool ONE_CARRY, int BLOCK_WARPS = WARPS>
 __device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __restrict__ in, unsigned int c,
                                                   unsigned int channels, unsigned int plane, unsigned int first,
                                                   unsigned int last)
@@ -663,7 +665,7 @@ __device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __rest
     const unsigned int lane = threadIdx.x % 32;
     // This lane's first vector of its warp's first turn is vector r of plane n; each next turn is
     // `step` vectors on, `step_planes` planes and `step_rest` vectors (the divisions done once).
-    constexpr unsigned int step = WARPS * 32 * L;
+    constexpr unsigned int step = BLOCK_WARPS * 32 * L;
     const unsigned int step_planes = step / per_plane, step_rest = step - step_planes * per_plane;
     const unsigned int start = first + threadIdx.x / 32 * (32 * L) + lane;
     unsigned int n = start / per_plane, r_first = start - n * per_plane;

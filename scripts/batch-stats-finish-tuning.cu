@@ -55,6 +55,7 @@
 //   ./batch-stats-finish-tuning
 #include "../cuda/batch_stats.cu"
 #include "../cuda/roofs.cu"
+#include "../cuda/look_back.cuh" // load_status / store_status: one 64-bit word, relaxed at GPU scope
 
 #include <cmath>
 #include <cstdio>
@@ -75,18 +76,6 @@ __device__ __forceinline__ unsigned long long post_word(Moments m)
     return ((unsigned long long)__float_as_uint(m.m2) << 32) | __float_as_uint(m.mean);
 }
 
-__device__ __forceinline__ unsigned long long load_posted(const unsigned long long* word)
-{
-    unsigned long long value;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(word) : "memory");
-    return value;
-}
-
-__device__ __forceinline__ void store_posted(unsigned long long* word, unsigned long long value)
-{
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
-}
-
 // The vectors [first, last) of slice `slice` (split's arithmetic).
 __device__ __forceinline__ void slice_bounds(unsigned int units, unsigned int slices, unsigned int slice,
                                              unsigned int& first, unsigned int& last)
@@ -105,9 +94,9 @@ __device__ __forceinline__ Moments wait_for_slot(unsigned long long* slots, unsi
     }
     unsigned long long word;
     do {
-        word = load_posted(&slots[i]);
+        word = load_status(&slots[i]);
     } while (word >> 32 == EMPTY_WORD >> 32);
-    store_posted(&slots[i], EMPTY_WORD);
+    store_status(&slots[i], EMPTY_WORD);
     unsigned int first, last;
     slice_bounds(units, slices, i, first, last);
     if (first == last) {
@@ -144,17 +133,17 @@ __device__ void finish_variant(const typename E::Word* __restrict__ in, unsigned
     __shared__ bool finishes;
     if (threadIdx.x == 0) {
         if (MODE == NO_FINISH) {
-            store_posted(&slots[slice], post_word(acc));
+            store_status(&slots[slice], post_word(acc));
             return;
         }
         if (MODE == POSTED) {
-            store_posted(&slots[slice], post_word(acc));
+            store_status(&slots[slice], post_word(acc));
             drawn = atomicAdd(ticket + c, 1u);
             finishes = drawn == slices - 1;
         } else {
             finishes = drawn == slices - 1;
             if (!finishes) {
-                store_posted(&slots[slice], post_word(acc));
+                store_status(&slots[slice], post_word(acc));
             }
         }
     }
@@ -173,7 +162,7 @@ __device__ void finish_variant(const typename E::Word* __restrict__ in, unsigned
     if (MODE == POSTED) {
         // This block posted its own word too: take it back as the others are taken.
         if (threadIdx.x == 0) {
-            store_posted(&slots[slice], EMPTY_WORD);
+            store_status(&slots[slice], EMPTY_WORD);
         }
     }
     if (slices <= 32) {
@@ -224,68 +213,9 @@ variant(const typename E::Word* in, unsigned long long* slots, unsigned int* tic
 }
 
 // ---- A channel per cluster of two blocks of 1024 threads (one block an SM, 64 clusters on 128
-// SMs for 64 channels): step 5's walk over each block's half of the channel, then the two block
-// totals combined through distributed shared memory after a cluster barrier: no global partial,
-// ticket or fence. walk_flat_runs with the block's warps as a parameter.
-template <class E, int V, int K, bool ONE_CARRY, int NW>
-__device__ __forceinline__ Moments walk_flat_warps(const typename E::Word* __restrict__ in, unsigned int c,
-                                                   unsigned int channels, unsigned int plane, unsigned int first,
-                                                   unsigned int last)
-{
-    typedef MomentsOf<float> Op;
-    constexpr int L = K / V;
-    const unsigned int per_plane = plane / V;
-    const size_t jump = (size_t)(channels - 1) * plane;
-    const typename E::Word* channel = in + (size_t)c * plane;
-    const unsigned int lane = threadIdx.x % 32;
-    constexpr unsigned int step = NW * 32 * L;
-    const unsigned int step_planes = step / per_plane, step_rest = step - step_planes * per_plane;
-    const unsigned int start = first + threadIdx.x / 32 * (32 * L) + lane;
-    unsigned int n = start / per_plane, r_first = start - n * per_plane;
-    Moments acc = Op::identity();
-    for (unsigned int turn = first + threadIdx.x / 32 * (32 * L); turn < last; turn += step) {
-        const unsigned int u = turn + lane;
-        unsigned int r = r_first;
-        const typename E::Word* p = channel + (size_t)n * channels * plane + r * V;
-        n += step_planes;
-        r_first += step_rest;
-        if (r_first >= per_plane) {
-            r_first -= per_plane;
-            n++;
-        }
-        float x[K];
-        if (turn + 32 * L <= last) {
-#pragma unroll
-            for (int k = 0; k < L; k++) {
-                load_vector<E, V>(p, x + k * V);
-                next_load<V, ONE_CARRY>(p, r, per_plane, jump);
-            }
-            acc = Op::combine(acc, fold_values<K>(x, K));
-            continue;
-        }
-        const unsigned int inside = u < last ? (last - u + 31) / 32 : 0;
-        const unsigned int mine = inside < (unsigned int)L ? inside : L;
-        if (mine == 0) {
-            continue;
-        }
-#pragma unroll
-        for (int k = 0; k < L; k++) {
-            if (k < (int)mine) {
-                load_vector<E, V>(p, x + k * V);
-                next_load<V, ONE_CARRY>(p, r, per_plane, jump);
-            } else {
-                const float copy = (K <= 16 || k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
-#pragma unroll
-                for (int j = 0; j < V; j++) {
-                    x[k * V + j] = copy;
-                }
-            }
-        }
-        acc = Op::combine(acc, fold_values<K>(x, mine * V));
-    }
-    return acc;
-}
-
+// SMs for 64 channels): step 5's walk (walk_flat_runs, for blocks of 32 warps) over each block's
+// half of the channel, then the two block totals combined through distributed shared memory after
+// a cluster barrier: no global partial, ticket or fence.
 __device__ __forceinline__ void pair_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void pair_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 template <class T>
@@ -307,8 +237,8 @@ __device__ void pair_channel(const typename E::Word* __restrict__ in, float* __r
     const unsigned int units = batch * (plane / V);
     unsigned int first, last;
     slice_bounds(units, 2, rank, first, last);
-    Moments acc = plane / V >= 32 ? walk_flat_warps<E, V, E::K_LONG, true, 32>(in, c, channels, plane, first, last)
-                                  : walk_flat_warps<E, V, E::K_LONG, false, 32>(in, c, channels, plane, first, last);
+    Moments acc = plane / V >= 32 ? walk_flat_runs<E, V, E::K_LONG, true, 32>(in, c, channels, plane, first, last)
+                                  : walk_flat_runs<E, V, E::K_LONG, false, 32>(in, c, channels, plane, first, last);
     acc = block_reduce<Op>(acc);
     __shared__ unsigned long long slot_count;
     __shared__ float slot_mean, slot_m2;
