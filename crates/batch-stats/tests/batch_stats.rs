@@ -5,8 +5,9 @@
 //! CPU reference within `batch_stats::tolerance`; what torch does with constant data (a variance of
 //! exactly 0), magnitudes of 1e17, 1e30 and 1e38, NaN, infinities, one element per channel and
 //! empty tensors; tensors at odd offsets (the narrower loads of step 4); wrong lengths; the same
-//! bits on every run; many threads at once; and snapshots of launch plans, a worked example and the
-//! simulator's counters. Outputs are poisoned before every launch.
+//! bits on every run; many threads at once; a bf16 tensor of more than 2^32 elements on GPUs with
+//! the memory; and snapshots of launch plans, a worked example and the simulator's counters.
+//! Outputs are poisoned before every launch.
 
 use std::fmt::Write as _;
 
@@ -14,7 +15,9 @@ use batch_stats::{
     BatchStats, MAX_SIDE, Nchw, Step, Value, Variance, channel_stats, f32_to_bf16, first_mismatch, stats_cpu,
 };
 use gpu_harness::{Device, GpuError, GpuShape};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, enough_memory, fits_test_time, on_threads,
+};
 
 /// The shapes every step is tested at: N x C x H x W.
 const SHAPES: &[(usize, usize, usize, usize)] = &[
@@ -233,6 +236,47 @@ fn bad_input<T: std::fmt::Debug>(text: &mut String, what: &str, result: Result<T
     }
 }
 
+/// The shape of the test of more than 2^32 elements: 2 x (2^20 + 8) x 64 x 64, 2^33 + 2^16 elements
+/// (16 GiB of bf16), where every part of an element's offset passes 2^32: the whole
+/// `(n C + c) H W`, a batch's `n C H W` (batch 1) and a channel's `c H W` (channels 2^20 and up).
+/// Channels of 8192 elements, so that step 1's tolerance (its chain is the channel's count) stays
+/// below 0.005 and every step takes the shape (step 5 counts a channel's vectors in 32 bits).
+const HUGE: Nchw = Nchw::new(2, (1 << 20) + 8, 64, 64);
+
+/// Every step on a bf16 tensor of [`HUGE`]'s shape, more than 2^32 elements, every channel checked
+/// against the f64 reference.
+fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
+    let rng = TestRng::new();
+    let seed = rng.seed();
+    let shape = HUGE;
+    // Channel c's values are 2 + (c % 7) / 8, plus 1 past element 2^32 (2 past 2^33), plus a hash
+    // of the whole 64-bit index (and the seed) in [0, 0.5): all exact in bf16. Any of the offsets
+    // of [`HUGE`] wrapped at 2^32 reads, for half a channel or more, another channel's plane in the
+    // 2^32 elements before, at least 5/8 lower: its mean comes out 0.3 or more low, where the bound
+    // is below 0.005 for step 1 and 1e-5 for the others. One wrapped at 2^31 (a signed int) reads
+    // before the tensor, and fails the launch or the channels past it.
+    let value = |i: usize| {
+        let c = i / shape.plane() % shape.channels;
+        let hash = (i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60;
+        2.0 + (c % 7) as f32 / 8.0 + (i >> 32) as f32 + hash as f32 / 32.0
+    };
+    let host = by_index(shape.elements().unwrap(), |i| f32_to_bf16(value(i)));
+    let input = device.upload(&host)?;
+    let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
+    for step in Step::ALL {
+        let mut stats = BatchStats::new(device, step)?;
+        mean.fill(POISON)?;
+        var.fill(POISON)?;
+        stats.stats(input.as_view(), shape, Variance::Unbiased, &mut mean, &mut var)?;
+        let chain = stats.plan::<u16>(shape)?.longest_chain(shape);
+        let (m, v) = (mean.to_host()?, var.to_host()?);
+        if let Some(wrong) = first_mismatch(&host, shape, Variance::Unbiased, chain, &m, &v) {
+            return Err(rng.fail(format!("{} bf16: {wrong}", step.name())));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = TestSuite::new()
         .cpu("illustration::launch_plans", || {
@@ -434,6 +478,14 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .gpu_if(
+            "huge::more_than_2^32_elements",
+            |device| {
+                let n = HUGE.elements().unwrap_or(usize::MAX);
+                fits_test_time(device, n).or_else(|| enough_memory(device, 2 * n as u64 + (2 << 30)))
+            },
+            more_than_2_to_the_32_elements,
+        )
         .gpu("many_threads_on_one_device", |device| {
             let seed = TestRng::new().seed();
             on_threads(4, |k| {

@@ -288,6 +288,34 @@ pub fn enough_memory(device: &Device, bytes: u64) -> Option<String> {
         .then(|| format!("needs {} GiB of device memory, {} has {}", bytes >> 30, device.facts().name, have >> 30))
 }
 
+/// `n` values, value `i` made by `make(i)`, built on every core: the inputs of the tests of more
+/// than 2^32 elements, which one core would take minutes to make.
+pub fn by_index<T: Copy + Default + Send>(n: usize, make: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let mut values = vec![T::default(); n];
+    let per_core = n.div_ceil(std::thread::available_parallelism().map_or(1, |c| c.get())).max(1);
+    std::thread::scope(|scope| {
+        for (k, part) in values.chunks_mut(per_core).enumerate() {
+            let make = &make;
+            scope.spawn(move || part.iter_mut().enumerate().for_each(|(j, v)| *v = make(k * per_core + j)));
+        }
+    });
+    values
+}
+
+/// The rows of a `rows x cols` matrix of more than 2^32 elements that its tests check: the first
+/// three, the last three, and those around element offsets 2^31 and 2^32, where an offset held in
+/// a 32-bit integer (signed or not) wraps.
+pub fn rows_past_32_bits(rows: usize, cols: usize) -> Vec<usize> {
+    let mut picked = vec![0, 1, 2, rows.saturating_sub(3), rows.saturating_sub(2), rows.saturating_sub(1)];
+    for row in [(1usize << 31) / cols.max(1), (1usize << 32) / cols.max(1)] {
+        picked.extend([row.saturating_sub(1), row, row + 1]);
+    }
+    picked.retain(|&r| r < rows);
+    picked.sort_unstable();
+    picked.dedup();
+    picked
+}
+
 /// Formats numbers as rows of `per_row` for readable snapshots.
 pub fn rows<T: std::fmt::Display>(values: &[T], per_row: usize) -> String {
     values

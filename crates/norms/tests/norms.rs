@@ -7,13 +7,18 @@
 //! one-element-at-a-time path of the 16-byte loads), and step 3's full-lanes kernel launched only
 //! where every address is on a 16-byte boundary, with special rows between ordinary ones in the
 //! same block; wrong lengths and eps, empty matrices and shapes past the kernels' indices; many
-//! threads at once; and snapshots of launch plans, a worked example and the simulator's counters.
-//! Outputs are poisoned before every launch.
+//! threads at once; bf16 matrices of more than 2^32 elements, long rows and short, on GPUs with the
+//! memory; and snapshots of launch plans, a worked example and the simulator's counters. Outputs
+//! are poisoned before every launch (in the test of more than 2^32 elements, the rows it reads
+//! back).
 
 use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, enough_memory, fits_test_time, on_threads,
+    rows_past_32_bits,
+};
 use norms::{
     DEFAULT_EPS, MAX_SIDE, Norm, Norms, Problem, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, poison,
     reference, warps_per_row,
@@ -395,6 +400,58 @@ fn counters(norm: Norm, step: Step, rows: usize, cols: usize) -> Result<String, 
     Ok(text)
 }
 
+/// The shapes of the test of more than 2^32 elements: long rows (step 3's chunks, step 2's row
+/// read twice) and rows of 4096 (step 3's full lanes, four warps a row; step 2's registers).
+const HUGE_SHAPES: [(usize, usize); 2] = [(65_537, 65_536), ((1 << 20) + 1, 4096)];
+
+/// Every step of both norms on bf16 matrices of [`HUGE_SHAPES`], more than 2^32 elements each,
+/// checked on the rows of [`rows_past_32_bits`].
+fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
+    let mut rng = TestRng::new();
+    let seed = rng.seed();
+    // x from a hash of the whole 64-bit index (and the seed): k / 16 - 6 in [-6, 10), exact in
+    // bf16, every row different and none constant. The last row of each shape starts at element
+    // 2^32: an offset that wraps there reads row 0 for it (other statistics, other values: other
+    // results), or writes row 0 and leaves the last row poisoned; one that wraps at 2^31 (a signed
+    // int) reads and writes before the matrix. Either fails the rows checked at and past those
+    // offsets (or the launch).
+    let value = |i: usize| ((i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32 / 16.0 - 6.0;
+    for (rows, cols) in HUGE_SHAPES {
+        let checked = rows_past_32_bits(rows, cols);
+        let (weight, bias) = parameters::<u16>(&mut rng, cols);
+        let (w, b) = (device.upload(&weight)?, device.upload(&bias)?);
+        let x = device.upload(&by_index(rows * cols, |i| f32_to_bf16(value(i))))?;
+        let mut y = device.alloc::<u16>(rows * cols)?;
+        let poisoned_row = vec![poison::<u16>(); cols];
+        for step in Step::ALL {
+            let norms = Norms::new(device, step)?;
+            for norm in Norm::ALL {
+                // The rows checked are poisoned before each launch (all 8 GiB, through the host,
+                // would take seconds a launch).
+                for &r in &checked {
+                    y.write_at(r * cols, &poisoned_row)?;
+                }
+                match norm {
+                    Norm::Layer => {
+                        norms.layer_norm(x.as_view(), (rows, cols), w.as_view(), b.as_view(), DEFAULT_EPS, &mut y)?
+                    }
+                    Norm::Rms => norms.rms_norm(x.as_view(), (rows, cols), w.as_view(), DEFAULT_EPS, &mut y)?,
+                }
+                for &r in &checked {
+                    let elements = r * cols..(r + 1) * cols;
+                    let row: Vec<u16> = elements.clone().map(|i| f32_to_bf16(value(i))).collect();
+                    let p = problem(norm, &row, (1, cols), &weight, &bias, DEFAULT_EPS);
+                    if let Some(wrong) = first_mismatch(&p, &y.view(elements)?.to_host()?) {
+                        let at = format!("row {r} (from element {}), checked alone", r * cols);
+                        return Err(rng.fail(format!("{} bf16: {rows} x {cols}: {at}: {wrong}", step_name(norm, step))));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = TestSuite::new()
         .cpu("illustration::launch_plans", || {
@@ -586,6 +643,14 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .gpu_if(
+            "huge::more_than_2^32_elements",
+            |device| {
+                let n = HUGE_SHAPES.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
+                fits_test_time(device, n).or_else(|| enough_memory(device, 2 * 2 * n as u64 + (2 << 30)))
+            },
+            more_than_2_to_the_32_elements,
+        )
         .gpu("many_threads_on_one_device", |device| {
             let seed = TestRng::new().seed();
             on_threads(4, |k| {

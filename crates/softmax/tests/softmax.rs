@@ -3,13 +3,18 @@
 //! within `softmax::tolerance` (each row also summing to 1 within its bound); what torch does with
 //! masked (-inf) entries, rows of only -inf, +inf, NaN and logits of 1e4; rows at odd offsets (the
 //! one-element-at-a-time path of the 16-byte loads); wrong lengths, empty matrices and shapes past
-//! the kernels' indices; many threads at once; and snapshots of launch plans, a worked example and
-//! the simulator's counters. Outputs are poisoned before every launch.
+//! the kernels' indices; many threads at once; bf16 matrices of more than 2^32 elements, long rows
+//! and short, on GPUs with the memory; and snapshots of launch plans, a worked example and the
+//! simulator's counters. Outputs are poisoned before every launch (in the test of more than 2^32
+//! elements, the rows it reads back).
 
 use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError, GpuShape};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, enough_memory, fits_test_time, on_threads,
+    rows_past_32_bits,
+};
 use softmax::{MAX_SIDE, Softmax, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, softmax_cpu};
 
 /// The row lengths, each with the row counts it is tested at.
@@ -182,6 +187,46 @@ fn semantics_across_a_cluster<T: Value>(device: &Device, part: usize) -> TestRes
                 return fail("expected 1 at the finite entry");
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The shapes of the test of more than 2^32 elements: long rows (split rows' kernels, and the
+/// cluster step's on a cluster of 4) and short ones (a warp per row, on-chip groups of 128).
+const HUGE_SHAPES: [(usize, usize); 2] = [(65_537, 65_536), ((1 << 20) + 1, 4096)];
+
+/// Every step on bf16 matrices of [`HUGE_SHAPES`], more than 2^32 elements each, checked on the
+/// rows of [`rows_past_32_bits`].
+fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
+    let rng = TestRng::new();
+    let seed = rng.seed();
+    // Logits from a hash of the whole 64-bit index (and the seed): k / 16 - 8 in [-8, 8), exact in
+    // bf16, every row different. The last row of each shape starts at element 2^32: an offset that
+    // wraps there reads row 0's logits for it (other probabilities), or writes row 0 and leaves the
+    // last row poisoned; one that wraps at 2^31 (a signed int) reads and writes before the matrix.
+    // Either fails the rows checked at and past those offsets (or the launch).
+    let logit = |i: usize| ((i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32 / 16.0 - 8.0;
+    for (rows, cols) in HUGE_SHAPES {
+        let checked = rows_past_32_bits(rows, cols);
+        let input = device.upload(&by_index(rows * cols, |i| f32_to_bf16(logit(i))))?;
+        let mut output = device.alloc::<u16>(rows * cols)?;
+        let poisoned_row = vec![f32_to_bf16(POISON); cols];
+        for step in Step::ALL {
+            // The rows checked are poisoned before each launch (all 8 GiB, through the host, would
+            // take seconds a launch).
+            for &r in &checked {
+                output.write_at(r * cols, &poisoned_row)?;
+            }
+            Softmax::new(device, step)?.softmax(input.as_view(), rows, cols, &mut output)?;
+            for &r in &checked {
+                let elements = r * cols..(r + 1) * cols;
+                let x: Vec<u16> = elements.clone().map(|i| f32_to_bf16(logit(i))).collect();
+                if let Some(wrong) = first_mismatch(&x, &output.view(elements)?.to_host()?, 1, cols) {
+                    let at = format!("row {r} (from element {}), checked alone", r * cols);
+                    return Err(rng.fail(format!("{} bf16: {rows} x {cols}: {at}: {wrong}", step.name())));
+                }
+            }
         }
     }
     Ok(())
@@ -427,6 +472,14 @@ fn main() -> std::process::ExitCode {
             insta::assert_snapshot!("on_chip_groups", text);
             Ok(())
         })
+        .gpu_if(
+            "huge::more_than_2^32_elements",
+            |device| {
+                let n = HUGE_SHAPES.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
+                fits_test_time(device, n).or_else(|| enough_memory(device, 2 * 2 * n as u64 + (2 << 30)))
+            },
+            more_than_2_to_the_32_elements,
+        )
         .gpu("many_threads_on_one_device", |device| {
             let seed = TestRng::new().seed();
             on_threads(4, |k| {
