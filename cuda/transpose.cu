@@ -147,7 +147,7 @@ extern "C" __global__ void transpose_padded(const word* __restrict__ in, word* _
 // ANCHOR_END: padded
 
 // ANCHOR: tiles
-// Steps 5 and 6 (and the swizzled extra): one tile of SIDE x SIDE words per block of 32 x ROWS
+// Steps 5 to 7 (and the swizzled extra): one tile of SIDE x SIDE words per block of 32 x ROWS
 // threads, each thread moving SIDE / ROWS rows of SIDE / 32 columns.
 //
 // What it does: the padded tile of step 4, moved by fewer threads. Thread (x, y) loads rows
@@ -170,7 +170,6 @@ __device__ __forceinline__ unsigned int tile_column(unsigned int r, unsigned int
     return SWIZZLE ? c ^ (r % 32) : c;
 }
 
-//
 // Which tile a block moves: block (bx, by) takes the tile in tile column bx and tile row by, so the
 // blocks that run at once (consecutive bx) lie side by side along the input's rows. DOWN (step 7)
 // turns the grid: block (bx, by) takes tile row bx and tile column by, and the blocks that run at
@@ -274,14 +273,15 @@ transpose_wide_tiles(const word* __restrict__ in, word* __restrict__ out, unsign
 // ANCHOR: column_order
 // Step 7, transpose_column_order: step 6 with the grid turned.
 //
-// What changed from wide_tiles: which tile a block takes (transpose_tiles' DOWN). The GPU starts
-// blocks in the order of their index, x fastest, so the few hundred blocks running at once are
-// consecutive in x. In step 6 they are tiles side by side: together they read a band of whole input
-// rows, and each writes its 64 output rows 256 bytes at a time, spread over the whole output. Here
-// they are tiles one under the other: they read 256 bytes of each of many input rows, and together
-// write a band of whole output rows. Same bytes, same tiles; the writes come out in order and the
-// reads are scattered, where step 6 had it the other way round, and DRAM takes that order faster
-// (measured: the chapter's "Step 7").
+// What changed from wide_tiles: which tile a block takes (transpose_tiles' DOWN). In practice the
+// GPU starts blocks in the order of their index, x fastest (CUDA does not promise it), so the few
+// hundred blocks running at once are close to consecutive in x. In step 6 they are tiles side by
+// side: together they read a band of whole input rows, and each writes its 64 output rows 256 bytes
+// at a time, spread over the whole output. Here they are tiles one under the other: they read 256
+// bytes of each of many input rows, and together write a band of whole output rows. Same bytes,
+// same tiles; the writes come out in order and the reads are scattered, where step 6 had it the
+// other way round; measured, this order is the faster one (the chapter's "Step 7"; why, only a
+// guess).
 //
 // What it leaves slow: the scattered side. A copy reads and writes in order, and a transpose
 // cannot do both.

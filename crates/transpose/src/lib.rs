@@ -205,7 +205,8 @@ fn tile_plan(
     if turned && across > MAX_TILES_DOWN {
         return Err(GpuError::BadInput(format!(
             "{kernel}: a matrix of {cols} columns needs {across} tiles of {tile} columns, more than a grid's \
-             {MAX_TILES_DOWN} (at most {} columns here: the grid is turned); transpose it in bands of columns",
+             {MAX_TILES_DOWN} (at most {} columns here: the grid is turned); step 6 (wide-tiles), whose grid \
+             is not, takes it",
             MAX_TILES_DOWN * side
         )));
     }

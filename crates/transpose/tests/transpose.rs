@@ -381,13 +381,17 @@ fn main() -> std::process::ExitCode {
                 let input = device.upload(&host)?;
                 drop(host);
                 let mut out = device.alloc::<u32>(rows * cols)?;
-                out.fill_words(POISON)?;
-                Transposer::new(device, Step::ColumnOrder)?.transpose(input.as_view(), rows, cols, &mut out)?;
-                let got = out.to_host()?;
-                for c in 0..cols {
-                    for r in 0..rows {
-                        if got[c * rows + r] != word(r * cols + c) {
-                            return Err(format!("{rows} x {cols}: element ({r}, {c}) is wrong").into());
+                // Step 6 and step 7: the same offsets from a grid the other way round.
+                for step in [Step::WideTiles, Step::ColumnOrder] {
+                    out.fill_words(POISON)?;
+                    Transposer::new(device, step)?.transpose(input.as_view(), rows, cols, &mut out)?;
+                    let got = out.to_host()?;
+                    for c in 0..cols {
+                        for r in 0..rows {
+                            if got[c * rows + r] != word(r * cols + c) {
+                                let name = step.name();
+                                return Err(format!("{name}: {rows} x {cols}: element ({r}, {c}) is wrong").into());
+                            }
                         }
                     }
                 }
