@@ -54,7 +54,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-finish-tuning scripts/batch-stats-finish-tuning.cu
 //   ./batch-stats-finish-tuning
 #include "../cuda/batch_stats.cu"
-#include "../cuda/roofs.cu"
+#include "read-roof.cuh"
 #include "../cuda/look_back.cuh" // load_status / store_status: one 64-bit word, relaxed at GPU scope
 
 #include <cmath>
@@ -328,15 +328,7 @@ int main()
                 const unsigned plane = s.h * s.w;
                 const size_t bytes = (size_t)s.n * s.c * plane * (bf16 ? 2 : 4);
                 const void* x = bf16 ? (const void*)in_bf16 : (const void*)in;
-                const size_t vectors = bytes / 16;
-                const unsigned roof_grid = prop.multiProcessorCount * 8;
-                const double read4 = median_ms([&] {
-                    read_roof_unroll4<<<roof_grid, 256>>>((const float4*)x, sink, (long long)vectors, NAN);
-                });
-                const double read8 = median_ms([&] {
-                    read_roof_unroll8<<<roof_grid, 256>>>((const float4*)x, sink, (long long)vectors, NAN);
-                });
-                const double roof = std::min(read4, read8);
+                const double roof = read_roof(x, bytes, sink).ms();
                 // Step 5's slices (batch_stats::Nchw::turns): as many a channel as fill the GPU once,
                 // at most the channel's turns of 32 x K values.
                 const unsigned k = bf16 ? 32 : 16;

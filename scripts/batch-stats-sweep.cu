@@ -56,7 +56,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o batch-stats-sweep scripts/batch-stats-sweep.cu
 //   ./batch-stats-sweep
 #include "../cuda/batch_stats.cu"
-#include "../cuda/roofs.cu"
+#include "read-roof.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -628,15 +628,8 @@ static void run_shape(const cudaDeviceProp& prop, const Shape& s, const typename
     const unsigned int plane = s.h * s.w, N = s.n, C = s.c;
     const size_t bytes = (size_t)N * C * plane * sizeof(typename E::Word);
 
-    // The read roof: the faster of roofs.cu's two streaming reads on 8 blocks of 256 an SM.
-    const unsigned roof_grid = prop.multiProcessorCount * 8;
-    const double read4 = median_ms([&] {
-        read_roof_unroll4<<<roof_grid, 256>>>((const float4*)x, b.sink, (long long)(bytes / 16), NAN);
-    });
-    const double read8 = median_ms([&] {
-        read_roof_unroll8<<<roof_grid, 256>>>((const float4*)x, b.sink, (long long)(bytes / 16), NAN);
-    });
-    const double roof = std::min(read4, read8);
+    const ReadRoof read = read_roof(x, bytes, b.sink);
+    const double roof = read.ms(), read4 = read.unroll4, read8 = read.unroll8;
     const unsigned int v = host_vector_width<E>(x, plane);
     std::printf("%s %ux%ux%ux%u (%.0f MB): read roof %.4f ms (unroll 4 %.4f, 8 %.4f); V = %u, P = %u, S = %u\n",
                 bf16 ? "bf16" : "f32", N, C, s.h, s.w, bytes / 1e6, roof, read4, read8, v, plane / v, C * (plane / v));

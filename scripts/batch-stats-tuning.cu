@@ -16,7 +16,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-tuning scripts/batch-stats-tuning.cu
 //   ./batch-stats-tuning
 #include "../cuda/batch_stats.cu"
-#include "../cuda/roofs.cu"
+#include "read-roof.cuh"
 #include "../cuda/bulk_copy.cuh"
 
 #include <cmath>
@@ -477,16 +477,7 @@ int main()
             const unsigned plane = s.h * s.w;
             const size_t bytes = (size_t)s.n * s.c * plane * (bf16 ? 2 : 4);
             const void* x = bf16 ? (const void*)in_bf16 : (const void*)in;
-            // The read roof: the faster of roofs.cu's two streaming reads on a full wave of blocks.
-            const size_t vectors = bytes / 16;
-            const unsigned roof_grid = prop.multiProcessorCount * 8;
-            const double read4 = median_ms([&] {
-                read_roof_unroll4<<<roof_grid, 256>>>((const float4*)x, sink, (long long)vectors, NAN);
-            });
-            const double read8 = median_ms([&] {
-                read_roof_unroll8<<<roof_grid, 256>>>((const float4*)x, sink, (long long)vectors, NAN);
-            });
-            const double roof = std::min(read4, read8);
+            const double roof = read_roof(x, bytes, sink).ms();
             std::printf("%s %ux%ux%ux%u (%.0f MB): read roof %.4f ms\n", bf16 ? "bf16" : "f32", s.n, s.c, s.h, s.w,
                         bytes / 1e6, roof);
             std::vector<float> want_mean, want_var;
