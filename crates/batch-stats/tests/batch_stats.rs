@@ -16,7 +16,7 @@ use batch_stats::{
 };
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, enough_memory, fits_test_time, on_threads,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, on_threads, too_large_here,
 };
 
 /// The shapes every step is tested at: N x C x H x W.
@@ -482,7 +482,7 @@ fn main() -> std::process::ExitCode {
             "huge::more_than_2^32_elements",
             |device| {
                 let n = HUGE.elements().unwrap_or(usize::MAX);
-                fits_test_time(device, n).or_else(|| enough_memory(device, 2 * n as u64 + (2 << 30)))
+                too_large_here(device, n, 2 * n as u64)
             },
             more_than_2_to_the_32_elements,
         )

@@ -288,6 +288,14 @@ pub fn enough_memory(device: &Device, bytes: u64) -> Option<String> {
         .then(|| format!("needs {} GiB of device memory, {} has {}", bytes >> 30, device.facts().name, have >> 30))
 }
 
+/// Why a test of `n` elements whose buffers take `bytes` of device memory cannot run here (the
+/// skip reason of the tests of more than 2^32 elements), or `None`: too many elements for the
+/// simulator ([`fits_test_time`]), or less device memory than `bytes` and 2 GiB to spare
+/// ([`enough_memory`]).
+pub fn too_large_here(device: &Device, n: usize, bytes: u64) -> Option<String> {
+    fits_test_time(device, n).or_else(|| enough_memory(device, bytes + (2 << 30)))
+}
+
 /// `n` values, value `i` made by `make(i)`, built on every core: the inputs of the tests of more
 /// than 2^32 elements, which one core would take minutes to make.
 pub fn by_index<T: Copy + Default + Send>(n: usize, make: impl Fn(usize) -> T + Sync) -> Vec<T> {

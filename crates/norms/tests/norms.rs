@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, enough_memory, fits_test_time, on_threads,
-    rows_past_32_bits,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, on_threads, rows_past_32_bits,
+    too_large_here,
 };
 use norms::{
     DEFAULT_EPS, MAX_SIDE, Norm, Norms, Problem, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, poison,
@@ -647,7 +647,7 @@ fn main() -> std::process::ExitCode {
             "huge::more_than_2^32_elements",
             |device| {
                 let n = HUGE_SHAPES.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
-                fits_test_time(device, n).or_else(|| enough_memory(device, 2 * 2 * n as u64 + (2 << 30)))
+                too_large_here(device, n, 2 * 2 * n as u64)
             },
             more_than_2_to_the_32_elements,
         )

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, on_threads};
+use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, too_large_here};
 use rand::RngExt;
 use transpose::{MAX_SIDE, Step, TileCopy, TransposePlan, Transposer, Word, first_mismatch, transpose_cpu};
 
@@ -370,7 +370,7 @@ fn main() -> std::process::ExitCode {
             "huge::more_than_2^32_elements",
             |device| {
                 let n = 65_537usize * 65_536;
-                fits_test_time(device, n).or_else(|| enough_memory(device, 2 * 4 * n as u64 + (2 << 30)))
+                too_large_here(device, n, 2 * 4 * n as u64)
             },
             |device| {
                 // Words that differ beyond 2^32: element i holds its index's low 32 bits, scrambled
