@@ -12,16 +12,17 @@
 //               (resident blocks) / G tile rows, so each input row is read G * TC * 4 bytes at a
 //               time (G = 1 is step 7's order, one column of tiles after another)
 //
-// plus a form with no shared memory at all (registers_4x4). Every variant is checked word for word
+// plus tiles of one warp each, with no block barrier (warp_tiles), and a form with no shared memory at
+// all (registers_4x4). Every variant is checked word for word
 // against step 6's output first (WRONG and no time if not). Full tiles only: rows and columns must
 // be multiples of 128 (the shapes are).
 //
 // Run on an H100, 2026-11-28 (book/src/data/nvidia-h100-80gb-hbm3/transpose-turned-tuning.txt): at
-// 16384^2 step 7 made 1.012x and 1.014x geam in the two rounds, the best variants 1.020x (64 x 128
-// tiles, 1024 threads, 8-byte accesses; 64 x 64 with 8-byte accesses in groups of 2), 97.4% of
-// cudaMemcpy: 8- or 16-byte accesses gain about half a percent, groups of 4 or 8 columns and other
-// shapes at 512 threads lose, and registers alone (16-byte pieces of 32 rows a warp store) run at a
-// third of the speed. The 1.03x of issue 28 was not reached.
+// 16384^2 step 7 made 1.012x and 1.014x geam in the two rounds, the best variant 1.020x (64 x 128
+// tiles, 1024 threads, 8-byte accesses), 97.3% of cudaMemcpy: 8- or 16-byte accesses gain about half
+// a percent, groups of 4 or 8 columns, other shapes at 512 threads and warp tiles (no block barrier)
+// lose, and registers alone (16-byte pieces of 32 rows a warp store) run at a third of the speed.
+// The 1.03x of issue 28 was not reached.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o transpose-turned-tuning scripts/transpose-turned-tuning.cu -lcublas
 //   ./transpose-turned-tuning [rows cols]
@@ -135,6 +136,31 @@ __global__ void __launch_bounds__(256) registers_4x4(const word* __restrict__ in
     }
 }
 
+// No block barrier: each warp of a block of W warps transposes its own R x 32 tile through its own
+// part of shared memory (a warp barrier, __syncwarp, between the loads and the stores), so no warp
+// waits for another. Lane l loads column l of the tile's R rows (R loads of 128 bytes a warp, all
+// issued first), then writes output row c0 + i (i < 32) at r0 + l, r0 + 32 + l, ... Warps go down
+// the tile rows (turned): warp g takes tile row g % (rows / R) of tile column g / (rows / R).
+template <int R, int W>
+__global__ void __launch_bounds__(32 * W) warp_tiles(const word* __restrict__ in, word* __restrict__ out, unsigned rows,
+                                                      unsigned cols)
+{
+    __shared__ word tiles[W][R][33];
+    const unsigned lane = threadIdx.x % 32, w = threadIdx.x / 32, g = blockIdx.x * W + w;
+    const unsigned tile_rows = rows / R, r0 = (g % tile_rows) * R, c0 = (g / tile_rows) * 32;
+    word v[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) v[i] = in[(size_t)(r0 + i) * cols + c0 + lane];
+#pragma unroll
+    for (int i = 0; i < R; i++) tiles[w][i][lane] = v[i];
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+#pragma unroll
+        for (int j = 0; j < R / 32; j++) out[(size_t)(c0 + i) * rows + r0 + 32 * j + lane] = tiles[w][32 * j + lane][i];
+    }
+}
+
 struct Variant {
     const char* name;
     std::function<void(const word*, word*, unsigned, unsigned)> launch;
@@ -151,6 +177,13 @@ template <int K> Variant registers(const char* name)
 {
     return {name, [](const word* in, word* out, unsigned rows, unsigned cols) {
                 registers_4x4<K><<<(rows / (32 * K)) * (cols / 128), dim3(32, 8)>>>(in, out, rows, cols);
+            }};
+}
+
+template <int R, int W> Variant warps(const char* name)
+{
+    return {name, [](const word* in, word* out, unsigned rows, unsigned cols) {
+                warp_tiles<R, W><<<(rows / R) * (cols / 32) / W, 32 * W>>>(in, out, rows, cols);
             }};
 }
 
@@ -201,6 +234,10 @@ int main(int argc, char** argv)
         variant<64, 64, 512, 2, 2>("64x64 512t v2 g2"),
         variant<64, 128, 1024, 2, 1>("64x128 1024t v2 g1"),
         variant<128, 64, 1024, 2, 1>("128x64 1024t v2 g1"),
+        warps<32, 4>("warp tiles 32x32, 4 warps"),
+        warps<32, 8>("warp tiles 32x32, 8 warps"),
+        warps<64, 4>("warp tiles 64x32, 4 warps"),
+        warps<64, 2>("warp tiles 64x32, 2 warps"),
         registers<1>("registers 4x4, 32x128 a block"),
         registers<2>("registers 2 x 4x4, 64x128 a block"),
         registers<4>("registers 4 x 4x4, 128x128 a block"),
