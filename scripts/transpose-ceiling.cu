@@ -79,45 +79,16 @@ __global__ void __launch_bounds__(256) copy_one(const uint4* __restrict__ in, ui
     }
 }
 
-// The chapter's step 6 with the grid turned: block (x, y) takes the tile at tile row x and tile
-// column y, so the blocks running at once go down a column of tiles: they read scattered 256-byte
-// pieces of many input rows and write whole output rows one after another (the chapter's order
-// reads whole input rows and scatters its writes). Its body is transpose_tiles<SIDE, ROWS, false>'s;
-// <64, 16> is step 6's shape, <32, 8> step 5's.
+// The chapter's step 7 (transpose_tiles with its grid turned: the blocks running at once go down a
+// column of tiles, reading scattered 256-byte pieces of many input rows and writing whole output
+// rows one after another) in other shapes: <64, 16> is step 7's own, <64, 8> and <32, 8> (step 5's
+// tile) the other turned shapes timed here. Before step 7 joined the chapter this was a copy of its
+// body; the runs in the data files used that copy, whose SASS is the same as this one's.
 template <int SIDE, int ROWS>
 __global__ void __launch_bounds__(32 * ROWS) tiles_down(const word* __restrict__ in, word* __restrict__ out,
                                                         unsigned int rows, unsigned int cols)
 {
-    __shared__ word tile[SIDE][SIDE + 1];
-    const unsigned int x = threadIdx.x, y = threadIdx.y;
-    const unsigned int r0 = blockIdx.x * SIDE, c0 = blockIdx.y * SIDE;
-    word v[SIDE / ROWS][SIDE / 32];
-#pragma unroll
-    for (unsigned int i = 0; i < SIDE / ROWS; ++i) {
-#pragma unroll
-        for (unsigned int j = 0; j < SIDE / 32; ++j) {
-            const unsigned int r = r0 + y + i * ROWS, c = c0 + x + j * 32;
-            v[i][j] = (r < rows && c < cols) ? in[(size_t)r * cols + c] : 0;
-        }
-    }
-#pragma unroll
-    for (unsigned int i = 0; i < SIDE / ROWS; ++i) {
-#pragma unroll
-        for (unsigned int j = 0; j < SIDE / 32; ++j) {
-            tile[y + i * ROWS][x + j * 32] = v[i][j];
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (unsigned int i = 0; i < SIDE / ROWS; ++i) {
-#pragma unroll
-        for (unsigned int j = 0; j < SIDE / 32; ++j) {
-            const unsigned int c = y + i * ROWS, r = x + j * 32;
-            if (c0 + c < cols && r0 + r < rows) {
-                out[(size_t)(c0 + c) * rows + r0 + r] = tile[r][c];
-            }
-        }
-    }
+    transpose_tiles<SIDE, ROWS, false, true>(in, out, rows, cols);
 }
 
 int main(int argc, char** argv)
