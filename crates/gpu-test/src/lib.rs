@@ -296,6 +296,14 @@ pub fn too_large_here(device: &Device, n: usize, bytes: u64) -> Option<String> {
     fits_test_time(device, n).or_else(|| enough_memory(device, bytes + (2 << 30)))
 }
 
+/// [`too_large_here`] for a test that runs on each matrix of `shapes` (rows, columns) in turn,
+/// holding `bytes_per_element` of device memory for each element of the largest (its input and
+/// output together).
+pub fn matrices_too_large_here(device: &Device, shapes: &[(usize, usize)], bytes_per_element: u64) -> Option<String> {
+    let n = shapes.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
+    too_large_here(device, n, bytes_per_element * n as u64)
+}
+
 /// `n` values, value `i` made by `make(i)`, built on every core: the inputs of the tests of more
 /// than 2^32 elements, which one core would take minutes to make.
 pub fn by_index<T: Copy + Default + Send>(n: usize, make: impl Fn(usize) -> T + Sync) -> Vec<T> {

@@ -16,8 +16,8 @@ use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, on_threads, rows_past_32_bits,
-    too_large_here,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, matrices_too_large_here, on_threads,
+    rows_past_32_bits,
 };
 use norms::{
     DEFAULT_EPS, MAX_SIDE, Norm, Norms, Problem, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, poison,
@@ -645,10 +645,7 @@ fn main() -> std::process::ExitCode {
         })
         .gpu_if(
             "huge::more_than_2^32_elements",
-            |device| {
-                let n = HUGE_SHAPES.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
-                too_large_here(device, n, 2 * 2 * n as u64)
-            },
+            |device| matrices_too_large_here(device, &HUGE_SHAPES, 2 * 2),
             more_than_2_to_the_32_elements,
         )
         .gpu("many_threads_on_one_device", |device| {

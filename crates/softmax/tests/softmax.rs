@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, on_threads, rows_past_32_bits,
-    too_large_here,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, matrices_too_large_here, on_threads,
+    rows_past_32_bits,
 };
 use softmax::{MAX_SIDE, Softmax, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, softmax_cpu};
 
@@ -474,10 +474,7 @@ fn main() -> std::process::ExitCode {
         })
         .gpu_if(
             "huge::more_than_2^32_elements",
-            |device| {
-                let n = HUGE_SHAPES.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
-                too_large_here(device, n, 2 * 2 * n as u64)
-            },
+            |device| matrices_too_large_here(device, &HUGE_SHAPES, 2 * 2),
             more_than_2_to_the_32_elements,
         )
         .gpu("many_threads_on_one_device", |device| {
