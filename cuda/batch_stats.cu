@@ -549,7 +549,7 @@ batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int*
 // 14 x 14 = 196 fills 196 of its piece's 256 elements, and its lanes' last loads are partly past
 // its end (lanes 0 to 16 load two vectors of 4, the others one); and every piece pays for a fold
 // and a combination whatever its length. Where DRAM is the limit, it gains nothing over step 3:
-// there what is left is the start and the end of the one wave of blocks, and the finish.
+// there what is left is the folds and the finish (step 5 says how much).
 //
 // Launch: step 3's.
 template <class E>
@@ -619,10 +619,12 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // lanes, and a plane of 196 f32 filled 196 of its piece's 256; now every turn but a run's last
 // loads 32 K values, and each is folded at once.
 //
-// What it leaves slow: what step 4 left where DRAM is the limit: the one wave's start and end, and
-// the finish (the last block's work), costs that do not shrink with the bytes, so bf16's tensor,
-// half of f32's, pays them twice over: at 256 x 64 x 56 x 56 about 13% of the read roof on an H100
-// and 17% on an H200 for bf16, 7 to 9% for f32.
+// What it leaves slow: what step 4 left where DRAM is the limit: the folds' instructions and the
+// finish (the last block's work). bf16's tensor, half of f32's bytes, pays most: at
+// 256 x 64 x 56 x 56 about 13% of the read roof on an H100 and 17% on an H200 for bf16, 7 to 9%
+// for f32. On the H200 the walk with its loads only (each value added once, a bound) makes 90% of
+// the read roof with the finish and 95% without, where step 5 makes 83% and 89%
+// (scripts/batch-stats-timeline.cu, which also finds every block started within 0.3 us).
 //
 // The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors
 // (batch x H x W / V), and walk_flat for walk.

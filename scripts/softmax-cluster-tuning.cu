@@ -7,12 +7,16 @@
 // launch. The fourth run adds persistent clusters that copy their next row's parts into shared
 // memory by bulk copies while they finish the current one (prefetched); the fifth, clusters of 2
 // (every SM takes them, where clusters of 4 and 8 run on 124 of 132: cluster-sms-probe.cu); the
-// sixth, clusters of 2 whose blocks hold half their part in shared memory (halves).
+// sixth, clusters of 2 whose blocks hold half their part in shared memory (halves); the seventh,
+// rows held in shared memory only, brought by bulk copies (in_shared); the eighth, the chapter's
+// clusters prefetching into the L2 the row they will take a wave later (prefetching); the ninth,
+// clusters of 4 blocks of 512 x 32; the tenth, a bound: f32 rows with bf16's cheaper exp.
 // Every variant is checked against split rows first; times are the median of 15 batches of
 // CUDA-event timings, as in the tour.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o softmax-cluster-tuning scripts/softmax-cluster-tuning.cu
-//   ./softmax-cluster-tuning
+//   ./softmax-cluster-tuning          every variant
+//   ./softmax-cluster-tuning WORD     the variants whose name holds WORD, beside the first three
 #include "../cuda/softmax.cu"
 
 #include <cmath>
@@ -240,6 +244,112 @@ __global__ void __launch_bounds__(BLOCK, 2)
 }
 
 
+// The seventh run's candidate: rows held in shared memory instead of registers. Each block of a
+// cluster of CLUSTER holds its part of one row in dynamic shared memory, brought there by PIECES
+// 1-D bulk copies (cp.async.bulk) that thread 0 starts at once, so a block needs few registers and
+// an SM holds as many blocks as its shared memory has parts for (six parts of 32 KiB, where the
+// registers hold four blocks of 256 x 32 f32): more rows on the chip at once, more of them with
+// bytes in flight while others wait at their exchange. The threads then read the part from shared
+// memory three times (the max; e = exp(x - max), kept in place for f32, and its sum; the write),
+// vector t, t + BLOCK, ... for thread t. Parts must be whole 16-byte vectors (cols a multiple of
+// CLUSTER x PER_VEC x PIECES) and the row 16-byte aligned.
+template <class E, int CLUSTER, int BLOCK, int PIECES>
+__device__ void cluster_rows_in_shared(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
+                                       unsigned int rows, unsigned int cols)
+{
+    extern __shared__ uint4 held[]; // this block's part, as loaded
+    __shared__ float slots[2];
+    __shared__ alignas(8) unsigned long long arrived;
+    const unsigned int rank = blockIdx.x % CLUSTER;
+    const unsigned int part = cols / CLUSTER, vectors = part / E::PER_VEC;
+    const size_t offset = (size_t)(blockIdx.x / CLUSTER) * cols + (size_t)rank * part;
+    if (threadIdx.x == 0) {
+        const unsigned int bytes = part * sizeof(typename E::Word), piece = bytes / PIECES;
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&arrived)) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(&arrived)),
+                     "r"(bytes)
+                     : "memory");
+        const char* from = reinterpret_cast<const char*>(in + offset);
+#pragma unroll
+        for (int p = 0; p < PIECES; p++) {
+            asm volatile(
+                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                    shared_address(held) + p * piece),
+                "l"(from + (size_t)p * piece), "r"(piece), "r"(shared_address(&arrived))
+                : "memory");
+        }
+    }
+    __syncthreads(); // the barrier is set up before anyone waits on it
+    wait_phase(&arrived, 0);
+    float m = MaxNaN::identity();
+#pragma unroll 4
+    for (unsigned int v = threadIdx.x; v < vectors; v += BLOCK) {
+        const uint4 q = held[v];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) m = MaxNaN::combine(m, E::element(q, j));
+    }
+    m = group_reduce<MaxNaN, BLOCK>(m);
+    const float shift = m == MaxNaN::identity() ? 0.0f : m;
+    float s = 0.0f;
+#pragma unroll 4
+    for (unsigned int v = threadIdx.x; v < vectors; v += BLOCK) {
+        uint4 q = held[v];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) {
+            const float e = E::exp(E::element(q, j) - shift);
+            E::keep(q, j, e);
+            s += e;
+        }
+        if (E::KEEPS_EXP) held[v] = q;
+    }
+    s = group_reduce<Sum<float>, BLOCK>(s);
+    const Online whole = exchange<CLUSTER>(slots, m, s);
+    cluster_arrive(); // this block is done reading the others' slots
+    const float scale = OnlineOp::rescale(m, whole.m) * inverse_sum(whole);
+    uint4* y = reinterpret_cast<uint4*>(out + offset);
+#pragma unroll 4
+    for (unsigned int v = threadIdx.x; v < vectors; v += BLOCK) {
+        const uint4 q = held[v];
+        float f[E::PER_VEC];
+#pragma unroll
+        for (int j = 0; j < E::PER_VEC; j++) {
+            f[j] = (E::KEEPS_EXP ? E::element(q, j) : E::exp(E::element(q, j) - shift)) * scale;
+        }
+        y[v] = E::pack(f);
+    }
+    cluster_wait();
+}
+
+template <class E, int CLUSTER, int BLOCK, int PIECES, int MIN_BLOCKS>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+    in_shared(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
+{
+    cluster_rows_in_shared<E, CLUSTER, BLOCK, PIECES>(in, out, rows, cols);
+}
+
+// The eighth run's candidate: the chapter's cluster_rows, each thread first asking the L2 for its
+// part of the row `ahead` rows on (prefetch.global.L2, the 16-byte vectors it will load there: no
+// register or shared memory held), so that the cluster that takes that row, about one wave of
+// clusters later when `ahead` is the number the GPU holds at once, finds it in the L2. Whole
+// 16-byte vectors only (the chapter's vector path).
+template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS>
+__global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+    prefetching(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols, unsigned ahead)
+{
+    if (blockIdx.x / CLUSTER + ahead < rows) {
+        unsigned int len;
+        const size_t offset = cluster_part<CLUSTER>(cols, len) + (size_t)ahead * cols;
+        const uint4* x = reinterpret_cast<const uint4*>(in + offset);
+#pragma unroll
+        for (int k = 0; k < VALUES / E::PER_VEC; k++) {
+            const unsigned int v = threadIdx.x + k * BLOCK;
+            if (v < len / E::PER_VEC) asm volatile("prefetch.global.L2 [%0];" ::"l"(x + v));
+        }
+    }
+    cluster_rows<E, CLUSTER, BLOCK, VALUES>(in, out, rows, cols);
+}
+
 template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES = false>
 __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
     variant(const typename E::Word* in, typename E::Word* out, unsigned rows, unsigned cols)
@@ -281,6 +391,21 @@ static Run cluster_run()
                            CLUSTER, (const typename E::Word*)in, (typename E::Word*)out, s.rows, s.cols);
         return true;
     };
+}
+
+// A bound, not a kernel: f32 rows with bf16's exp (sfu_exp: three instructions where f32's
+// softmax_exp takes about fifteen, and less accurate), to see what f32's exp costs in time.
+struct F32SfuExp : F32 {
+    __device__ static float exp(float x) { return sfu_exp(x); }
+};
+
+template <int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS>
+static Variant sfu_exp_variant(std::string name)
+{
+    Variant v{name, cluster_run<F32SfuExp, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, false>(), {}};
+    v.bf16 = [](const void*, void*, Shape) { return false; };
+    v.occupancy_of(variant<F32SfuExp, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, false>, BLOCK);
+    return v;
 }
 
 template <int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, bool TWO_EXCHANGES = false>
@@ -356,6 +481,82 @@ static Variant halves_variant(std::string name)
     Variant v{name, halves_run<F32, BLOCK, VALUES>(), halves_run<BF16, BLOCK, VALUES_BF16>()};
     constexpr int values = VALUES == 0 ? 4 : VALUES;
     v.occupancy_of(halves<F32, BLOCK, values>, BLOCK, halves_shared_bytes<F32, BLOCK, values>());
+    return v;
+}
+
+// Rows in shared memory (in_shared, above): a part of cols / CLUSTER elements a block, at most 200
+// KiB, dynamic shared memory asked for up to that once per kernel. Where the cluster is larger than
+// 8 (the portable most), the kernel is allowed non-portable sizes.
+template <class E, int CLUSTER, int BLOCK, int PIECES, int MIN_BLOCKS>
+static bool in_shared_ready()
+{
+    static const bool ready = [] {
+        auto kernel = in_shared<E, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>;
+        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+        CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   (int)cudaSharedmemCarveoutMaxShared));
+        if (CLUSTER > 8) CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        return true;
+    }();
+    return ready;
+}
+
+template <class E, int CLUSTER, int BLOCK, int PIECES, int MIN_BLOCKS>
+static Run in_shared_run()
+{
+    return [](const void* in, void* out, Shape s) {
+        const size_t bytes = (size_t)s.cols / CLUSTER * sizeof(typename E::Word);
+        if (s.cols % (CLUSTER * E::PER_VEC * PIECES) != 0 || bytes > 200 * 1024 || bytes < 8 * 1024) return false;
+        in_shared_ready<E, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>();
+        ClusterLaunch launch(s.rows * CLUSTER, BLOCK, CLUSTER, bytes);
+        CHECK(cudaLaunchKernelEx(&launch.config, in_shared<E, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>,
+                                 (const typename E::Word*)in, (typename E::Word*)out, s.rows, s.cols));
+        return true;
+    };
+}
+
+// Occupancy shown for f32 rows of 2^16 (a part of 2^16 / CLUSTER elements a block).
+template <int CLUSTER, int BLOCK, int PIECES, int MIN_BLOCKS>
+static Variant in_shared_variant(std::string name)
+{
+    Variant v{name, in_shared_run<F32, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>(),
+              in_shared_run<BF16, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>()};
+    in_shared_ready<F32, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>();
+    v.occupancy_of(in_shared<F32, CLUSTER, BLOCK, PIECES, MIN_BLOCKS>, BLOCK, (65536 / CLUSTER) * 4);
+    return v;
+}
+
+// The prefetching clusters (above), `ahead` rows on: AHEAD_PER_8 eighths of the clusters the GPU
+// holds at once (cudaOccupancyMaxActiveClusters). Rows of whole 16-byte vectors only.
+template <class E, int CLUSTER, int BLOCK, int VALUES, int MIN_BLOCKS, int AHEAD_PER_8>
+static Run prefetching_run()
+{
+    return [](const void* in, void* out, Shape s) {
+        if (VALUES == 0 || s.cols > (unsigned)(CLUSTER * BLOCK * VALUES) ||
+            4 * s.cols <= (unsigned)(CLUSTER * BLOCK * VALUES) || s.cols % (CLUSTER * 8) != 0)
+            return false;
+        constexpr int values = VALUES == 0 ? E::PER_VEC : VALUES;
+        auto kernel = prefetching<E, CLUSTER, BLOCK, values, MIN_BLOCKS>;
+        static unsigned ahead = 0;
+        if (ahead == 0) {
+            int clusters = 0;
+            ClusterLaunch launch(CLUSTER * 1024, BLOCK, CLUSTER);
+            CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config));
+            ahead = std::max(1, clusters * AHEAD_PER_8 / 8);
+            std::printf("(%d clusters of %dx%d at once: %u rows ahead)\n", clusters, CLUSTER, BLOCK, ahead);
+        }
+        launch_on_clusters(kernel, s.rows * CLUSTER, BLOCK, CLUSTER, (const typename E::Word*)in,
+                           (typename E::Word*)out, s.rows, s.cols, ahead);
+        return true;
+    };
+}
+
+template <int CLUSTER, int BLOCK, int VALUES, int VALUES_BF16, int MIN_BLOCKS, int AHEAD_PER_8>
+static Variant prefetching_variant(std::string name)
+{
+    Variant v{name, prefetching_run<F32, CLUSTER, BLOCK, VALUES, MIN_BLOCKS, AHEAD_PER_8>(),
+              prefetching_run<BF16, CLUSTER, BLOCK, VALUES_BF16, MIN_BLOCKS, AHEAD_PER_8>()};
+    v.occupancy_of(prefetching<F32, CLUSTER, BLOCK, VALUES == 0 ? 4 : VALUES, MIN_BLOCKS>, BLOCK);
     return v;
 }
 
@@ -440,7 +641,9 @@ static Variant block_512x64_variant()
     return v;
 }
 
-int main()
+// `softmax-cluster-tuning WORD` times only the variants whose name holds WORD, beside split rows
+// (the check's reference), step 6's block and the chapter's kernels.
+int main(int argc, char** argv)
 {
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -494,6 +697,34 @@ int main()
     // half in shared memory (halves, above).
     variants.push_back(halves_variant<512, 32, 32>("2x512x(32+32) halves 2/SM"));
     variants.push_back(halves_variant<256, 32, 64>("2x256x(v+v) halves"));
+    // The seventh run: rows held in shared memory, brought by bulk copies (in_shared, above).
+    variants.push_back(in_shared_variant<8, 128, 1, 6>("8x128 in shared, 1 copy"));
+    variants.push_back(in_shared_variant<8, 256, 1, 6>("8x256 in shared, 1 copy"));
+    variants.push_back(in_shared_variant<8, 256, 4, 6>("8x256 in shared, 4 copies"));
+    variants.push_back(in_shared_variant<4, 256, 1, 3>("4x256 in shared, 1 copy"));
+    variants.push_back(in_shared_variant<4, 512, 4, 3>("4x512 in shared, 4 copies"));
+    variants.push_back(in_shared_variant<16, 128, 1, 12>("16x128 in shared, 1 copy"));
+    variants.push_back(in_shared_variant<2, 512, 4, 1>("2x512 in shared, 4 copies"));
+    // The eighth run: the chapter's clusters prefetching their part of a row some rows on into the
+    // L2 (prefetching, above).
+    variants.push_back(prefetching_variant<8, 256, 32, 64, 4, 8>("8x256 L2 prefetch, 1 wave on"));
+    variants.push_back(prefetching_variant<8, 256, 32, 64, 4, 4>("8x256 L2 prefetch, 1/2 wave"));
+    variants.push_back(prefetching_variant<8, 256, 32, 64, 4, 16>("8x256 L2 prefetch, 2 waves"));
+    variants.push_back(prefetching_variant<4, 256, 32, 64, 4, 8>("4x256 L2 prefetch, 1 wave on"));
+    // The ninth run: clusters of 4 blocks of 512 x 32 at two blocks an SM (64 KiB of a row a block,
+    // as step 6's one block holds a row of 2^14 f32).
+    variants.push_back(cluster_variant<4, 512, 32, 2>("4x512x32 2/SM one exchange"));
+    // The tenth run: the chapter's 8 x 256 x 32 for f32 with bf16's cheaper exp: a bound (its
+    // results are checked with the others and may miss f32's tolerance).
+    variants.push_back(sfu_exp_variant<8, 256, 32, 4>("8x256x32 sfu exp (bound)"));
+
+    if (argc > 1) {
+        std::vector<Variant> chosen(variants.begin(), variants.begin() + 3);
+        for (size_t i = 3; i < variants.size(); ++i) {
+            if (variants[i].name.find(argv[1]) != std::string::npos) chosen.push_back(variants[i]);
+        }
+        variants = chosen;
+    }
 
     const Shape shapes[] = {{768, 1u << 16}, {1536, 1u << 15}, {384, 1u << 17}, {3072, 1u << 14}};
     // Check every variant against split rows, f32 within 1e-5 relative, bf16 within one bf16 ulp.
