@@ -33,7 +33,8 @@
 // make 90.3% of the read roof with the finish and 95.0% without, against step 5's 83.3% and 88.8%:
 // the folds cost about 7 points, the finish about 5. Prefetching lost (61-74%); pipelining needs
 // more registers than four blocks an SM leave (spilled, 46%) and gains nothing at three (80.6%
-// against 81.1%).
+// against 81.1%). On an H100 the same day (nvidia-h100-80gb-hbm3/batch-stats-timeline.txt) the folds
+// and the finish cost about 4 points each, and the same variants lose.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-timeline scripts/batch-stats-timeline.cu
 //   ./batch-stats-timeline

@@ -23,7 +23,9 @@
 // a percent, groups of 4 or 8 columns, other shapes at 512 threads and warp tiles (no block barrier)
 // lose, and registers alone (16-byte pieces of 32 rows a warp store) run at a third of the speed.
 // The 1.03x of issue 28 was not reached. On an H200 the same day (nvidia-h200/ beside it) step 7 made
-// 1.040x and the 8- and 16-byte forms of its tile 1.043x to 1.044x.
+// 1.040x and the 8- and 16-byte forms of its tile 1.043x to 1.044x. A later H100 run added wide and
+// flat tiles (32 x 256 down to 8 x 512, each input row read 1 or 2 KiB at a time): all lost
+// (0.959x to 0.998x geam).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o transpose-turned-tuning scripts/transpose-turned-tuning.cu -lcublas
 //   ./transpose-turned-tuning [rows cols]
@@ -235,6 +237,17 @@ int main(int argc, char** argv)
         variant<64, 64, 512, 2, 2>("64x64 512t v2 g2"),
         variant<64, 128, 1024, 2, 1>("64x128 1024t v2 g1"),
         variant<128, 64, 1024, 2, 1>("128x64 1024t v2 g1"),
+        // Wide and flat tiles (a later run): each input row read 1 or 2 KiB at a time, each output
+        // row written 128, 64 or 32 bytes a tile, the blocks in flight completing its lines in the L2.
+        variant<32, 256, 1024, 1, 1>("32x256 1024t v1 g1"),
+        variant<32, 256, 1024, 2, 1>("32x256 1024t v2 g1"),
+        variant<32, 256, 1024, 4, 1>("32x256 1024t v4 g1"),
+        variant<32, 256, 512, 2, 1>("32x256 512t v2 g1"),
+        variant<16, 256, 512, 1, 1>("16x256 512t v1 g1"),
+        variant<16, 512, 1024, 1, 1>("16x512 1024t v1 g1"),
+        variant<16, 512, 1024, 2, 1>("16x512 1024t v2 g1"),
+        variant<16, 512, 512, 4, 1>("16x512 512t v4 g1"),
+        variant<8, 512, 512, 1, 1>("8x512 512t v1 g1"),
         warps<32, 4>("warp tiles 32x32, 4 warps"),
         warps<32, 8>("warp tiles 32x32, 8 warps"),
         warps<64, 4>("warp tiles 64x32, 4 warps"),
