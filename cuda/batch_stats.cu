@@ -623,7 +623,7 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // finish (the last block's work). bf16's tensor, half of f32's bytes, pays most: at
 // 256 x 64 x 56 x 56 about 13% of the read roof on an H100 and 17% on an H200 for bf16, 7 to 9%
 // for f32. On the H200 the walk with its loads only (each value added once, a bound) makes 90% of
-// the read roof with the finish and 95% without, where step 5 makes 83% and 89%
+// the read roof with the finish and 95% without, where step 5 makes 83% and 88.5%
 // (scripts/batch-stats-timeline.cu, which also finds every block started within 0.3 us).
 //
 // The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors

@@ -21,20 +21,20 @@
 //                               its results are wrong), with and without the finish
 //   3 blocks an SM              step 5 compiled for three blocks an SM (up to 85 registers a
 //                               thread), with slices to fill the GPU once with them
-//   pipelined                   a lane's next turn loaded before it folds this one (walk_pipelined),
+//   pipelined                   a lane's next turn loaded before it folds this one (walk_variant),
 //                               at four and at three blocks an SM
 //   prefetching 1, 2, 4         each lane first asks the L2 for its loads AHEAD turns on
-//                               (walk_prefetching, prefetch.global.L2)
+//                               (walk_variant, prefetch.global.L2)
 // The pipelined and prefetching walks fold the same values in the same order as step 5 and are
 // checked for its bits (at three blocks an SM the slices differ, so within 1e-5 relative).
 //
-// Run on an H200, 2026-11-28 (book/src/data/nvidia-h200/batch-stats-timeline.txt): every block
-// starts within 0.3 us; the walk is slower than the roof throughout, not at its ends. Loads only
-// make 90.3% of the read roof with the finish and 95.0% without, against step 5's 83.3% and 88.8%:
-// the folds cost about 7 points, the finish about 5. Prefetching lost (61-74%); pipelining needs
-// more registers than four blocks an SM leave (spilled, 46%) and gains nothing at three (80.6%
-// against 81.1%). On an H100 the same day (nvidia-h100-80gb-hbm3/batch-stats-timeline.txt) the folds
-// and the finish cost about 4 points each, and the same variants lose.
+// Run on an H200 and an H100, 2026-11-28 (batch-stats-timeline.txt in both GPUs' folders under
+// book/src/data/): every block starts within 0.3 us; the walk is slower than the roof throughout,
+// not at its ends. On the H200 loads only make 89.8% of the read roof with the finish (90.0-90.3%
+// in earlier runs) and 94.8% without, against step 5's 83.1% and 88.5%: the folds cost about 6 to
+// 7 points, the finish about 5 (on the H100 about 4 each). Prefetching lost (61-74% on the H200);
+// pipelining needs more registers than four blocks an SM leave (spilled, 48%) and at three is level
+// with the unpipelined walk there (81.1% against 80.7%), both below step 5.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-timeline scripts/batch-stats-timeline.cu
 //   ./batch-stats-timeline
@@ -66,17 +66,18 @@ struct Stamps {
     unsigned long long start, walked, left, sm;
 };
 
-// Step 5 (split<E, V, true>'s body, for V = 8 bf16 vectors: planes of 56 x 56), stamped. FINISH:
-// finish_channel as the chapter; otherwise the block's accumulator is stored and the block leaves.
-
-// The experiment's walk: walk_flat_runs<BF16, 8, 32, true> (planes of at least 32 vectors, whole
-// turns; the run's last turn as the chapter's), with each lane first asking the L2 for its loads of
-// the turn AHEAD turns on (prefetch.global.L2, no register held): the bytes of AHEAD more turns in
-// flight for every warp, where the chapter has one turn's (4 x 16 bytes a lane).
-template <int AHEAD, bool FOLD = true>
-__device__ __forceinline__ Moments walk_prefetching(const unsigned short* __restrict__ in, unsigned int c,
-                                                    unsigned int channels, unsigned int plane, unsigned int first,
-                                                    unsigned int last)
+// The experiments' walk: walk_flat_runs<BF16, 8, 32, true> (planes of at least 32 vectors) with
+// one of three changes to its whole turns (a run's short last turn is the chapter's):
+//   AHEAD > 0   each lane first asks the L2 for its loads of the turn AHEAD turns on
+//               (prefetch.global.L2, no register held): AHEAD more turns' bytes in flight a warp
+//   !FOLD       each value only added once, not folded: a bound, its results wrong
+//   PIPELINED   a lane's loads of its next whole turn (4 x 16 bytes, kept as loaded) issued before
+//               it folds this one, so a warp has a turn in flight while it folds
+// With FOLD, the same values folded in the same order as step 5: its bits.
+template <int AHEAD, bool FOLD, bool PIPELINED>
+__device__ __forceinline__ Moments walk_variant(const unsigned short* __restrict__ in, unsigned int c,
+                                                unsigned int channels, unsigned int plane, unsigned int first,
+                                                unsigned int last)
 {
     typedef BF16 E;
     typedef MomentsOf<float> Op;
@@ -87,134 +88,60 @@ __device__ __forceinline__ Moments walk_prefetching(const unsigned short* __rest
     const unsigned int lane = threadIdx.x % 32;
     constexpr unsigned int step = WARPS * 32 * L;
     const unsigned int step_planes = step / per_plane, step_rest = step - step_planes * per_plane;
-    const unsigned int start = first + threadIdx.x / 32 * (32 * L) + lane;
-    unsigned int n = start / per_plane, r_first = start - n * per_plane;
-    // The first AHEAD turns' prefetches, then one a turn, AHEAD turns on from the turn loaded.
-    unsigned int ahead_n = n, ahead_r = r_first;
-    auto prefetch_turn = [&](unsigned int turn) {
-        if (turn + 32 * L <= last) {
-            const unsigned short* q = channel + (size_t)ahead_n * channels * plane + ahead_r * V;
-            unsigned int r = ahead_r;
-#pragma unroll
-            for (int k = 0; k < L; k++) {
-                asm volatile("prefetch.global.L2 [%0];" ::"l"(q));
-                next_load<V, true>(q, r, per_plane, jump);
-            }
-        }
-        ahead_n += step_planes;
-        ahead_r += step_rest;
-        if (ahead_r >= per_plane) {
-            ahead_r -= per_plane;
-            ahead_n++;
-        }
+    const unsigned int first_turn = first + threadIdx.x / 32 * (32 * L);
+    // A lane's first load of a turn, as (plane n, vector r): `at` holds the next turn's, `ahead` the
+    // turn AHEAD on's; moving on one turn is `step_planes` planes and `step_rest` vectors.
+    struct Place {
+        unsigned int n, r;
     };
-    const unsigned int first_turn = first + threadIdx.x / 32 * (32 * L);
-#pragma unroll
-    for (int a = 0; a < AHEAD; a++) {
-        prefetch_turn(first_turn + a * step);
-    }
-    Moments acc = Op::identity();
-    for (unsigned int turn = first_turn; turn < last; turn += step) {
-        if (AHEAD > 0) prefetch_turn(turn + AHEAD * step);
-        const unsigned int u = turn + lane;
-        unsigned int r = r_first;
-        const unsigned short* p = channel + (size_t)n * channels * plane + r * V;
-        n += step_planes;
-        r_first += step_rest;
-        if (r_first >= per_plane) {
-            r_first -= per_plane;
-            n++;
-        }
-        float x[K];
-        if (turn + 32 * L <= last) {
-#pragma unroll
-            for (int k = 0; k < L; k++) {
-                load_vector<E, V>(p, x + k * V);
-                next_load<V, true>(p, r, per_plane, jump);
-            }
-            if (FOLD) {
-                acc = Op::combine(acc, fold_values<K>(x, K));
-            } else {
-                // Loads only: the values summed, one add each, so that every load is made.
-#pragma unroll
-                for (int j = 0; j < K; j++) acc.mean += x[j];
-            }
-            continue;
-        }
-        const unsigned int inside = u < last ? (last - u + 31) / 32 : 0;
-        const unsigned int mine = inside < (unsigned int)L ? inside : L;
-        if (mine == 0) {
-            continue;
-        }
-#pragma unroll
-        for (int k = 0; k < L; k++) {
-            if (k < (int)mine) {
-                load_vector<E, V>(p, x + k * V);
-                next_load<V, true>(p, r, per_plane, jump);
-            } else {
-                const float copy = (k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
-#pragma unroll
-                for (int j = 0; j < V; j++) {
-                    x[k * V + j] = copy;
-                }
-            }
-        }
-        acc = Op::combine(acc, fold_values<K>(x, mine * V));
-    }
-    return acc;
-}
-
-// The walk software-pipelined: a lane's loads of its next whole turn (4 x 16 bytes, kept as loaded)
-// are issued before it folds this one, so a warp has a turn's bytes in flight while it folds where
-// step 5 has none. The same values folded in the same order: step 5's bits.
-__device__ __forceinline__ Moments walk_pipelined(const unsigned short* __restrict__ in, unsigned int c,
-                                                  unsigned int channels, unsigned int plane, unsigned int first,
-                                                  unsigned int last)
-{
-    typedef BF16 E;
-    typedef MomentsOf<float> Op;
-    constexpr int V = 8, K = E::K_LONG, L = K / V;
-    const unsigned int per_plane = plane / V;
-    const size_t jump = (size_t)(channels - 1) * plane;
-    const unsigned short* channel = in + (size_t)c * plane;
-    const unsigned int lane = threadIdx.x % 32;
-    constexpr unsigned int step = WARPS * 32 * L;
-    const unsigned int step_planes = step / per_plane, step_rest = step - step_planes * per_plane;
-    const unsigned int first_turn = first + threadIdx.x / 32 * (32 * L);
     const unsigned int start = first_turn + lane;
-    // (n, r_first): where this lane's first load of the next turn not yet addressed lies.
-    unsigned int n = start / per_plane, r_first = start - n * per_plane;
-    auto address_turn = [&](unsigned int& r) {
-        r = r_first;
-        const unsigned short* p = channel + (size_t)n * channels * plane + r * V;
-        n += step_planes;
-        r_first += step_rest;
-        if (r_first >= per_plane) {
-            r_first -= per_plane;
-            n++;
+    Place at = {start / per_plane, start % per_plane}, ahead = at;
+    auto move_on = [&](Place& q) {
+        q.n += step_planes;
+        q.r += step_rest;
+        if (q.r >= per_plane) {
+            q.r -= per_plane;
+            q.n++;
         }
-        return p;
     };
+    auto address = [&](const Place& q) { return channel + (size_t)q.n * channels * plane + q.r * V; };
+    // The next turn's loads as loaded (raw), moving `at` on.
     auto load_turn = [&](uint4* raw) {
-        unsigned int r;
-        const unsigned short* p = address_turn(r);
+        const unsigned short* p = address(at);
+        unsigned int r = at.r;
+        move_on(at);
 #pragma unroll
         for (int k = 0; k < L; k++) {
             raw[k] = *reinterpret_cast<const uint4*>(p);
             next_load<V, true>(p, r, per_plane, jump);
         }
     };
-    Moments acc = Op::identity();
-    unsigned int turn = first_turn;
-    uint4 raw[L];
-    bool loaded = turn + 32 * L <= last;
-    if (loaded) load_turn(raw);
-    for (; turn < last; turn += step) {
-        if (loaded) {
-            uint4 next[L];
-            const bool next_whole = turn + step + 32 * L <= last;
-            if (next_whole) load_turn(next);
-            // fold_values<K>(x, K) for the turn's two halves, each widened only when folded.
+    auto prefetch_turn = [&](unsigned int turn) {
+        if (turn + 32 * L <= last) {
+            const unsigned short* q = address(ahead);
+            unsigned int r = ahead.r;
+#pragma unroll
+            for (int k = 0; k < L; k++) {
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(q));
+                next_load<V, true>(q, r, per_plane, jump);
+            }
+        }
+        move_on(ahead);
+    };
+    // A whole turn's values folded into acc (step 5's fold_values, two halves widened in turn).
+    auto fold_turn = [&](Moments acc, const uint4* raw) {
+        if constexpr (!FOLD) {
+            // Loads only: each value added once, so that every load is made.
+#pragma unroll
+            for (int k = 0; k < L; k++) {
+                float x[V];
+#pragma unroll
+                for (int i = 0; i < 4; i++) E::unpack(word(raw[k], i), x + i * E::PER_WORD);
+#pragma unroll
+                for (int j = 0; j < V; j++) acc.mean += x[j];
+            }
+            return acc;
+        } else {
             Moments half[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
@@ -228,17 +155,35 @@ __device__ __forceinline__ Moments walk_pipelined(const unsigned short* __restri
                 }
                 half[h] = moments_of<K / 2>(x, K / 2);
             }
-            acc = Op::combine(acc, combine_halves<K / 2>(half[0], half[1]));
-            if (next_whole) {
+            return Op::combine(acc, combine_halves<K / 2>(half[0], half[1]));
+        }
+    };
+    if constexpr (AHEAD > 0) {
+        for (int a = 0; a < AHEAD; a++) prefetch_turn(first_turn + a * step);
+    }
+    Moments acc = Op::identity();
+    uint4 raw[L]; // PIPELINED: the turn's loads, made the turn before
+    if (PIPELINED && first_turn + 32 * L <= last) load_turn(raw);
+    for (unsigned int turn = first_turn; turn < last; turn += step) {
+        if constexpr (AHEAD > 0) prefetch_turn(turn + AHEAD * step);
+        if (turn + 32 * L <= last) {
+            if (PIPELINED) {
+                uint4 next[L];
+                const bool next_whole = turn + step + 32 * L <= last;
+                if (next_whole) load_turn(next);
+                acc = fold_turn(acc, raw);
 #pragma unroll
                 for (int k = 0; k < L; k++) raw[k] = next[k];
+            } else {
+                load_turn(raw);
+                acc = fold_turn(acc, raw);
             }
-            loaded = next_whole;
             continue;
         }
-        // The run's last turn, short: step 5's code.
-        unsigned int r;
-        const unsigned short* p = address_turn(r);
+        // The run's last turn, short: step 5's code (walk_flat_runs).
+        const unsigned short* p = address(at);
+        unsigned int r = at.r;
+        move_on(at);
         const unsigned int u = turn + lane;
         const unsigned int inside = u < last ? (last - u + 31) / 32 : 0;
         const unsigned int mine = inside < (unsigned int)L ? inside : L;
@@ -254,9 +199,7 @@ __device__ __forceinline__ Moments walk_pipelined(const unsigned short* __restri
             } else {
                 const float copy = (k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
 #pragma unroll
-                for (int j = 0; j < V; j++) {
-                    x[k * V + j] = copy;
-                }
+                for (int j = 0; j < V; j++) x[k * V + j] = copy;
             }
         }
         acc = Op::combine(acc, fold_values<K>(x, mine * V));
@@ -264,8 +207,9 @@ __device__ __forceinline__ Moments walk_pipelined(const unsigned short* __restri
     return acc;
 }
 
-// Step 5, stamped, walking with walk_prefetching<AHEAD, FOLD> (AHEAD 0 and FOLD: the chapter's
-// walk; without FOLD the results are wrong: a bound).
+// Step 5 (split<E, V, true>'s body, for V = 8 bf16 vectors: planes of 56 x 56), stamped, walking
+// with walk_variant<AHEAD, FOLD, PIPELINED> (none of the three: the chapter's walk_flat). FINISH:
+// finish_channel as the chapter; otherwise the block's accumulator is stored and the block leaves.
 template <bool FINISH, int AHEAD = 0, bool FOLD = true, bool PIPELINED = false, int MIN_BLOCKS = BLOCKS_PER_SM>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     timed_flat(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
@@ -279,9 +223,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const unsigned int per_slice = (units + slices - 1) / slices;
     const unsigned int first = slice * per_slice < units ? slice * per_slice : units;
     const unsigned int last = units - first < per_slice ? units : first + per_slice;
-    Moments acc = PIPELINED            ? walk_pipelined(in, c, channels, plane, first, last)
-                  : AHEAD == 0 && FOLD ? walk_flat<E, V, E::K_LONG>(in, c, channels, plane, first, last)
-                                       : walk_prefetching<AHEAD, FOLD>(in, c, channels, plane, first, last);
+    Moments acc = AHEAD == 0 && FOLD && !PIPELINED
+                      ? walk_flat<E, V, E::K_LONG>(in, c, channels, plane, first, last)
+                      : walk_variant<AHEAD, FOLD, PIPELINED>(in, c, channels, plane, first, last);
     __syncthreads();
     if (threadIdx.x == 0) stamps[blockIdx.x].walked = global_ns();
     if (FINISH) {
