@@ -549,7 +549,8 @@ batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int*
 // 14 x 14 = 196 fills 196 of its piece's 256 elements, and its lanes' last loads are partly past
 // its end (lanes 0 to 16 load two vectors of 4, the others one); and every piece pays for a fold
 // and a combination whatever its length. Where DRAM is the limit, it gains nothing over step 3:
-// there what is left is the folds and the finish (step 5 says how much).
+// what is left there is a plane's short last piece, the folds and the finish (step 5 takes the
+// first away; its header gives the other two as measured).
 //
 // Launch: step 3's.
 template <class E>
@@ -620,11 +621,12 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // loads 32 K values, and each is folded at once.
 //
 // What it leaves slow: what step 4 left where DRAM is the limit: the folds' instructions and the
-// finish (the last block's work). bf16's tensor, half of f32's bytes, pays most: at
-// 256 x 64 x 56 x 56 about 13% of the read roof on an H100 and 17% on an H200 for bf16, 7 to 9%
-// for f32. On the H200 the walk with its loads only (each value added once, a bound) makes 90% of
-// the read roof with the finish and 95% without, where step 5 makes 83% and 88.5%
-// (scripts/batch-stats-timeline.cu, which also finds every block started within 0.3 us).
+// finish (every block's ticket, then the last block's work). bf16's tensor, half of f32's bytes,
+// falls furthest short: at 256 x 64 x 56 x 56 by about 13% of the read roof on an H100 and 17% on
+// an H200, f32 by 7 to 9%. On the H200 the walk with its loads only (each value added once, a
+// bound) makes 90.9% of the read roof with the finish and 95.8% without, where step 5 makes 84.0%
+// and 89.5% (scripts/batch-stats-timeline.cu, whose stamps also find every block started within
+// 0.3 us).
 //
 // The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors
 // (batch x H x W / V), and walk_flat for walk.

@@ -29,12 +29,12 @@
 // checked for its bits (at three blocks an SM the slices differ, so within 1e-5 relative).
 //
 // Run on an H200 and an H100, 2026-11-28 (batch-stats-timeline.txt in both GPUs' folders under
-// book/src/data/): every block starts within 0.3 us; the walk is slower than the roof throughout,
-// not at its ends. On the H200 loads only make 89.8% of the read roof with the finish (90.0-90.3%
-// in earlier runs) and 94.8% without, against step 5's 83.1% and 88.5%: the folds cost about 6 to
-// 7 points, the finish about 5 (on the H100 about 4 each). Prefetching lost (61-74% on the H200);
-// pipelining needs more registers than four blocks an SM leave (spilled, 48%) and at three is level
-// with the unpipelined walk there (81.1% against 80.7%), both below step 5.
+// book/src/data/): every block starts within 0.3 us, and none straggles at the end. On the H200
+// loads only make 90.9% of the read roof with the finish (89.8-90.3% in earlier runs) and 95.8%
+// without, against step 5's 84.0% and 89.5% (walk_variant's own loop: 83.9% and 89.5%): the folds
+// cost about 7 points, the finish about 5 (on the H100 about 4 each). Prefetching lost (62-75% on
+// the H200); pipelining spills at four blocks an SM (49%) and at three is level with the
+// unpipelined walk there (82.2% against 82.3%), both below step 5.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-timeline scripts/batch-stats-timeline.cu
 //   ./batch-stats-timeline
@@ -208,9 +208,11 @@ __device__ __forceinline__ Moments walk_variant(const unsigned short* __restrict
 }
 
 // Step 5 (split<E, V, true>'s body, for V = 8 bf16 vectors: planes of 56 x 56), stamped, walking
-// with walk_variant<AHEAD, FOLD, PIPELINED> (none of the three: the chapter's walk_flat). FINISH:
+// with walk_variant<AHEAD, FOLD, PIPELINED> (none of the three: the chapter's walk_flat, or with
+// VARIANT_WALK walk_variant's own loop, to compare its other forms with like for like). FINISH:
 // finish_channel as the chapter; otherwise the block's accumulator is stored and the block leaves.
-template <bool FINISH, int AHEAD = 0, bool FOLD = true, bool PIPELINED = false, int MIN_BLOCKS = BLOCKS_PER_SM>
+template <bool FINISH, int AHEAD = 0, bool FOLD = true, bool PIPELINED = false, int MIN_BLOCKS = BLOCKS_PER_SM,
+          bool VARIANT_WALK = false>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     timed_flat(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
                unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices, Stamps* stamps)
@@ -223,7 +225,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     const unsigned int per_slice = (units + slices - 1) / slices;
     const unsigned int first = slice * per_slice < units ? slice * per_slice : units;
     const unsigned int last = units - first < per_slice ? units : first + per_slice;
-    Moments acc = AHEAD == 0 && FOLD && !PIPELINED
+    Moments acc = AHEAD == 0 && FOLD && !PIPELINED && !VARIANT_WALK
                       ? walk_flat<E, V, E::K_LONG>(in, c, channels, plane, first, last)
                       : walk_variant<AHEAD, FOLD, PIPELINED>(in, c, channels, plane, first, last);
     __syncthreads();
@@ -335,34 +337,30 @@ int main()
     // Each stamped kernel: ten launches back to back (after three to warm up), each stamping its own
     // blocks; then the same kernel timed by median_ms.
     std::vector<Stamps> host_stamps;
-    auto run = [&](const char* name, unsigned blocks, auto launch) {
+    auto run = [&](const char* name, unsigned blocks, const void* kernel, auto launch) {
         for (int l = 0; l < 3; l++) launch(stamps);
         for (int l = 0; l < 10; l++) launch(stamps + (size_t)l * blocks);
         CHECK(cudaDeviceSynchronize());
         host_stamps.resize((size_t)10 * blocks);
         CHECK(cudaMemcpy(host_stamps.data(), stamps, host_stamps.size() * sizeof(Stamps), cudaMemcpyDeviceToHost));
         const double ms = median_ms([&] { launch(stamps); });
-        std::printf("\n%s, stamped, median_ms %.4f ms (%.1f%% of the read roof)\n", name, ms, 100.0 * roof / ms);
+        cudaFuncAttributes a;
+        CHECK(cudaFuncGetAttributes(&a, kernel));
+        std::printf("\n%s, stamped, median_ms %.4f ms (%.1f%% of the read roof); %d registers, %zu B local\n", name,
+                    ms, 100.0 * roof / ms, a.numRegs, a.localSizeBytes);
         report(name, host_stamps, blocks, sms);
     };
     const long long vectors = (long long)(bytes / 16);
-    run("read roof (read_roof<4>)", roof_grid, [&](Stamps* st) {
+    run("read roof (read_roof<4>)", roof_grid, (const void*)timed_roof, [&](Stamps* st) {
         timed_roof<<<roof_grid, 256>>>((const float4*)in, sink, vectors, NAN, st);
     });
-    run("step 5 (walk and finish_channel)", grid, [&](Stamps* st) {
-        timed_flat<true><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
-    run("step 5's walk, no finish", grid, [&](Stamps* st) {
-        timed_flat<false><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
-    // The walk with its loads only (each value added once, no fold): bounds, not checked.
-    run("step 5's loads only, finish_channel", grid, [&](Stamps* st) {
-        timed_flat<true, 0, false><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
-    run("step 5's loads only, no finish", grid, [&](Stamps* st) {
-        timed_flat<false, 0, false><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
-    // The prefetching walks, with the chapter's finish, checked against step 5's bits first.
+    // A stamped form of step 5 on `blocks` blocks of `sl` slices a channel.
+    auto run_flat = [&](const char* name, auto kernel, unsigned blocks, unsigned sl) {
+        run(name, blocks, (const void*)kernel, [&](Stamps* st) {
+            kernel<<<blocks, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, sl, st);
+        });
+    };
+    // Step 5's means and variances, which every form that folds is checked against after its run.
     std::vector<float> want(2 * channels), got(2 * channels);
     batch_stats_flat_bf16<<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, 0);
     CHECK(cudaMemcpy(want.data(), mean, channels * 4, cudaMemcpyDeviceToHost));
@@ -382,36 +380,29 @@ int main()
                         worst <= 1e-5 ? "" : " (WRONG)");
         }
     };
+    run_flat("step 5 (walk and finish_channel)", timed_flat<true>, grid, slices);
+    run_flat("step 5's walk, no finish", timed_flat<false>, grid, slices);
+    run_flat("step 5 as the experiments walk (walk_variant)", timed_flat<true, 0, true, false, BLOCKS_PER_SM, true>, grid,
+             slices);
+    check("walk_variant");
+    run_flat("walk_variant, no finish", timed_flat<false, 0, true, false, BLOCKS_PER_SM, true>, grid, slices);
+    // The walk with its loads only (each value added once, no fold): bounds, not checked.
+    run_flat("step 5's loads only, finish_channel", timed_flat<true, 0, false>, grid, slices);
+    run_flat("step 5's loads only, no finish", timed_flat<false, 0, false>, grid, slices);
     // Three blocks an SM (85 registers a thread), so as many slices as fill the GPU once with them.
     const unsigned slices3 = (unsigned)sms * 3 / channels, grid3 = channels * slices3;
-    run("step 5, 3 blocks an SM", grid3, [&](Stamps* st) {
-        timed_flat<true, 0, true, false, 3><<<grid3, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane,
-                                                               slices3, st);
-    });
+    run_flat("step 5, 3 blocks an SM", timed_flat<true, 0, true, false, 3>, grid3, slices3);
     check("3 blocks an SM");
-    run("step 5, pipelined, 3 blocks an SM", grid3, [&](Stamps* st) {
-        timed_flat<true, 0, true, true, 3><<<grid3, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane,
-                                                              slices3, st);
-    });
+    run_flat("step 5, pipelined, 3 blocks an SM", timed_flat<true, 0, true, true, 3>, grid3, slices3);
     check("pipelined, 3 blocks an SM");
-    run("step 5, pipelined", grid, [&](Stamps* st) {
-        timed_flat<true, 0, true, true><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
+    run_flat("step 5, pipelined", timed_flat<true, 0, true, true>, grid, slices);
     check("pipelined");
-    run("step 5, pipelined, no finish", grid, [&](Stamps* st) {
-        timed_flat<false, 0, true, true><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
-    run("step 5, prefetching 1 turn ahead", grid, [&](Stamps* st) {
-        timed_flat<true, 1><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
+    run_flat("step 5, pipelined, no finish", timed_flat<false, 0, true, true>, grid, slices);
+    run_flat("step 5, prefetching 1 turn ahead", timed_flat<true, 1>, grid, slices);
     check("prefetching 1 turn ahead");
-    run("step 5, prefetching 2 turns ahead", grid, [&](Stamps* st) {
-        timed_flat<true, 2><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
+    run_flat("step 5, prefetching 2 turns ahead", timed_flat<true, 2>, grid, slices);
     check("prefetching 2 turns ahead");
-    run("step 5, prefetching 4 turns ahead", grid, [&](Stamps* st) {
-        timed_flat<true, 4><<<grid, THREADS>>>(in, partial, ticket, mean, var, batch, channels, plane, slices, st);
-    });
+    run_flat("step 5, prefetching 4 turns ahead", timed_flat<true, 4>, grid, slices);
     check("prefetching 4 turns ahead");
     CHECK(cudaGetLastError());
     return 0;
