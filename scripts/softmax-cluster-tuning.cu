@@ -96,6 +96,13 @@ __device__ __forceinline__ unsigned int shared_address(const void* p)
 {
     return (unsigned int)__cvta_generic_to_shared(p);
 }
+// One thread: an mbarrier whose phases each wait for COUNT arrivals (bulk_loads) and their bytes.
+template <int COUNT>
+__device__ __forceinline__ void init_arrivals(unsigned long long* arrived)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(arrived)), "n"(COUNT) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
 __device__ __forceinline__ void bulk_load(void* to, const void* from, unsigned int bytes, unsigned long long* arrived)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(arrived)), "r"(bytes)
@@ -129,8 +136,7 @@ __device__ void cluster_rows_prefetched(const typename E::Word* __restrict__ in,
     const unsigned int part = cols / CLUSTER, bytes = part * sizeof(typename E::Word);
     unsigned int row = blockIdx.x / CLUSTER;
     if (threadIdx.x == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&arrived)) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        init_arrivals<1>(&arrived);
     }
     __syncthreads();
     if (threadIdx.x == 0 && row < rows) {
@@ -264,20 +270,12 @@ __device__ void cluster_rows_in_shared(const typename E::Word* __restrict__ in, 
     const unsigned int part = cols / CLUSTER, vectors = part / E::PER_VEC;
     const size_t offset = (size_t)(blockIdx.x / CLUSTER) * cols + (size_t)rank * part;
     if (threadIdx.x == 0) {
-        const unsigned int bytes = part * sizeof(typename E::Word), piece = bytes / PIECES;
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&arrived)) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(&arrived)),
-                     "r"(bytes)
-                     : "memory");
+        const unsigned int piece = part * sizeof(typename E::Word) / PIECES;
+        init_arrivals<PIECES>(&arrived);
         const char* from = reinterpret_cast<const char*>(in + offset);
 #pragma unroll
         for (int p = 0; p < PIECES; p++) {
-            asm volatile(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                    shared_address(held) + p * piece),
-                "l"(from + (size_t)p * piece), "r"(piece), "r"(shared_address(&arrived))
-                : "memory");
+            bulk_load(reinterpret_cast<char*>(held) + p * piece, from + (size_t)p * piece, piece, &arrived);
         }
     }
     __syncthreads(); // the barrier is set up before anyone waits on it
