@@ -35,7 +35,7 @@ mod timing;
 pub use buffer::{DeviceBuffer, DeviceView, Element};
 pub use facts::{DeviceFacts, GpuShape};
 use launch::KernelBackend;
-pub use launch::{Kernel, KernelArg, Launch, LaunchConfig};
+pub use launch::{Kernel, KernelArg, Launch, LaunchConfig, launch_together};
 pub use multi_gpu::{Event, Transfers};
 
 /// A handle to a CUDA GPU (the first, unless opened by ordinal): its context, the one stream all

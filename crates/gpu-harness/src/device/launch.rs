@@ -190,6 +190,27 @@ impl Launch<'_> {
     }
 }
 
+/// Queues one launch per device, all of the same kernel, grid and block, that run at the same time
+/// and may wait for each other: kernels that meet at flags in each other's memory (peer access),
+/// such as reduce-multi-gpu's one-shot and two-shot all-reduces. On GPUs each launch is queued on
+/// its device's stream, in order; the GPUs run them concurrently. On the CPU simulator, which runs
+/// one launch to completion before the next, launches that wait for each other cannot run one after
+/// another: they need a simulated world that runs them interleaved.
+pub fn launch_together(launches: Vec<Launch<'_>>) -> Result<()> {
+    let Some(first) = launches.first() else { return Ok(()) };
+    if launches.iter().any(|l| l.config != first.config || l.kernel.name != first.kernel.name) {
+        return Err(GpuError::BadInput("launches run together must be of one kernel, grid and block".into()));
+    }
+    if launches.iter().any(|l| matches!(l.device.inner.backend, Backend::Cpu(_))) {
+        return Err(GpuError::Unsupported(
+            "kernels that wait for each other across devices need GPUs: the CPU simulator runs one device's launch \
+             to completion before the next"
+                .into(),
+        ));
+    }
+    launches.into_iter().try_for_each(Launch::run)
+}
+
 impl Device {
     /// Starts describing a launch of `kernel`; add its arguments in order, then [`Launch::run`].
     pub fn launch<'a>(&'a self, kernel: &'a Kernel, config: LaunchConfig) -> Launch<'a> {
