@@ -1,6 +1,6 @@
 """torch.distributed.all_reduce measured the way reduce-multi-gpu's bench measures NCCL and the ring.
 
-One process per GPU (torchrun starts them), f32 buffers of 4 MiB to 1 GiB, a sum all-reduce in place.
+One process per GPU (torchrun starts them), f32 buffers of 64 KiB to 1 GiB, a sum all-reduce in place.
 Each size, by the bench's rule (gpu_harness::measure::median_ms_timed_by): one warm-up call, one timed
 call that sizes a batch to about a millisecond (1 to 1000 calls), then 15 batches timed with CUDA events
 on every rank; a batch's time per call is the slowest rank's mean, and the result is the median batch.
@@ -8,7 +8,7 @@ Prints on rank 0, in the bench's format:
 
     allreduce torch <gpus> <bytes> <ms per call>
 
-    NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node=<gpus> scripts/torch_allreduce.py [MIN_MIB MAX_MIB]
+    NCCL_NVLS_ENABLE=0 torchrun --nproc_per_node=<gpus> scripts/torch_allreduce.py [MIN_KIB MAX_KIB]
 """
 
 import math
@@ -40,7 +40,7 @@ def main() -> None:
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
     world = dist.get_world_size()
-    low_mib, high_mib = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (4, 1024)
+    low_kib, high_kib = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (64, 1 << 20)
 
     # A check first: rank r holds r + 1 everywhere, so the sum is n(n + 1)/2.
     check = torch.full((1 << 20,), float(rank + 1), device="cuda")
@@ -51,9 +51,9 @@ def main() -> None:
 
     if rank == 0:
         print(f"# torch {torch.__version__} (nccl {'.'.join(map(str, torch.cuda.nccl.version()))})", flush=True)
-    mib = low_mib
-    while mib <= high_mib:
-        size = mib << 20
+    kib = low_kib
+    while kib <= high_kib:
+        size = kib << 10
         buffer = torch.zeros(size // 4, dtype=torch.float32, device="cuda")
         dist.all_reduce(buffer)
         once = timed_batch(buffer, 1)
@@ -61,7 +61,7 @@ def main() -> None:
         batches = sorted(timed_batch(buffer, calls) for _ in range(15))
         if rank == 0:
             print(f"allreduce torch {world} {size} {batches[len(batches) // 2]:.5f}", flush=True)
-        mib *= 2
+        kib *= 2
     dist.destroy_process_group()
 
 

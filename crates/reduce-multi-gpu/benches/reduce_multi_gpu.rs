@@ -1,6 +1,7 @@
 //! reduce-multi-gpu's measurements, on every GPU of the machine (and on the first two of four):
 //!
-//! - the all-reduce of an f32 buffer of 4 MiB to 1 GiB on every GPU, by NCCL and by our ring:
+//! - the all-reduce of an f32 buffer of 64 KiB to 1 GiB on every GPU, by NCCL and by our ring,
+//!   one-shot, two-shot and by-size steps:
 //!   device time per call, CUDA events on GPU 0 joined with every GPU ([`World::time_ms`]);
 //! - the full sum of 2^30 f32 on one GPU, and split across the GPUs by each step: wall-clock time
 //!   to the answer on the host.
@@ -23,10 +24,12 @@ use gpu_harness::measure::{SAMPLES, median_ms_timed_by};
 use gpu_harness::{DeviceBuffer, Result};
 use reduce_atomic::DeterministicReduce;
 use reduce_multi_gpu::{
-    AcrossGpus, AllReduce, HostCombined, Nccl, Ring, World, nccl_missing, nccl_version, part_range, views,
+    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, World, nccl_missing, nccl_version,
+    part_range, peer_kernels_missing, views,
 };
 use reduction::{FullReduction, ReduceOp};
 
+const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
 
 /// Device time of one all-reduce of `bytes` per GPU, in ms: from an event on GPU 0 that every GPU
@@ -91,14 +94,23 @@ fn main() -> Result<()> {
     }
     for &gpus in counts.iter().filter(|&&g| g >= 2) {
         let sub = world.first(gpus)?;
+        let peers = peer_kernels_missing(&sub).is_none();
         let mut ring = Ring::<f32>::new(&sub)?;
         let mut nccl_all_reduce = if nccl.is_none() { Some(Nccl::<f32>::new(&sub)?) } else { None };
-        let mut bytes = 4 * MIB;
+        let mut one_shot = if peers { Some(OneShot::<f32>::new(&sub)?) } else { None };
+        let mut two_shot = if peers { Some(TwoShot::<f32>::new(&sub)?) } else { None };
+        let mut by_size = if peers { Some(BySize::<f32>::new(&sub)?) } else { None };
+        let mut bytes = 64 * KIB;
         while bytes <= 1024 * MIB {
             if let Some(nccl_all_reduce) = &mut nccl_all_reduce {
                 println!("allreduce nccl {gpus} {bytes} {:.5}", time_all_reduce(&sub, nccl_all_reduce, bytes)?);
             }
             println!("allreduce ring {gpus} {bytes} {:.5}", time_all_reduce(&sub, &mut ring, bytes)?);
+            if let (Some(one), Some(two), Some(by)) = (&mut one_shot, &mut two_shot, &mut by_size) {
+                println!("allreduce one-shot {gpus} {bytes} {:.5}", time_all_reduce(&sub, one, bytes)?);
+                println!("allreduce two-shot {gpus} {bytes} {:.5}", time_all_reduce(&sub, two, bytes)?);
+                println!("allreduce by-size {gpus} {bytes} {:.5}", time_all_reduce(&sub, by, bytes)?);
+            }
             bytes *= 2;
         }
     }
@@ -121,6 +133,11 @@ fn main() -> Result<()> {
         }
         let mut step = AcrossGpus::<f32, Ring<f32>>::new(&sub)?;
         println!("full ring {gpus} {} {:.5}", 4 * n, time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?);
+        if peer_kernels_missing(&sub).is_none() {
+            let mut step = AcrossGpus::<f32, OneShot<f32>>::new(&sub)?;
+            let ms = time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?;
+            println!("full one-shot {gpus} {} {ms:.5}", 4 * n);
+        }
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ use reduction::{ReduceElement, ReduceOp};
 
 use crate::{AllReduce, World, check_buffers, check_world, part_range, queueing};
 
-const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
+pub(crate) const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
 
 /// Threads per block of the fold kernel.
 pub const BLOCK_SIZE: u32 = 256;

@@ -10,8 +10,8 @@
 use gpu_harness::{Device, DeviceBuffer, GpuError};
 use gpu_test::{Failed, TestResult, TestRng, TestSuite, on_threads, test_size};
 use reduce_multi_gpu::{
-    AcrossGpus, AllReduce, HostCombined, Nccl, Queue, Ring, RingOp, Signal, World, nccl_missing, part_range, ring,
-    ring_plan, ring_schedule, views,
+    AcrossGpus, Algorithm, AllReduce, BySize, HostCombined, Nccl, OneShot, Queue, Ring, RingOp, Signal, TwoShot, World,
+    all_reduce_plan, nccl_missing, part_range, peer_kernels_missing, ring, ring_plan, ring_schedule, shots, views,
 };
 use reduction::reference::sum_tolerance;
 use reduction::{ReduceElement, ReduceOp};
@@ -171,6 +171,11 @@ fn wrap_around<S: Step<u32>>(world: &World) -> TestResult {
     Ok(())
 }
 
+/// The bytes of a plain numeric value (f32, i32, u32), to compare bits, -0.0 and NaNs included.
+fn bytes_of<T: ReduceElement>(value: &T) -> &[u8] {
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
 /// Every GPU's buffer after an all-reduce against the element-wise CPU reference.
 fn check_all_reduce<T: ReduceElement>(
     rng: &TestRng,
@@ -180,8 +185,15 @@ fn check_all_reduce<T: ReduceElement>(
     buffers: &[DeviceBuffer<T>],
 ) -> TestResult {
     let len = inputs[0].len();
+    let first = buffers[0].to_host()?;
     for (k, buffer) in buffers.iter().enumerate() {
         let got = buffer.to_host()?;
+        // Every GPU ends with the same bits (data-parallel training relies on it).
+        if let Some(i) = (0..len).find(|&i| bytes_of(&got[i]) != bytes_of(&first[i])) {
+            return Err(
+                rng.fail(format!("{what}: element {i} is {:?} on device {k}, {:?} on device 0", got[i], first[i]))
+            );
+        }
         for i in 0..len {
             let column: Vec<T> = inputs.iter().map(|input| input[i]).collect();
             check(rng, &format!("{what}, element {i} on device {k}"), op, &column, inputs.len(), got[i])?;
@@ -198,7 +210,7 @@ fn all_reduce_suite<T: ReduceElement, A: AllReduce<T>>(world: &World) -> TestRes
     let mut all_reduce = A::new(world)?;
     let gpus = world.len();
     let several_pieces = ring::PIECE_BYTES / std::mem::size_of::<T>() * gpus * 2 + 13;
-    let mut lengths = vec![1, gpus.saturating_sub(1).max(1), gpus, gpus + 1, 31, 257, 65_537];
+    let mut lengths = vec![1, gpus.saturating_sub(1).max(1), gpus, gpus + 1, 4, 5, 31, 257, 1023, 1025, 65_537];
     lengths.push(test_size(device, several_pieces, 100_003));
     for len in lengths {
         for op in ReduceOp::ALL {
@@ -223,24 +235,33 @@ fn all_reduce_suite<T: ReduceElement, A: AllReduce<T>>(world: &World) -> TestRes
     Ok(())
 }
 
-/// The suites of one element type for one step.
-fn step_tests<T: ReduceElement, S: Step<T> + 'static>(suite: TestSuite, needs_nccl: bool) -> TestSuite {
-    let name = format!("{}::{}_{}", S::NAME.replace('-', "_"), "sum_min_max", T::SUFFIX);
-    world_test(suite, name, needs_nccl, scalar_suite::<T, S>)
+/// Why a test cannot run on a world (`None`: it can): [`runs_anywhere`], [`nccl_missing`] or
+/// [`peer_kernels_missing`].
+type Needs = fn(&World) -> Option<String>;
+
+/// The ring and the host-combined step run on any world.
+fn runs_anywhere(_: &World) -> Option<String> {
+    None
 }
 
-/// A test on the shared world, ignored (with the reason) where NCCL is needed and missing.
+/// The suites of one element type for one step.
+fn step_tests<T: ReduceElement, S: Step<T> + 'static>(suite: TestSuite, needs: Needs) -> TestSuite {
+    let name = format!("{}::{}_{}", S::NAME.replace('-', "_"), "sum_min_max", T::SUFFIX);
+    world_test(suite, name, needs, scalar_suite::<T, S>)
+}
+
+/// A test on the shared world, ignored (with the reason) where what it needs is missing.
 fn world_test(
     suite: TestSuite,
     name: String,
-    needs_nccl: bool,
+    needs: Needs,
     test: impl FnOnce(&World) -> TestResult + Send + 'static,
 ) -> TestSuite {
     suite.gpu_if(
         name,
         move |_| {
             let world = World::shared().ok()?;
-            if needs_nccl { nccl_missing(&world) } else { None }
+            needs(&world)
         },
         move |_| test(&World::shared()?),
     )
@@ -376,6 +397,50 @@ fn ring_races(len: usize, gpus: usize, pieces: usize, calls: usize) -> Vec<Strin
     races
 }
 
+/// Hundreds of all-reduces queued back to back with no wait, by the one-shot, the two-shot and the
+/// plan's choice in turn, on a small buffer and a large one in alternation (the staging halves,
+/// the epochs and the algorithms all change between calls): each u32 sum multiplies the previous
+/// result by the number of GPUs, so the last buffers are known exactly.
+fn back_to_back(world: &World) -> TestResult {
+    let rng = TestRng::new();
+    let gpus = world.len() as u32;
+    let device = &world.devices()[0];
+    let lengths = [1001usize, test_size(device, (1 << 22) + 3, 70_001)];
+    let mut one_shot = OneShot::<u32>::new(world)?;
+    let mut two_shot = TwoShot::<u32>::new(world)?;
+    let mut by_size = BySize::<u32>::new(world)?;
+    let input = |len: usize, rank: u32| -> Vec<u32> { (0..len as u32).map(|i| i.wrapping_mul(7) ^ rank).collect() };
+    let mut sets: Vec<Vec<DeviceBuffer<u32>>> = lengths
+        .iter()
+        .map(|&len| world.devices().iter().zip(0..).map(|(d, r)| d.upload(&input(len, r))).collect())
+        .collect::<Result<_, _>>()?;
+    let calls = if device.is_simulated() { 12 } else { 300 };
+    for call in 0..calls {
+        let buffers = &mut sets[call % 2];
+        match call / 2 % 3 {
+            0 => one_shot.all_reduce(world, ReduceOp::Sum, buffers)?,
+            1 => two_shot.all_reduce(world, ReduceOp::Sum, buffers)?,
+            _ => by_size.all_reduce(world, ReduceOp::Sum, buffers)?,
+        }
+    }
+    for (set, &len) in sets.iter().zip(&lengths) {
+        let times = (calls / 2) as u32;
+        for (k, buffer) in set.iter().enumerate() {
+            let got = buffer.to_host()?;
+            for (i, &value) in got.iter().enumerate() {
+                let sum = (0..gpus).fold(0u32, |s, r| s.wrapping_add((i as u32).wrapping_mul(7) ^ r));
+                let expected = sum.wrapping_mul(gpus.wrapping_pow(times - 1));
+                if value != expected {
+                    return Err(rng.fail(format!(
+                        "{len} elements, {times} sums on {gpus} GPUs: element {i} on device {k} is {value}, expected {expected}"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn bad_input(world: &World) -> TestResult {
     let rng = TestRng::new();
     let mut step = HostCombined::<f32>::new(world)?;
@@ -508,6 +573,49 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .cpu("illustration::all_reduce_plan", || {
+            // The algorithm and grid the plan picks, by size and GPU count, on an H200's 132 SMs.
+            let mut lines = Vec::new();
+            for gpus in [2, 3, 4, 8] {
+                let mut bytes = 4 << 10;
+                while bytes <= 1 << 30 {
+                    let plan = all_reduce_plan(bytes / 4, bytes, gpus, gpu_harness::GpuShape::HOPPER_132_SMS);
+                    lines.push(format!(
+                        "{gpus} GPUs, {:>10} bytes: {:?}, {} blocks of {}",
+                        bytes, plan.algorithm, plan.blocks, plan.threads
+                    ));
+                    bytes *= 4;
+                }
+            }
+            insta::assert_snapshot!("all_reduce_plan", lines.join("\n"));
+            Ok(())
+        })
+        .cpu("plan::every_size_has_one_algorithm_and_a_grid_that_fits", || {
+            // Larger buffers never go back to an algorithm that lost at a smaller size, and the
+            // grid never has more blocks than SMs (a block waits for the other GPUs' same block).
+            let order =
+                |a: Algorithm| [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Ring].iter().position(|&x| x == a);
+            for gpus in 1..=9 {
+                for sms in [1u32, 40, 132] {
+                    let shape = gpu_harness::GpuShape { multiprocessors: sms, max_threads_per_multiprocessor: 2048 };
+                    let mut last = 0;
+                    for bytes in (0..=31).map(|b| 1usize << b).chain([0, 3, 5 << 20]) {
+                        let plan = all_reduce_plan(bytes / 4, bytes, gpus, shape);
+                        if plan.blocks == 0 || plan.blocks > sms || plan.threads != shots::PEER_THREADS {
+                            return Err(Failed::from(format!("{gpus} GPUs, {bytes} bytes, {sms} SMs: {plan:?}")));
+                        }
+                        if bytes.is_power_of_two() {
+                            let rank = order(plan.algorithm).expect("a known algorithm");
+                            if rank < last {
+                                return Err(Failed::from(format!("{gpus} GPUs: {bytes} bytes goes back to {plan:?}")));
+                            }
+                            last = rank;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
         .cpu("ring::pieces", || {
             let got: Vec<usize> =
                 [0, 1, ring::PIECE_BYTES, ring::PIECE_BYTES + 1, 1 << 40].iter().map(|&b| ring::pieces(b)).collect();
@@ -516,29 +624,83 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         });
-    suite = step_tests::<f32, HostCombined<f32>>(suite, false);
-    suite = step_tests::<i32, HostCombined<i32>>(suite, false);
-    suite = step_tests::<u32, HostCombined<u32>>(suite, false);
-    suite = step_tests::<f32, AcrossGpus<f32, Ring<f32>>>(suite, false);
-    suite = step_tests::<i32, AcrossGpus<i32, Ring<i32>>>(suite, false);
-    suite = step_tests::<u32, AcrossGpus<u32, Ring<u32>>>(suite, false);
-    suite = step_tests::<f32, AcrossGpus<f32, Nccl<f32>>>(suite, true);
-    suite = step_tests::<i32, AcrossGpus<i32, Nccl<i32>>>(suite, true);
-    suite = step_tests::<u32, AcrossGpus<u32, Nccl<u32>>>(suite, true);
-    suite = world_test(suite, "host_combined::f32_specials".into(), false, f32_specials::<HostCombined<f32>>);
-    suite = world_test(suite, "ring::f32_specials".into(), false, f32_specials::<AcrossGpus<f32, Ring<f32>>>);
-    suite = world_test(suite, "nccl::f32_specials".into(), true, f32_specials::<AcrossGpus<f32, Nccl<f32>>>);
-    suite = world_test(suite, "host_combined::wrap_around".into(), false, wrap_around::<HostCombined<u32>>);
-    suite = world_test(suite, "ring::wrap_around".into(), false, wrap_around::<AcrossGpus<u32, Ring<u32>>>);
-    suite = world_test(suite, "nccl::wrap_around".into(), true, wrap_around::<AcrossGpus<u32, Nccl<u32>>>);
-    suite = world_test(suite, "ring::all_reduce_f32".into(), false, all_reduce_suite::<f32, Ring<f32>>);
-    suite = world_test(suite, "ring::all_reduce_i32".into(), false, all_reduce_suite::<i32, Ring<i32>>);
-    suite = world_test(suite, "ring::all_reduce_u32".into(), false, all_reduce_suite::<u32, Ring<u32>>);
-    suite = world_test(suite, "nccl::all_reduce_f32".into(), true, all_reduce_suite::<f32, Nccl<f32>>);
-    suite = world_test(suite, "nccl::all_reduce_i32".into(), true, all_reduce_suite::<i32, Nccl<i32>>);
-    suite = world_test(suite, "nccl::all_reduce_u32".into(), true, all_reduce_suite::<u32, Nccl<u32>>);
-    suite = world_test(suite, "world::bad_input".into(), false, bad_input);
-    suite = world_test(suite, "world::threads_share_the_gpus".into(), false, |world| {
+    suite = step_tests::<f32, HostCombined<f32>>(suite, runs_anywhere);
+    suite = step_tests::<i32, HostCombined<i32>>(suite, runs_anywhere);
+    suite = step_tests::<u32, HostCombined<u32>>(suite, runs_anywhere);
+    suite = step_tests::<f32, AcrossGpus<f32, Ring<f32>>>(suite, runs_anywhere);
+    suite = step_tests::<i32, AcrossGpus<i32, Ring<i32>>>(suite, runs_anywhere);
+    suite = step_tests::<u32, AcrossGpus<u32, Ring<u32>>>(suite, runs_anywhere);
+    suite = step_tests::<f32, AcrossGpus<f32, Nccl<f32>>>(suite, nccl_missing);
+    suite = step_tests::<i32, AcrossGpus<i32, Nccl<i32>>>(suite, nccl_missing);
+    suite = step_tests::<u32, AcrossGpus<u32, Nccl<u32>>>(suite, nccl_missing);
+    suite = world_test(suite, "host_combined::f32_specials".into(), runs_anywhere, f32_specials::<HostCombined<f32>>);
+    suite = world_test(suite, "ring::f32_specials".into(), runs_anywhere, f32_specials::<AcrossGpus<f32, Ring<f32>>>);
+    suite = world_test(suite, "nccl::f32_specials".into(), nccl_missing, f32_specials::<AcrossGpus<f32, Nccl<f32>>>);
+    suite = world_test(suite, "host_combined::wrap_around".into(), runs_anywhere, wrap_around::<HostCombined<u32>>);
+    suite = world_test(suite, "ring::wrap_around".into(), runs_anywhere, wrap_around::<AcrossGpus<u32, Ring<u32>>>);
+    suite = world_test(suite, "nccl::wrap_around".into(), nccl_missing, wrap_around::<AcrossGpus<u32, Nccl<u32>>>);
+    suite = world_test(suite, "ring::all_reduce_f32".into(), runs_anywhere, all_reduce_suite::<f32, Ring<f32>>);
+    suite = world_test(suite, "ring::all_reduce_i32".into(), runs_anywhere, all_reduce_suite::<i32, Ring<i32>>);
+    suite = world_test(suite, "ring::all_reduce_u32".into(), runs_anywhere, all_reduce_suite::<u32, Ring<u32>>);
+    suite = world_test(suite, "nccl::all_reduce_f32".into(), nccl_missing, all_reduce_suite::<f32, Nccl<f32>>);
+    suite = world_test(suite, "nccl::all_reduce_i32".into(), nccl_missing, all_reduce_suite::<i32, Nccl<i32>>);
+    suite = world_test(suite, "nccl::all_reduce_u32".into(), nccl_missing, all_reduce_suite::<u32, Nccl<u32>>);
+    suite = step_tests::<f32, AcrossGpus<f32, OneShot<f32>>>(suite, peer_kernels_missing);
+    suite = step_tests::<u32, AcrossGpus<u32, TwoShot<u32>>>(suite, peer_kernels_missing);
+    suite = step_tests::<i32, AcrossGpus<i32, BySize<i32>>>(suite, peer_kernels_missing);
+    suite = world_test(
+        suite,
+        "one_shot::f32_specials".into(),
+        peer_kernels_missing,
+        f32_specials::<AcrossGpus<f32, OneShot<f32>>>,
+    );
+    suite = world_test(
+        suite,
+        "two_shot::wrap_around".into(),
+        peer_kernels_missing,
+        wrap_around::<AcrossGpus<u32, TwoShot<u32>>>,
+    );
+    suite = world_test(
+        suite,
+        "one_shot::all_reduce_f32".into(),
+        peer_kernels_missing,
+        all_reduce_suite::<f32, OneShot<f32>>,
+    );
+    suite = world_test(
+        suite,
+        "one_shot::all_reduce_i32".into(),
+        peer_kernels_missing,
+        all_reduce_suite::<i32, OneShot<i32>>,
+    );
+    suite = world_test(
+        suite,
+        "one_shot::all_reduce_u32".into(),
+        peer_kernels_missing,
+        all_reduce_suite::<u32, OneShot<u32>>,
+    );
+    suite = world_test(
+        suite,
+        "two_shot::all_reduce_f32".into(),
+        peer_kernels_missing,
+        all_reduce_suite::<f32, TwoShot<f32>>,
+    );
+    suite = world_test(
+        suite,
+        "two_shot::all_reduce_i32".into(),
+        peer_kernels_missing,
+        all_reduce_suite::<i32, TwoShot<i32>>,
+    );
+    suite = world_test(
+        suite,
+        "two_shot::all_reduce_u32".into(),
+        peer_kernels_missing,
+        all_reduce_suite::<u32, TwoShot<u32>>,
+    );
+    suite =
+        world_test(suite, "by_size::all_reduce_f32".into(), peer_kernels_missing, all_reduce_suite::<f32, BySize<f32>>);
+    suite = world_test(suite, "shots::back_to_back".into(), peer_kernels_missing, back_to_back);
+    suite = world_test(suite, "world::bad_input".into(), runs_anywhere, bad_input);
+    suite = world_test(suite, "world::threads_share_the_gpus".into(), runs_anywhere, |world| {
         // Four threads reduce at once on the same GPUs, two by the ring and (where NCCL is) two by
         // NCCL: every result is right and nothing deadlocks.
         let use_nccl = nccl_missing(world).is_none();
@@ -558,17 +720,19 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
     });
-    suite = world_test(suite, "world::of_one".into(), false, |world| {
+    suite = world_test(suite, "world::of_one".into(), runs_anywhere, |world| {
         let one = world.first(1)?;
         scalar_suite::<i32, HostCombined<i32>>(&one)?;
-        scalar_suite::<f32, AcrossGpus<f32, Ring<f32>>>(&one)
+        scalar_suite::<f32, AcrossGpus<f32, Ring<f32>>>(&one)?;
+        all_reduce_suite::<u32, OneShot<u32>>(&one)?;
+        all_reduce_suite::<f32, BySize<f32>>(&one)
     });
-    suite = world_test(suite, "nccl::world_of_one".into(), true, |world| {
+    suite = world_test(suite, "nccl::world_of_one".into(), nccl_missing, |world| {
         let one = world.first(1)?;
         scalar_suite::<u32, AcrossGpus<u32, Nccl<u32>>>(&one)?;
         all_reduce_suite::<f32, Nccl<f32>>(&one)
     });
-    suite = world_test(suite, "world::simulated_three".into(), false, |world| {
+    suite = world_test(suite, "world::simulated_three".into(), runs_anywhere, |world| {
         // Three simulated devices (on a GPU machine too): a ring whose chunks are uneven.
         let _ = world;
         let three = World::simulated(3)?;

@@ -1,0 +1,300 @@
+//! Steps 4 to 6: all-reduces in which the GPUs read and write each other's memory from their own
+//! kernels, one kernel per GPU and call ([`OneShot`], [`TwoShot`]), and the choice between them
+//! and the ring by size ([`BySize`], from [`all_reduce_plan`]).
+//!
+//! The ring ([`crate::Ring`]) is driven from the host: for every step and piece the host queues
+//! waits, records, copies and folds on every GPU, about 0.18 ms of issuing on four GPUs, which is
+//! more than a buffer of a few MiB takes to cross NVLink. Here the host queues one kernel per GPU
+//! ([`gpu_harness::launch_together`]) and the kernels meet at flags in each other's memory
+//! (`cuda/reduce_multi_gpu.cu` says how). What each GPU needs besides its kernels lives in a
+//! [`Member`]: a staging buffer of two halves, the flags the others write, and the table of every
+//! GPU's addresses that its kernel reads.
+
+use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape, Kernel, LaunchConfig, Result, launch_together};
+use reduction::{ReduceElement, ReduceOp};
+
+use crate::ring::SOURCE;
+use crate::{AllReduce, Ring, World, check_buffers, check_world, queueing};
+
+/// Threads per block of the one-shot and two-shot kernels.
+pub const PEER_THREADS: u32 = 512;
+
+/// How an all-reduce moves its data: the kernels of steps 4 and 5, or the ring's copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Every GPU reads every GPU's buffer (step 4).
+    OneShot,
+    /// Every GPU reduces its 1/n of the buffer and writes it into every GPU (step 5).
+    TwoShot,
+    /// Reduce-scatter and all-gather by the copy engines, host-driven (step 3).
+    Ring,
+}
+
+/// Where one algorithm stops paying: buffers of up to `one_shot_max` bytes go to the one-shot, up
+/// to `two_shot_max` to the two-shot, larger ones to the ring. Measured on H200s linked by NVLink
+/// (book/src/data/multi-gpu/), per number of GPUs; the last row serves any larger count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crossover {
+    pub gpus: usize,
+    pub one_shot_max: usize,
+    pub two_shot_max: usize,
+}
+
+const MIB: usize = 1 << 20;
+
+// ANCHOR: crossovers
+/// The crossovers, from the same-run measurements of every algorithm at every size.
+pub const CROSSOVERS: [Crossover; 3] = [
+    Crossover { gpus: 2, one_shot_max: MIB, two_shot_max: 256 * MIB },
+    Crossover { gpus: 3, one_shot_max: MIB / 2, two_shot_max: 128 * MIB },
+    Crossover { gpus: 4, one_shot_max: MIB / 2, two_shot_max: 128 * MIB },
+];
+// ANCHOR_END: crossovers
+
+/// What an all-reduce of one size on some GPUs does: its algorithm and, for the kernels, their
+/// grid (the same on every GPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllReducePlan {
+    pub algorithm: Algorithm,
+    pub blocks: u32,
+    pub threads: u32,
+}
+
+// ANCHOR: plan
+/// The plan for an all-reduce of `bytes` per GPU (`elements` of them) across `gpus` GPUs of
+/// `shape`: the algorithm by the [`CROSSOVERS`], and for the kernels a block per 512 16-byte
+/// vectors, at most one block per SM, so that every block of the grid runs at once (a block waits
+/// for the same block of the other GPUs).
+pub fn all_reduce_plan(elements: usize, bytes: usize, gpus: usize, shape: GpuShape) -> AllReducePlan {
+    let crossover = CROSSOVERS.iter().rev().find(|c| c.gpus <= gpus).unwrap_or(&CROSSOVERS[0]);
+    let algorithm = if bytes <= crossover.one_shot_max {
+        Algorithm::OneShot
+    } else if bytes <= crossover.two_shot_max {
+        Algorithm::TwoShot
+    } else {
+        Algorithm::Ring
+    };
+    AllReducePlan { algorithm, blocks: peer_blocks(elements, shape), threads: PEER_THREADS }
+}
+// ANCHOR_END: plan
+
+/// Blocks of [`PEER_THREADS`] for `elements`: one per 512 vectors of 4 elements, at least 1, at
+/// most one per SM.
+pub fn peer_blocks(elements: usize, shape: GpuShape) -> u32 {
+    let vectors = elements.div_ceil(4).max(1);
+    vectors.div_ceil(PEER_THREADS as usize).clamp(1, shape.multiprocessors.max(1) as usize) as u32
+}
+
+/// Why the one-shot and two-shot kernels cannot run on `world` (`None` when they can): on the CPU
+/// simulator, whose devices run one launch at a time, or between GPUs without peer access. Enables
+/// peer access where it can.
+fn peer_kernels_unavailable(world: &World) -> Result<Option<GpuError>> {
+    let devices = world.devices();
+    if devices.len() > 1 && devices[0].is_simulated() {
+        return Ok(Some(GpuError::Unsupported(
+            "one-shot and two-shot all-reduces need GPUs that run at once; the CPU simulator runs one device's \
+             kernel at a time"
+                .into(),
+        )));
+    }
+    for (k, a) in devices.iter().enumerate() {
+        for b in &devices[k + 1..] {
+            if !a.enable_peer_access(b)? || !b.enable_peer_access(a)? {
+                return Ok(Some(GpuError::Unsupported(format!(
+                    "GPUs {} and {} cannot reach each other's memory (no peer access): use the ring",
+                    a.ordinal(),
+                    b.ordinal()
+                ))));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Why the one-shot and two-shot kernels cannot run on `world` (`None` when they can): tests that
+/// need them are ignored with this reason.
+pub fn peer_kernels_missing(world: &World) -> Option<String> {
+    match peer_kernels_unavailable(world) {
+        Ok(reason) => reason.map(|e| e.to_string()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// What one GPU holds for the kernels: its staging buffer (two halves), the flags the other GPUs
+/// write, its table of addresses, and its kernels.
+struct Member<T: ReduceElement> {
+    device: Device,
+    staging: DeviceBuffer<T>,
+    flags: DeviceBuffer<u32>,
+    table: DeviceBuffer<u64>,
+    /// What `table` holds now, so that it is written again only when an address changes.
+    written: Vec<u64>,
+    one_shot: Vec<(ReduceOp, Kernel)>,
+    two_shot: Vec<(ReduceOp, Kernel)>,
+}
+
+/// The kernels' side of a world: a member per GPU and the call counter the epochs come from.
+struct PeerKernels<T: ReduceElement> {
+    members: Vec<Member<T>>,
+    /// Elements in half a staging buffer (a multiple of 4).
+    half: usize,
+    calls: u32,
+}
+
+impl<T: ReduceElement> PeerKernels<T> {
+    fn new(world: &World) -> Result<Self> {
+        if let Some(error) = peer_kernels_unavailable(world)? {
+            return Err(error);
+        }
+        let devices = world.devices();
+        let kernels = |device: &Device, kind: &str| -> Result<Vec<(ReduceOp, Kernel)>> {
+            ReduceOp::ALL
+                .iter()
+                .map(|&op| Ok((op, device.kernel(&SOURCE, &format!("{kind}_{}_{}", op.name(), T::SUFFIX))?)))
+                .collect()
+        };
+        let members = devices
+            .iter()
+            .map(|device| {
+                let most_blocks = device.facts().shape().multiprocessors.max(1) as usize;
+                Ok(Member {
+                    device: device.clone(),
+                    staging: device.alloc(0)?,
+                    flags: device.alloc(most_blocks * devices.len())?,
+                    table: device.alloc(3 + 3 * devices.len())?,
+                    written: Vec::new(),
+                    one_shot: kernels(device, "one_shot")?,
+                    two_shot: kernels(device, "two_shot")?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(PeerKernels { members, half: 0, calls: 0 })
+    }
+
+    /// Every GPU's staging buffer holds two halves of at least `len` elements, and its table the
+    /// addresses of this call.
+    fn prepare(&mut self, len: usize, buffers: &[DeviceBuffer<T>]) -> Result<()> {
+        if self.half < len {
+            // The other GPUs may still read the old staging buffers: let every GPU finish first.
+            self.members.iter().try_for_each(|m| m.device.synchronize())?;
+            self.half = len.next_multiple_of(4);
+            for member in &mut self.members {
+                member.staging = member.device.alloc(2 * self.half)?;
+            }
+        }
+        let n = self.members.len() as u64;
+        let addresses: Vec<u64> = self
+            .members
+            .iter()
+            .map(|m| m.staging.as_view().raw_address())
+            .chain(self.members.iter().map(|m| m.flags.as_view().raw_address()))
+            .chain(buffers.iter().map(|b| b.as_view().raw_address()))
+            .collect();
+        for (rank, member) in self.members.iter_mut().enumerate() {
+            let table: Vec<u64> = [rank as u64, n, self.half as u64].into_iter().chain(addresses.clone()).collect();
+            if member.written != table {
+                member.table.copy_from_host(&table)?;
+                member.written = table;
+            }
+        }
+        Ok(())
+    }
+
+    /// One all-reduce of `buffers` by the one-shot or two-shot kernels, queued on every GPU.
+    fn all_reduce(&mut self, algorithm: Algorithm, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+        let len = buffers[0].len();
+        self.prepare(len, buffers)?;
+        let shape = self.members[0].device.facts().shape();
+        let config = LaunchConfig::linear(peer_blocks(len, shape), PEER_THREADS, 0);
+        // Call c meets at epochs 2c + 1 (and 2c + 2); its parity picks the staging half.
+        let epoch = self.calls.wrapping_mul(2).wrapping_add(1);
+        self.calls = self.calls.wrapping_add(1);
+        let _queueing = queueing();
+        let launches = self
+            .members
+            .iter()
+            .zip(buffers.iter())
+            .map(|(member, buffer)| {
+                let kernels = if algorithm == Algorithm::OneShot { &member.one_shot } else { &member.two_shot };
+                let kernel = &kernels.iter().find(|(o, _)| *o == op).expect("a kernel per operation").1;
+                member.device.launch(kernel, config).arg(buffer).arg(&member.table).arg(len as u64).arg(epoch)
+            })
+            .collect();
+        launch_together(launches)
+    }
+}
+
+/// Runs `algorithm` on the kernels' side of a world, after the checks every all-reduce makes.
+fn peer_all_reduce<T: ReduceElement>(
+    kernels: &mut PeerKernels<T>,
+    algorithm: Algorithm,
+    world: &World,
+    op: ReduceOp,
+    buffers: &mut [DeviceBuffer<T>],
+) -> Result<()> {
+    check_world(kernels.members.len(), world)?;
+    let len = check_buffers(world, buffers)?;
+    if kernels.members.len() == 1 || len == 0 {
+        return Ok(());
+    }
+    kernels.all_reduce(algorithm, op, buffers)
+}
+
+// ANCHOR: one_shot
+/// Step 4: every GPU reads every GPU's buffer over NVLink and folds them, one kernel per GPU.
+pub struct OneShot<T: ReduceElement>(PeerKernels<T>);
+
+impl<T: ReduceElement> AllReduce<T> for OneShot<T> {
+    const STEP: &'static str = "one-shot";
+
+    fn new(world: &World) -> Result<Self> {
+        Ok(OneShot(PeerKernels::new(world)?))
+    }
+
+    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+        peer_all_reduce(&mut self.0, Algorithm::OneShot, world, op, buffers)
+    }
+}
+// ANCHOR_END: one_shot
+
+/// Step 5: every GPU reduces its 1/n of the buffer from every GPU and writes it into every GPU.
+pub struct TwoShot<T: ReduceElement>(PeerKernels<T>);
+
+impl<T: ReduceElement> AllReduce<T> for TwoShot<T> {
+    const STEP: &'static str = "two-shot";
+
+    fn new(world: &World) -> Result<Self> {
+        Ok(TwoShot(PeerKernels::new(world)?))
+    }
+
+    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+        peer_all_reduce(&mut self.0, Algorithm::TwoShot, world, op, buffers)
+    }
+}
+
+// ANCHOR: by_size
+/// Step 6: the plan's algorithm for each call ([`all_reduce_plan`]): the one-shot for small
+/// buffers, the two-shot for middle ones, the ring for the largest.
+pub struct BySize<T: ReduceElement> {
+    kernels: PeerKernels<T>,
+    ring: Ring<T>,
+}
+
+impl<T: ReduceElement> AllReduce<T> for BySize<T> {
+    const STEP: &'static str = "by-size";
+
+    fn new(world: &World) -> Result<Self> {
+        Ok(BySize { kernels: PeerKernels::new(world)?, ring: Ring::new(world)? })
+    }
+
+    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+        let len = buffers.first().map_or(0, DeviceBuffer::len);
+        let shape = world.devices()[0].facts().shape();
+        let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), world.len(), shape);
+        match plan.algorithm {
+            Algorithm::Ring => self.ring.all_reduce(world, op, buffers),
+            algorithm => peer_all_reduce(&mut self.kernels, algorithm, world, op, buffers),
+        }
+    }
+}
+// ANCHOR_END: by_size
