@@ -83,46 +83,53 @@ extern "C" __global__ void ring_combine_max_u32(unsigned int* into, const unsign
 
 
 // -------------------------------------------------------------------------------------------------
-// Steps 4 and 5: one kernel per GPU and call, the GPUs reading and writing each other's memory.
+// Steps 4 to 6: one kernel per GPU and call, the GPUs reading and writing each other's memory.
 //
 // The ring issues 2(n - 1) steps of copies, waits and folds from the host: for a small buffer the
 // host's issuing, not the transfer, is the time. Here every GPU runs one kernel per call, the same
 // grid on every GPU, and the kernels reach the other GPUs' memory directly: with peer access on,
 // a pointer into GPU j's memory works in GPU k's loads and stores, over NVLink.
 //
-//   one_shot_<op>_<type>: every GPU copies its buffer into its staging buffer, the GPUs meet, and
-//     every GPU reads every GPU's staging buffer and folds them, in rank order, into its own
-//     buffer. Each GPU reads (n - 1) buffers from the others: fine for small buffers, where the
-//     meeting is the cost; n times the data for large ones.
-//   two_shot_<op>_<type>: the buffer is cut into n chunks, one per GPU. Every GPU copies its buffer
-//     into its staging buffer; they meet; GPU k folds chunk k of every GPU's staging buffer
+//   one_shot_<op>_<type> (step 4): every GPU copies its buffer into its staging buffer, the GPUs
+//     meet, and every GPU reads every GPU's staging buffer and folds them, in rank order, into its
+//     own buffer. Each GPU reads n - 1 whole buffers from the others: fine for small buffers, where
+//     the meeting is the cost; n - 1 times the data for large ones.
+//   two_shot_<op>_<type> (step 5): the buffer is cut into n chunks, GPU k owning chunk k. The GPUs
+//     meet (every buffer holds its input); GPU k reads chunk k of every GPU's buffer, folds it
 //     (reduce-scatter) and writes the result into chunk k of every GPU's buffer (all-gather); they
-//     meet again, so that no GPU's kernel ends before the others have written into its buffer.
-//     Each GPU reads and writes (n - 1)/n of the buffer over NVLink, as the ring does.
+//     meet again, so that no kernel ends before the others have written into its buffer. Only GPU
+//     k touches chunk k, and each element is read before the same thread overwrites it, so the
+//     buffers need no staging. Each GPU moves 2(n - 1)/n of the buffer over NVLink, as the ring.
+//   two_shot_writes_<op>_<type> (step 6): the two-shot with every transfer a store. GPU k first
+//     writes chunk j of its buffer into slot k of GPU j's inbox (a store crosses NVLink once; a
+//     load sends a request and waits for its answer); they meet; GPU k folds chunk k from its own
+//     buffer and its inbox, all in its own memory, and writes the result into every GPU's buffer;
+//     they meet again.
 //
 // The meeting (meet, below): block b of each GPU waits for block b of every other GPU, never for
 // another block, at flags in its own memory that the others write. A flag holds an epoch, which
-// the host raises by one for every meeting, so a flag left from an earlier call is never mistaken
-// for this one; a wait passes once a flag has reached the epoch (later meetings only raise it).
-// Every GPU's copy and fold of element i is done by the same block b (the grid-stride loops below
-// share one mapping), so when block b has met, every element it will read is in place.
+// the host raises for every meeting, so a flag left from an earlier call is never mistaken for
+// this one; a wait passes once a flag has reached the epoch (later meetings only raise it). Every
+// GPU's accesses to element i are made by the same block b (the grid-stride loops below share one
+// mapping), so once block b has met, every element it will touch is where it should be.
 //
-// The staging buffer has two halves, used by alternate calls (parity): a GPU can start its next
-// call, and write its staging buffer, while a slower GPU still reads the previous call's; it
-// cannot start the call after that before every GPU has met it in the next one, by which time the
-// slower GPU has finished with that half.
+// Reuse between calls: the one-shot's staging buffer has two halves, used by alternate calls: a
+// GPU can start its next call, and write its staging buffer, while a slower GPU still reads the
+// previous call's half; it cannot start the call after that before every GPU has met it in the
+// next one, by which time the slower GPU has finished with that half. The two-shots end with a
+// meeting, so a GPU that starts its next call knows the others are done with its memory.
 //
-// What it leaves slow: the one-shot reads n - 1 whole buffers over NVLink, so it loses to the
-// two-shot past a few MiB; the two-shot's loads and stores compete with each other on the links
-// and cannot use the copy engines, which the ring keeps for the largest buffers.
+// What it leaves slow: the one-shot reads n - 1 whole buffers; the two-shots keep the SMs busy
+// with what the copy engines do for free, and past a few hundred MiB the ring's copies win.
 //
-// Launch (launch_together): the same grid on every GPU, at most as many blocks as the GPU holds at
-// once (a block waits for the other GPUs' same block, so every block must be running), with flags
-// for that many blocks; any block size that is a multiple of 32 and at least the number of GPUs.
-// Parameters: this GPU's buffer, its table, n elements, and the call's epoch (odd: 2c + 1 for call
-// c, whose meetings use 2c + 1 and 2c + 2). The table, in each GPU's own memory, of 64-bit words:
-// this GPU's rank, the number of GPUs, the elements in half a staging buffer (a multiple of 4),
-// then every GPU's staging buffer, every GPU's flags and every GPU's buffer, in rank order.
+// Launch (launch_together): the same grid on every GPU, every block resident at once (a block
+// waits for the other GPUs' same block): 512 threads, at most two blocks per SM (launch bounds),
+// flags for that many blocks. Parameters: this GPU's buffer, its table, n elements, and the call's
+// epoch (2c + 1 for call c, whose meetings use 2c + 1 and 2c + 2). The table, in each GPU's own
+// memory, of 64-bit words: this GPU's rank, the number of GPUs, the elements in half a staging
+// buffer and in an inbox slot (multiples of 4), then every GPU's staging buffer, inbox, flags and
+// buffer, in rank order.
+#define PEER_KERNEL extern "C" __global__ void __launch_bounds__(512, 2)
 
 // What one GPU's kernel knows of the others, read from its table.
 template <class T>
@@ -130,16 +137,18 @@ struct Peers {
     const unsigned long long* table;
     unsigned rank;
     unsigned gpus;
-    unsigned long long half; // which half of the staging buffers this call uses, in elements
+    unsigned long long half; // where this call's half of the staging buffers starts, in elements
+    unsigned long long slot; // elements in one slot of an inbox
 
     __device__ Peers(const unsigned long long* table, unsigned epoch)
-        : table(table + 3), rank((unsigned)table[0]), gpus((unsigned)table[1]),
-          half(table[2] * ((epoch >> 1) & 1))
+        : table(table + 4), rank((unsigned)table[0]), gpus((unsigned)table[1]),
+          half(table[2] * ((epoch >> 1) & 1)), slot(table[3])
     {
     }
     __device__ T* staging(unsigned gpu) const { return (T*)table[gpu] + half; }
-    __device__ unsigned* flags(unsigned gpu) const { return (unsigned*)table[gpus + gpu]; }
-    __device__ T* buffer(unsigned gpu) const { return (T*)table[2 * gpus + gpu]; }
+    __device__ T* inbox(unsigned gpu) const { return (T*)table[gpus + gpu]; }
+    __device__ unsigned* flags(unsigned gpu) const { return (unsigned*)table[2 * gpus + gpu]; }
+    __device__ T* buffer(unsigned gpu) const { return (T*)table[3 * gpus + gpu]; }
 };
 
 // ANCHOR: meet
@@ -175,220 +184,343 @@ __device__ __forceinline__ void meet(const Peers<T>& world, unsigned epoch)
 }
 // ANCHOR_END: meet
 
-// Elementwise fold of two 16-byte vectors.
-template <class Op, class V>
-__device__ __forceinline__ V combine_lanes(V a, V b)
+// Element q of every GPU's array `from(gpu)` (a pointer to elements of T), as V: a 16-byte vector,
+// or one element for the last n % 4. Folded by `combine` in rank order, so that every GPU gets
+// the same bits. The loads are
+// issued in groups of eight before any is folded, so that they cross NVLink together rather than
+// one after another.
+template <class V, class From, class Combine>
+__device__ __forceinline__ V fold_ranks(unsigned gpus, unsigned long long q, From from, Combine combine)
 {
-    a.x = Op::combine(a.x, b.x);
-    a.y = Op::combine(a.y, b.y);
-    a.z = Op::combine(a.z, b.z);
-    a.w = Op::combine(a.w, b.w);
-    return a;
-}
-
-// Every GPU's staging[i..], folded in rank order (so every GPU gets the same bits).
-template <class Op, class V>
-__device__ __forceinline__ V fold_peers(const Peers<typename Op::Value>& world, unsigned long long q)
-{
-    V acc = ((const V*)world.staging(0))[q];
-    for (unsigned gpu = 1; gpu < world.gpus; ++gpu) {
-        acc = combine_lanes<Op>(acc, ((const V*)world.staging(gpu))[q]);
+    V acc = ((const V*)from(0u))[q];
+    for (unsigned base = 1; base < gpus; base += 8) {
+        V loaded[8];
+#pragma unroll
+        for (unsigned j = 0; j < 8; ++j) {
+            if (base + j < gpus) {
+                loaded[j] = ((const V*)from(base + j))[q];
+            }
+        }
+#pragma unroll
+        for (unsigned j = 0; j < 8; ++j) {
+            if (base + j < gpus) {
+                acc = combine(acc, loaded[j]);
+            }
+        }
     }
     return acc;
 }
 
-// Every GPU's staging[i], one element (for the last n % 4).
+// The operation on 16-byte vectors, lane by lane, and on single elements.
 template <class Op>
-__device__ __forceinline__ typename Op::Value fold_peers_at(const Peers<typename Op::Value>& world,
-                                                            unsigned long long i)
-{
-    typename Op::Value acc = world.staging(0)[i];
-    for (unsigned gpu = 1; gpu < world.gpus; ++gpu) {
-        acc = Op::combine(acc, world.staging(gpu)[i]);
-    }
-    return acc;
-}
-
-// Copies this GPU's buffer into its staging buffer: 16-byte vectors, then the last n % 4 elements,
-// element i by the thread that will fold it.
-template <class T>
-__device__ __forceinline__ void publish(const Peers<T>& world, const T* buffer, unsigned long long n)
-{
+struct Lanes {
+    typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    T* mine = world.staging(world.rank);
-    for (unsigned long long q = first; q < n / 4; q += stride) {
-        ((V*)mine)[q] = ((const V*)buffer)[q];
+    __device__ V operator()(V a, V b) const
+    {
+        a.x = Op::combine(a.x, b.x);
+        a.y = Op::combine(a.y, b.y);
+        a.z = Op::combine(a.z, b.z);
+        a.w = Op::combine(a.w, b.w);
+        return a;
     }
-    if (first < n % 4) {
-        mine[n / 4 * 4 + first] = buffer[n / 4 * 4 + first];
+    __device__ T operator()(T a, T b) const { return Op::combine(a, b); }
+};
+
+// The grid-stride loop every kernel here uses: vector q (of n / 4) belongs to thread
+// q % (grid threads), so a block touches the same vectors in every phase and on every GPU.
+struct GridStride {
+    unsigned long long first, stride;
+    __device__ GridStride()
+        : first((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x),
+          stride((unsigned long long)gridDim.x * blockDim.x)
+    {
     }
-}
+    // The first vector at or after `begin` that belongs to this thread.
+    __device__ unsigned long long from(unsigned long long begin) const
+    {
+        return begin + (first + stride - begin % stride) % stride;
+    }
+};
 
 // ANCHOR: one_shot
 template <class Op>
 __device__ void one_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
                          unsigned epoch)
 {
-    const Peers<typename Op::Value> world(table, epoch);
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    publish(world, buffer, n);
-    meet(world, epoch);
-    for (unsigned long long q = first; q < n / 4; q += stride) {
-        ((V*)buffer)[q] = fold_peers<Op, V>(world, q);
+    const Peers<T> world(table, epoch);
+    const GridStride grid;
+    const unsigned long long tail = n / 4 * 4 + grid.first; // the last n % 4 elements, one a thread
+    // Publish: this GPU's input into its staging buffer, which the others read.
+    T* mine = world.staging(world.rank);
+    for (unsigned long long q = grid.first; q < n / 4; q += grid.stride) {
+        ((V*)mine)[q] = ((const V*)buffer)[q];
     }
-    if (first < n % 4) {
-        const unsigned long long i = n / 4 * 4 + first;
-        buffer[i] = fold_peers_at<Op>(world, i);
+    if (tail < n) {
+        mine[tail] = buffer[tail];
+    }
+    meet(world, epoch);
+    // Fold every GPU's staging buffer into this GPU's buffer.
+    auto staged = [&](unsigned gpu) { return (const T*)world.staging(gpu); };
+    for (unsigned long long q = grid.first; q < n / 4; q += grid.stride) {
+        ((V*)buffer)[q] = fold_ranks<V>(world.gpus, q, staged, Lanes<Op>());
+    }
+    if (tail < n) {
+        buffer[tail] = fold_ranks<T>(world.gpus, tail, staged, Lanes<Op>());
     }
 }
 // ANCHOR_END: one_shot
 
+// Chunk k of the buffer's n / 4 vectors is [k * (n / 4) / gpus, (k + 1) * (n / 4) / gpus); the
+// last n % 4 elements belong to the last GPU's chunk.
+__device__ __forceinline__ unsigned long long chunk_start(unsigned long long n, unsigned k, unsigned gpus)
+{
+    return n / 4 * k / gpus;
+}
+
 // ANCHOR: two_shot
-// Chunk k of the buffer's 16-byte vectors is [k * quads / gpus, (k + 1) * quads / gpus); the last
-// n % 4 elements belong to the last GPU's chunk.
 template <class Op>
 __device__ void two_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
                          unsigned epoch)
 {
-    const Peers<typename Op::Value> world(table, epoch);
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long first = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const unsigned long long quads = n / 4;
-    const unsigned long long begin = quads * world.rank / world.gpus;
-    const unsigned long long end = quads * (world.rank + 1) / world.gpus;
-    publish(world, buffer, n);
-    meet(world, epoch);
-    // Reduce-scatter and all-gather: this GPU's chunk, folded from every staging buffer, written
-    // into every GPU's buffer. The loop starts at the first q >= begin that this thread copied.
-    for (unsigned long long q = begin + (first + stride - begin % stride) % stride; q < end; q += stride) {
-        const V folded = fold_peers<Op, V>(world, q);
+    (void)buffer; // reached through the table, with the other GPUs' buffers
+    const Peers<T> world(table, epoch);
+    const GridStride grid;
+    const unsigned long long begin = chunk_start(n, world.rank, world.gpus);
+    const unsigned long long end = chunk_start(n, world.rank + 1, world.gpus);
+    const unsigned long long tail = n / 4 * 4 + grid.first;
+    auto buffers = [&](unsigned gpu) { return (const T*)world.buffer(gpu); };
+    meet(world, epoch); // every GPU's buffer holds its input
+    // Reduce-scatter and all-gather at once: this GPU's chunk, read from every GPU's buffer,
+    // folded, and written back into every GPU's buffer.
+    for (unsigned long long q = grid.from(begin); q < end; q += grid.stride) {
+        const V folded = fold_ranks<V>(world.gpus, q, buffers, Lanes<Op>());
         for (unsigned gpu = 0; gpu < world.gpus; ++gpu) {
             ((V*)world.buffer(gpu))[q] = folded;
         }
     }
-    if (world.rank == world.gpus - 1 && first < n % 4) {
-        const unsigned long long i = quads * 4 + first;
-        const T acc = fold_peers_at<Op>(world, i);
+    if (world.rank == world.gpus - 1 && tail < n) {
+        const T folded = fold_ranks<T>(world.gpus, tail, buffers, Lanes<Op>());
         for (unsigned gpu = 0; gpu < world.gpus; ++gpu) {
-            world.buffer(gpu)[i] = acc;
+            world.buffer(gpu)[tail] = folded;
         }
     }
-    meet(world, epoch + 1);
+    meet(world, epoch + 1); // every GPU has written its chunk into this GPU's buffer
 }
 // ANCHOR_END: two_shot
 
-// The entry points, one_shot_<op>_<type> and two_shot_<op>_<type>.
-extern "C" __global__ void one_shot_sum_f32(float* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+// ANCHOR: two_shot_writes
+// Slot j of GPU k's inbox holds GPU j's copy of chunk k: element i of the buffer (in chunk k) at
+// i - 4 * chunk_start(k) of the slot.
+template <class Op>
+__device__ void two_shot_writes(typename Op::Value* buffer, const unsigned long long* table,
+                                unsigned long long n, unsigned epoch)
+{
+    typedef typename Op::Value T;
+    typedef typename Vec4<T>::Type V;
+    const Peers<T> world(table, epoch);
+    const GridStride grid;
+    const unsigned long long tail = n / 4 * 4 + grid.first;
+    const unsigned last = world.gpus - 1;
+    // Where GPU `from`'s copy of chunk k lies in GPU k's inbox, indexed like the buffer.
+    auto slot = [&](unsigned k, unsigned from) {
+        return world.inbox(k) + from * world.slot - chunk_start(n, k, world.gpus) * 4;
+    };
+    // Scatter by stores: chunk k of this GPU's buffer into its slot in GPU k's inbox.
+    for (unsigned k = 0; k < world.gpus; ++k) {
+        const unsigned long long end = k == world.rank ? 0 : chunk_start(n, k + 1, world.gpus);
+        for (unsigned long long q = grid.from(chunk_start(n, k, world.gpus)); q < end; q += grid.stride) {
+            ((V*)slot(k, world.rank))[q] = ((const V*)buffer)[q];
+        }
+    }
+    if (tail < n && world.rank != last) {
+        slot(last, world.rank)[tail] = buffer[tail];
+    }
+    meet(world, epoch); // every GPU's copy of this GPU's chunk is in its inbox
+    // Fold this GPU's chunk from its buffer and its inbox, all in its own memory, then write the
+    // result into every GPU's buffer.
+    auto copies = [&](unsigned gpu) { return gpu == world.rank ? (const T*)buffer : slot(world.rank, gpu); };
+    const unsigned long long begin = chunk_start(n, world.rank, world.gpus);
+    const unsigned long long end = chunk_start(n, world.rank + 1, world.gpus);
+    for (unsigned long long q = grid.from(begin); q < end; q += grid.stride) {
+        const V folded = fold_ranks<V>(world.gpus, q, copies, Lanes<Op>());
+        for (unsigned gpu = 0; gpu < world.gpus; ++gpu) {
+            ((V*)world.buffer(gpu))[q] = folded;
+        }
+    }
+    if (tail < n && world.rank == last) {
+        const T folded = fold_ranks<T>(world.gpus, tail, copies, Lanes<Op>());
+        for (unsigned gpu = 0; gpu < world.gpus; ++gpu) {
+            world.buffer(gpu)[tail] = folded;
+        }
+    }
+    meet(world, epoch + 1); // every GPU has written its chunk into this GPU's buffer
+}
+// ANCHOR_END: two_shot_writes
+
+// The entry points, <kind>_<op>_<type>: one_shot, two_shot and two_shot_writes.
+PEER_KERNEL one_shot_sum_f32(float* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Sum<float> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_min_f32(float* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_min_f32(float* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Min<float> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_max_f32(float* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_max_f32(float* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Max<float> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_sum_i32(int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_sum_i32(int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Sum<int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_min_i32(int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_min_i32(int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Min<int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_max_i32(int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_max_i32(int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Max<int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Sum<unsigned int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Min<unsigned int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void one_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL one_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     one_shot<Max<unsigned int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_sum_f32(float* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_sum_f32(float* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Sum<float> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_min_f32(float* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_min_f32(float* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Min<float> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_max_f32(float* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_max_f32(float* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Max<float> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_sum_i32(int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_sum_i32(int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Sum<int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_min_i32(int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_min_i32(int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Min<int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_max_i32(int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_max_i32(int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Max<int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Sum<unsigned int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Min<unsigned int> >(buffer, table, n, epoch);
 }
 
-extern "C" __global__ void two_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
-                                           unsigned long long n, unsigned epoch)
+PEER_KERNEL two_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
+                             unsigned long long n, unsigned epoch)
 {
     two_shot<Max<unsigned int> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_sum_f32(float* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Sum<float> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_min_f32(float* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Min<float> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_max_f32(float* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Max<float> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_sum_i32(int* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Sum<int> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_min_i32(int* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Min<int> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_max_i32(int* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Max<int> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_sum_u32(unsigned int* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Sum<unsigned int> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_min_u32(unsigned int* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Min<unsigned int> >(buffer, table, n, epoch);
+}
+
+PEER_KERNEL two_shot_writes_max_u32(unsigned int* buffer, const unsigned long long* table,
+                                    unsigned long long n, unsigned epoch)
+{
+    two_shot_writes<Max<unsigned int> >(buffer, table, n, epoch);
 }

@@ -24,8 +24,8 @@ use gpu_harness::measure::{SAMPLES, median_ms_timed_by};
 use gpu_harness::{DeviceBuffer, Result};
 use reduce_atomic::DeterministicReduce;
 use reduce_multi_gpu::{
-    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, World, nccl_missing, nccl_version,
-    part_range, peer_kernels_missing, views,
+    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, TwoShotWrites, World, nccl_missing,
+    nccl_version, part_range, peer_kernels_missing, views,
 };
 use reduction::{FullReduction, ReduceOp};
 
@@ -99,6 +99,7 @@ fn main() -> Result<()> {
         let mut nccl_all_reduce = if nccl.is_none() { Some(Nccl::<f32>::new(&sub)?) } else { None };
         let mut one_shot = if peers { Some(OneShot::<f32>::new(&sub)?) } else { None };
         let mut two_shot = if peers { Some(TwoShot::<f32>::new(&sub)?) } else { None };
+        let mut writes = if peers { Some(TwoShotWrites::<f32>::new(&sub)?) } else { None };
         let mut by_size = if peers { Some(BySize::<f32>::new(&sub)?) } else { None };
         let mut bytes = 64 * KIB;
         while bytes <= 1024 * MIB {
@@ -106,9 +107,12 @@ fn main() -> Result<()> {
                 println!("allreduce nccl {gpus} {bytes} {:.5}", time_all_reduce(&sub, nccl_all_reduce, bytes)?);
             }
             println!("allreduce ring {gpus} {bytes} {:.5}", time_all_reduce(&sub, &mut ring, bytes)?);
-            if let (Some(one), Some(two), Some(by)) = (&mut one_shot, &mut two_shot, &mut by_size) {
+            if let (Some(one), Some(two), Some(writes), Some(by)) =
+                (&mut one_shot, &mut two_shot, &mut writes, &mut by_size)
+            {
                 println!("allreduce one-shot {gpus} {bytes} {:.5}", time_all_reduce(&sub, one, bytes)?);
                 println!("allreduce two-shot {gpus} {bytes} {:.5}", time_all_reduce(&sub, two, bytes)?);
+                println!("allreduce two-shot-writes {gpus} {bytes} {:.5}", time_all_reduce(&sub, writes, bytes)?);
                 println!("allreduce by-size {gpus} {bytes} {:.5}", time_all_reduce(&sub, by, bytes)?);
             }
             bytes *= 2;

@@ -34,7 +34,8 @@ pub mod shots;
 pub use nccl::{Nccl, nccl_missing, nccl_version};
 pub use ring::{Phase, Queue, Ring, RingOp, RingPlan, Signal, Transfer, ring_plan, ring_schedule};
 pub use shots::{
-    Algorithm, AllReducePlan, BySize, CROSSOVERS, OneShot, TwoShot, all_reduce_plan, peer_kernels_missing,
+    Algorithm, AllReducePlan, BySize, CROSSOVERS, OneShot, TwoShot, TwoShotWrites, all_reduce_plan,
+    peer_kernels_missing,
 };
 
 /// Every GPU of the machine (or a simulated world): the devices a reduction is spread across.

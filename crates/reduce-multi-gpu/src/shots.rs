@@ -1,14 +1,14 @@
-//! Steps 4 to 6: all-reduces in which the GPUs read and write each other's memory from their own
-//! kernels, one kernel per GPU and call ([`OneShot`], [`TwoShot`]), and the choice between them
-//! and the ring by size ([`BySize`], from [`all_reduce_plan`]).
+//! Steps 4 to 7: all-reduces in which the GPUs read and write each other's memory from their own
+//! kernels, one kernel per GPU and call ([`OneShot`], [`TwoShot`], [`TwoShotWrites`]), and the
+//! choice between them and the ring by size ([`BySize`], from [`all_reduce_plan`]).
 //!
 //! The ring ([`crate::Ring`]) is driven from the host: for every step and piece the host queues
 //! waits, records, copies and folds on every GPU, about 0.18 ms of issuing on four GPUs, which is
 //! more than a buffer of a few MiB takes to cross NVLink. Here the host queues one kernel per GPU
 //! ([`gpu_harness::launch_together`]) and the kernels meet at flags in each other's memory
 //! (`cuda/reduce_multi_gpu.cu` says how). What each GPU needs besides its kernels lives in a
-//! [`Member`]: a staging buffer of two halves, the flags the others write, and the table of every
-//! GPU's addresses that its kernel reads.
+//! `Member`: a staging buffer of two halves (the one-shot's), an inbox (the two-shot by writes'),
+//! the flags the others write, and the table of every GPU's addresses that its kernel reads.
 
 use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape, Kernel, LaunchConfig, Result, launch_together};
 use reduction::{ReduceElement, ReduceOp};
@@ -26,12 +26,14 @@ pub enum Algorithm {
     OneShot,
     /// Every GPU reduces its 1/n of the buffer and writes it into every GPU (step 5).
     TwoShot,
+    /// The two-shot with every transfer a store into the other GPUs' memory (step 6).
+    TwoShotWrites,
     /// Reduce-scatter and all-gather by the copy engines, host-driven (step 3).
     Ring,
 }
 
 /// Where one algorithm stops paying: buffers of up to `one_shot_max` bytes go to the one-shot, up
-/// to `two_shot_max` to the two-shot, larger ones to the ring. Measured on H200s linked by NVLink
+/// to `two_shot_max` to the two-shot by writes, larger ones to the ring. Measured on H200s linked by NVLink
 /// (book/src/data/multi-gpu/), per number of GPUs; the last row serves any larger count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Crossover {
@@ -45,9 +47,9 @@ const MIB: usize = 1 << 20;
 // ANCHOR: crossovers
 /// The crossovers, from the same-run measurements of every algorithm at every size.
 pub const CROSSOVERS: [Crossover; 3] = [
-    Crossover { gpus: 2, one_shot_max: MIB, two_shot_max: 256 * MIB },
-    Crossover { gpus: 3, one_shot_max: MIB / 2, two_shot_max: 128 * MIB },
-    Crossover { gpus: 4, one_shot_max: MIB / 2, two_shot_max: 128 * MIB },
+    Crossover { gpus: 2, one_shot_max: 8 * MIB, two_shot_max: 32 * MIB },
+    Crossover { gpus: 3, one_shot_max: MIB / 2, two_shot_max: 64 * MIB },
+    Crossover { gpus: 4, one_shot_max: MIB / 2, two_shot_max: 64 * MIB },
 ];
 // ANCHOR_END: crossovers
 
@@ -63,14 +65,14 @@ pub struct AllReducePlan {
 // ANCHOR: plan
 /// The plan for an all-reduce of `bytes` per GPU (`elements` of them) across `gpus` GPUs of
 /// `shape`: the algorithm by the [`CROSSOVERS`], and for the kernels a block per 512 16-byte
-/// vectors, at most one block per SM, so that every block of the grid runs at once (a block waits
-/// for the same block of the other GPUs).
+/// vectors, at most two blocks per SM (what the kernels' launch bounds promise to fit), so that
+/// every block of the grid runs at once (a block waits for the same block of the other GPUs).
 pub fn all_reduce_plan(elements: usize, bytes: usize, gpus: usize, shape: GpuShape) -> AllReducePlan {
     let crossover = CROSSOVERS.iter().rev().find(|c| c.gpus <= gpus).unwrap_or(&CROSSOVERS[0]);
     let algorithm = if bytes <= crossover.one_shot_max {
         Algorithm::OneShot
     } else if bytes <= crossover.two_shot_max {
-        Algorithm::TwoShot
+        Algorithm::TwoShotWrites
     } else {
         Algorithm::Ring
     };
@@ -79,10 +81,16 @@ pub fn all_reduce_plan(elements: usize, bytes: usize, gpus: usize, shape: GpuSha
 // ANCHOR_END: plan
 
 /// Blocks of [`PEER_THREADS`] for `elements`: one per 512 vectors of 4 elements, at least 1, at
-/// most one per SM.
+/// most [`most_peer_blocks`].
 pub fn peer_blocks(elements: usize, shape: GpuShape) -> u32 {
     let vectors = elements.div_ceil(4).max(1);
-    vectors.div_ceil(PEER_THREADS as usize).clamp(1, shape.multiprocessors.max(1) as usize) as u32
+    vectors.div_ceil(PEER_THREADS as usize).clamp(1, most_peer_blocks(shape) as usize) as u32
+}
+
+/// The most blocks the kernels' grid may have: two per SM (the kernels' launch bounds), or one
+/// where an SM holds fewer than 1024 threads, so that all of them run at once.
+pub fn most_peer_blocks(shape: GpuShape) -> u32 {
+    shape.multiprocessors.max(1) * (shape.max_threads_per_multiprocessor / PEER_THREADS).clamp(1, 2)
 }
 
 /// Why the one-shot and two-shot kernels cannot run on `world` (`None` when they can): on the CPU
@@ -120,24 +128,26 @@ pub fn peer_kernels_missing(world: &World) -> Option<String> {
     }
 }
 
-/// What one GPU holds for the kernels: its staging buffer (two halves), the flags the other GPUs
-/// write, its table of addresses, and its kernels.
+/// What one GPU holds for the kernels: its staging buffer (two halves), its inbox, the flags the
+/// other GPUs write, its table of addresses, and its kernels.
 struct Member<T: ReduceElement> {
     device: Device,
     staging: DeviceBuffer<T>,
+    inbox: DeviceBuffer<T>,
     flags: DeviceBuffer<u32>,
     table: DeviceBuffer<u64>,
     /// What `table` holds now, so that it is written again only when an address changes.
     written: Vec<u64>,
-    one_shot: Vec<(ReduceOp, Kernel)>,
-    two_shot: Vec<(ReduceOp, Kernel)>,
+    /// The kernels, by algorithm and operation.
+    kernels: Vec<(Algorithm, ReduceOp, Kernel)>,
 }
 
 /// The kernels' side of a world: a member per GPU and the call counter the epochs come from.
 struct PeerKernels<T: ReduceElement> {
     members: Vec<Member<T>>,
-    /// Elements in half a staging buffer (a multiple of 4).
+    /// Elements in half a staging buffer and in an inbox slot (multiples of 4).
     half: usize,
+    slot: usize,
     calls: u32,
 }
 
@@ -147,51 +157,66 @@ impl<T: ReduceElement> PeerKernels<T> {
             return Err(error);
         }
         let devices = world.devices();
-        let kernels = |device: &Device, kind: &str| -> Result<Vec<(ReduceOp, Kernel)>> {
-            ReduceOp::ALL
-                .iter()
-                .map(|&op| Ok((op, device.kernel(&SOURCE, &format!("{kind}_{}_{}", op.name(), T::SUFFIX))?)))
-                .collect()
+        let kernels = |device: &Device| -> Result<Vec<(Algorithm, ReduceOp, Kernel)>> {
+            let kinds = [
+                (Algorithm::OneShot, "one_shot"),
+                (Algorithm::TwoShot, "two_shot"),
+                (Algorithm::TwoShotWrites, "two_shot_writes"),
+            ];
+            let mut kernels = Vec::new();
+            for (algorithm, kind) in kinds {
+                for op in ReduceOp::ALL {
+                    let name = format!("{kind}_{}_{}", op.name(), T::SUFFIX);
+                    kernels.push((algorithm, op, device.kernel(&SOURCE, &name)?));
+                }
+            }
+            Ok(kernels)
         };
         let members = devices
             .iter()
             .map(|device| {
-                let most_blocks = device.facts().shape().multiprocessors.max(1) as usize;
+                let most_blocks = most_peer_blocks(device.facts().shape()) as usize;
                 Ok(Member {
                     device: device.clone(),
                     staging: device.alloc(0)?,
+                    inbox: device.alloc(0)?,
                     flags: device.alloc(most_blocks * devices.len())?,
-                    table: device.alloc(3 + 3 * devices.len())?,
+                    table: device.alloc(4 + 4 * devices.len())?,
                     written: Vec::new(),
-                    one_shot: kernels(device, "one_shot")?,
-                    two_shot: kernels(device, "two_shot")?,
+                    kernels: kernels(device)?,
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(PeerKernels { members, half: 0, calls: 0 })
+        Ok(PeerKernels { members, half: 0, slot: 0, calls: 0 })
     }
 
-    /// Every GPU's staging buffer holds two halves of at least `len` elements, and its table the
-    /// addresses of this call.
-    fn prepare(&mut self, len: usize, buffers: &[DeviceBuffer<T>]) -> Result<()> {
-        if self.half < len {
-            // The other GPUs may still read the old staging buffers: let every GPU finish first.
+    /// The buffers `algorithm` needs hold `len` elements (the one-shot's staging buffers two halves
+    /// of `len`, the two-shot by writes' inboxes a slot per GPU of a chunk), and every GPU's table
+    /// the addresses of this call.
+    fn prepare(&mut self, algorithm: Algorithm, len: usize, buffers: &[DeviceBuffer<T>]) -> Result<()> {
+        let gpus = self.members.len();
+        let half = if algorithm == Algorithm::OneShot { len.next_multiple_of(4) } else { 0 };
+        // A chunk has at most ceil(len / 4 / gpus) vectors, and the last one up to 3 elements more.
+        let slot = if algorithm == Algorithm::TwoShotWrites { (len / 4).div_ceil(gpus) * 4 + 4 } else { 0 };
+        if half > self.half || slot > self.slot {
+            // The other GPUs may still read the old buffers: let every GPU finish first.
             self.members.iter().try_for_each(|m| m.device.synchronize())?;
-            self.half = len.next_multiple_of(4);
+            self.half = self.half.max(half);
+            self.slot = self.slot.max(slot);
             for member in &mut self.members {
                 member.staging = member.device.alloc(2 * self.half)?;
+                member.inbox = member.device.alloc(gpus * self.slot)?;
             }
         }
-        let n = self.members.len() as u64;
-        let addresses: Vec<u64> = self
-            .members
-            .iter()
-            .map(|m| m.staging.as_view().raw_address())
+        let address = |view: gpu_harness::DeviceView<'_, T>| view.raw_address();
+        let addresses: Vec<u64> = (self.members.iter().map(|m| address(m.staging.as_view())))
+            .chain(self.members.iter().map(|m| address(m.inbox.as_view())))
             .chain(self.members.iter().map(|m| m.flags.as_view().raw_address()))
-            .chain(buffers.iter().map(|b| b.as_view().raw_address()))
+            .chain(buffers.iter().map(|b| address(b.as_view())))
             .collect();
         for (rank, member) in self.members.iter_mut().enumerate() {
-            let table: Vec<u64> = [rank as u64, n, self.half as u64].into_iter().chain(addresses.clone()).collect();
+            let header = [rank as u64, gpus as u64, self.half as u64, self.slot as u64];
+            let table: Vec<u64> = header.into_iter().chain(addresses.iter().copied()).collect();
             if member.written != table {
                 member.table.copy_from_host(&table)?;
                 member.written = table;
@@ -203,7 +228,7 @@ impl<T: ReduceElement> PeerKernels<T> {
     /// One all-reduce of `buffers` by the one-shot or two-shot kernels, queued on every GPU.
     fn all_reduce(&mut self, algorithm: Algorithm, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
         let len = buffers[0].len();
-        self.prepare(len, buffers)?;
+        self.prepare(algorithm, len, buffers)?;
         let shape = self.members[0].device.facts().shape();
         let config = LaunchConfig::linear(peer_blocks(len, shape), PEER_THREADS, 0);
         // Call c meets at epochs 2c + 1 (and 2c + 2); its parity picks the staging half.
@@ -215,8 +240,9 @@ impl<T: ReduceElement> PeerKernels<T> {
             .iter()
             .zip(buffers.iter())
             .map(|(member, buffer)| {
-                let kernels = if algorithm == Algorithm::OneShot { &member.one_shot } else { &member.two_shot };
-                let kernel = &kernels.iter().find(|(o, _)| *o == op).expect("a kernel per operation").1;
+                let (_, _, kernel) = (member.kernels.iter())
+                    .find(|(a, o, _)| (*a, *o) == (algorithm, op))
+                    .expect("a kernel per algorithm and operation");
                 member.device.launch(kernel, config).arg(buffer).arg(&member.table).arg(len as u64).arg(epoch)
             })
             .collect();
@@ -272,9 +298,25 @@ impl<T: ReduceElement> AllReduce<T> for TwoShot<T> {
     }
 }
 
+/// Step 6: the two-shot with every transfer over NVLink a store: each GPU writes the other GPUs'
+/// chunks into their inboxes, and folds its own chunk in its own memory.
+pub struct TwoShotWrites<T: ReduceElement>(PeerKernels<T>);
+
+impl<T: ReduceElement> AllReduce<T> for TwoShotWrites<T> {
+    const STEP: &'static str = "two-shot-writes";
+
+    fn new(world: &World) -> Result<Self> {
+        Ok(TwoShotWrites(PeerKernels::new(world)?))
+    }
+
+    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+        peer_all_reduce(&mut self.0, Algorithm::TwoShotWrites, world, op, buffers)
+    }
+}
+
 // ANCHOR: by_size
-/// Step 6: the plan's algorithm for each call ([`all_reduce_plan`]): the one-shot for small
-/// buffers, the two-shot for middle ones, the ring for the largest.
+/// Step 7: the plan's algorithm for each call ([`all_reduce_plan`]): the one-shot for small
+/// buffers, the two-shot by writes for middle ones, the ring for the largest.
 pub struct BySize<T: ReduceElement> {
     kernels: PeerKernels<T>,
     ring: Ring<T>,

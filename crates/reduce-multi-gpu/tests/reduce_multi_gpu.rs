@@ -10,8 +10,9 @@
 use gpu_harness::{Device, DeviceBuffer, GpuError};
 use gpu_test::{Failed, TestResult, TestRng, TestSuite, on_threads, test_size};
 use reduce_multi_gpu::{
-    AcrossGpus, Algorithm, AllReduce, BySize, HostCombined, Nccl, OneShot, Queue, Ring, RingOp, Signal, TwoShot, World,
-    all_reduce_plan, nccl_missing, part_range, peer_kernels_missing, ring, ring_plan, ring_schedule, shots, views,
+    AcrossGpus, Algorithm, AllReduce, BySize, HostCombined, Nccl, OneShot, Queue, Ring, RingOp, Signal, TwoShot,
+    TwoShotWrites, World, all_reduce_plan, nccl_missing, part_range, peer_kernels_missing, ring, ring_plan,
+    ring_schedule, shots, views,
 };
 use reduction::reference::sum_tolerance;
 use reduction::{ReduceElement, ReduceOp};
@@ -186,17 +187,21 @@ fn check_all_reduce<T: ReduceElement>(
 ) -> TestResult {
     let len = inputs[0].len();
     let first = buffers[0].to_host()?;
-    for (k, buffer) in buffers.iter().enumerate() {
+    let mut column = Vec::with_capacity(inputs.len());
+    for (i, &got) in first.iter().enumerate() {
+        column.clear();
+        column.extend(inputs.iter().map(|input| input[i]));
+        if check(rng, what, op, &column, inputs.len(), got).is_err() {
+            return check(rng, &format!("{what}, element {i} on device 0"), op, &column, inputs.len(), got);
+        }
+    }
+    for (k, buffer) in buffers.iter().enumerate().skip(1) {
         let got = buffer.to_host()?;
         // Every GPU ends with the same bits (data-parallel training relies on it).
         if let Some(i) = (0..len).find(|&i| bytes_of(&got[i]) != bytes_of(&first[i])) {
             return Err(
                 rng.fail(format!("{what}: element {i} is {:?} on device {k}, {:?} on device 0", got[i], first[i]))
             );
-        }
-        for i in 0..len {
-            let column: Vec<T> = inputs.iter().map(|input| input[i]).collect();
-            check(rng, &format!("{what}, element {i} on device {k}"), op, &column, inputs.len(), got[i])?;
         }
     }
     Ok(())
@@ -397,8 +402,8 @@ fn ring_races(len: usize, gpus: usize, pieces: usize, calls: usize) -> Vec<Strin
     races
 }
 
-/// Hundreds of all-reduces queued back to back with no wait, by the one-shot, the two-shot and the
-/// plan's choice in turn, on a small buffer and a large one in alternation (the staging halves,
+/// Hundreds of all-reduces queued back to back with no wait, by the one-shot, the two-shots and
+/// the plan's choice in turn, on a small buffer and a large one in alternation (the staging halves,
 /// the epochs and the algorithms all change between calls): each u32 sum multiplies the previous
 /// result by the number of GPUs, so the last buffers are known exactly.
 fn back_to_back(world: &World) -> TestResult {
@@ -408,6 +413,7 @@ fn back_to_back(world: &World) -> TestResult {
     let lengths = [1001usize, test_size(device, (1 << 22) + 3, 70_001)];
     let mut one_shot = OneShot::<u32>::new(world)?;
     let mut two_shot = TwoShot::<u32>::new(world)?;
+    let mut writes = TwoShotWrites::<u32>::new(world)?;
     let mut by_size = BySize::<u32>::new(world)?;
     let input = |len: usize, rank: u32| -> Vec<u32> { (0..len as u32).map(|i| i.wrapping_mul(7) ^ rank).collect() };
     let mut sets: Vec<Vec<DeviceBuffer<u32>>> = lengths
@@ -417,9 +423,10 @@ fn back_to_back(world: &World) -> TestResult {
     let calls = if device.is_simulated() { 12 } else { 300 };
     for call in 0..calls {
         let buffers = &mut sets[call % 2];
-        match call / 2 % 3 {
+        match call / 2 % 4 {
             0 => one_shot.all_reduce(world, ReduceOp::Sum, buffers)?,
             1 => two_shot.all_reduce(world, ReduceOp::Sum, buffers)?,
+            2 => writes.all_reduce(world, ReduceOp::Sum, buffers)?,
             _ => by_size.all_reduce(world, ReduceOp::Sum, buffers)?,
         }
     }
@@ -435,6 +442,35 @@ fn back_to_back(world: &World) -> TestResult {
                         "{len} elements, {times} sums on {gpus} GPUs: element {i} on device {k} is {value}, expected {expected}"
                     )));
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The one-shot and both two-shots on a few small lengths, every operation, two calls back to back:
+/// what compute-sanitizer runs (the full suites are too slow under it).
+fn small_for_the_sanitizers(world: &World) -> TestResult {
+    let rng = TestRng::new();
+    let gpus = world.len();
+    let mut one_shot = OneShot::<f32>::new(world)?;
+    let mut two_shot = TwoShot::<f32>::new(world)?;
+    let mut writes = TwoShotWrites::<f32>::new(world)?;
+    for len in [1, 5, 1027, 70_001] {
+        for op in ReduceOp::ALL {
+            for step in 0..3 {
+                let inputs: Vec<Vec<f32>> =
+                    (0..gpus).map(|k| (0..len).map(|i| ((i * 7 + k) % 23) as f32).collect()).collect();
+                let mut buffers: Vec<DeviceBuffer<f32>> =
+                    world.devices().iter().zip(&inputs).map(|(d, input)| d.upload(input)).collect::<Result<_, _>>()?;
+                let all_reduce: &mut dyn FnMut(&mut [DeviceBuffer<f32>]) -> gpu_harness::Result<()> = match step {
+                    0 => &mut |b| one_shot.all_reduce(world, op, b),
+                    1 => &mut |b| two_shot.all_reduce(world, op, b),
+                    _ => &mut |b| writes.all_reduce(world, op, b),
+                };
+                all_reduce(&mut buffers)?;
+                let what = format!("step {step} {}<f32> of {len} on {gpus} devices", op.name());
+                check_all_reduce(&rng, &what, op, &inputs, &buffers)?;
             }
         }
     }
@@ -648,6 +684,7 @@ fn main() -> std::process::ExitCode {
     suite = step_tests::<f32, AcrossGpus<f32, OneShot<f32>>>(suite, peer_kernels_missing);
     suite = step_tests::<u32, AcrossGpus<u32, TwoShot<u32>>>(suite, peer_kernels_missing);
     suite = step_tests::<i32, AcrossGpus<i32, BySize<i32>>>(suite, peer_kernels_missing);
+    suite = step_tests::<f32, AcrossGpus<f32, TwoShotWrites<f32>>>(suite, peer_kernels_missing);
     suite = world_test(
         suite,
         "one_shot::f32_specials".into(),
@@ -699,6 +736,14 @@ fn main() -> std::process::ExitCode {
     suite =
         world_test(suite, "by_size::all_reduce_f32".into(), peer_kernels_missing, all_reduce_suite::<f32, BySize<f32>>);
     suite = world_test(suite, "shots::back_to_back".into(), peer_kernels_missing, back_to_back);
+    suite = world_test(suite, "shots::small_for_the_sanitizers".into(), peer_kernels_missing, small_for_the_sanitizers);
+    for (name, test) in [
+        ("two_shot_writes::all_reduce_f32", all_reduce_suite::<f32, TwoShotWrites<f32>> as fn(&World) -> TestResult),
+        ("two_shot_writes::all_reduce_i32", all_reduce_suite::<i32, TwoShotWrites<i32>>),
+        ("two_shot_writes::all_reduce_u32", all_reduce_suite::<u32, TwoShotWrites<u32>>),
+    ] {
+        suite = world_test(suite, name.into(), peer_kernels_missing, test);
+    }
     suite = world_test(suite, "world::bad_input".into(), runs_anywhere, bad_input);
     suite = world_test(suite, "world::threads_share_the_gpus".into(), runs_anywhere, |world| {
         // Four threads reduce at once on the same GPUs, two by the ring and (where NCCL is) two by
