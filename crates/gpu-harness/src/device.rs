@@ -14,8 +14,9 @@
 //! - `device/launch.rs`: [`Kernel`], [`LaunchConfig`], [`KernelArg`], [`Launch`], checked against
 //!   the kernel's parameters.
 //! - `device/timing.rs`: [`Device::synchronize`] and [`Device::time_ms`] (CUDA events).
-//! - `device/multi_gpu.rs`: what only reduce-multi-gpu uses: GPUs by ordinal, forks, peer access,
-//!   [`Event`]s across devices, copies between GPUs.
+//! - `device/multi_gpu.rs`: what only reduce-multi-gpu uses: GPUs by ordinal, simulated worlds
+//!   (devices sharing one simulated memory), forks, peer access, [`Event`]s across devices, copies
+//!   between GPUs.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -75,8 +76,12 @@ type LoadedModule = (Arc<CudaModule>, Option<Arc<String>>);
 /// The CPU simulator: one simulated global memory, the parsed PTX modules, the counters of the
 /// last launch and the kernels launched (with their counters) since [`Device::take_launches`].
 struct CpuBackend {
-    /// Shared with the handle's forks: one simulated device, one memory.
+    /// The simulated global memory the device's buffers live in, shared with the handle's forks,
+    /// and in a simulated world ([`Device::simulated_world`]) with the world's other devices.
     machine: Arc<Mutex<ptx_sim::Machine>>,
+    /// Shared with the handle's forks and nothing else: what tells this simulated device from the
+    /// others of its world, which share its machine.
+    identity: Arc<()>,
     modules: Arc<Mutex<HashMap<ModuleKey, Arc<ptx_sim::Module>>>>,
     last_counters: Arc<Mutex<Option<LaunchCounters>>>,
     /// Shared with the handle's forks, like the counters.
@@ -325,9 +330,15 @@ fn open_uncaught(ordinal: usize) -> Result<Device> {
     Ok(Device { inner: Arc::new(Inner { facts, ordinal, backend: Backend::Cuda(cuda) }) })
 }
 
-/// The CPU simulator as a device: it needs NVRTC (for PTX) but no GPU. Its shape is a small GPU (4
-/// SMs of 2048 threads), so grid-stride plans stay short; its memory is capped at 8 GiB.
+/// The CPU simulator as a device with its own memory: [`open_cpu_on`] a new machine.
 fn open_cpu() -> Result<Device> {
+    open_cpu_on(Arc::new(Mutex::new(ptx_sim::Machine::new())), 0)
+}
+
+/// The CPU simulator as device `ordinal`, its buffers in `machine`'s memory: it needs NVRTC (for
+/// PTX) but no GPU. Its shape is a small GPU (4 SMs of 2048 threads), so grid-stride plans stay
+/// short; its memory is capped at 8 GiB.
+fn open_cpu_on(machine: Arc<Mutex<ptx_sim::Machine>>, ordinal: usize) -> Result<Device> {
     let (nvrtc_major, nvrtc_minor) = compile::nvrtc_version()?;
     let facts = DeviceFacts {
         name: "ptx-sim (CPU simulator)".into(),
@@ -343,14 +354,15 @@ fn open_cpu() -> Result<Device> {
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
     let cpu = CpuBackend {
-        machine: Arc::new(Mutex::new(ptx_sim::Machine::new())),
+        machine,
+        identity: Arc::new(()),
         modules: Arc::new(Mutex::new(HashMap::new())),
         last_counters: Arc::new(Mutex::new(None)),
         launched: Arc::new(Mutex::new(Vec::new())),
         transfers: Arc::new(Mutex::new(Transfers::default())),
         clock: Arc::new(Mutex::new(0)),
     };
-    Ok(Device { inner: Arc::new(Inner { facts, ordinal: 0, backend: Backend::Cpu(cpu) }) })
+    Ok(Device { inner: Arc::new(Inner { facts, ordinal, backend: Backend::Cpu(cpu) }) })
 }
 
 /// PTX text from NVRTC's NUL-terminated bytes.

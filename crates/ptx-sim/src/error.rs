@@ -12,14 +12,21 @@ pub struct FaultSite {
     pub instruction: String,
     /// 1-based line of the instruction in the PTX text.
     pub ptx_line: usize,
+    /// Which of the launches of [`crate::Machine::launch_together`] faulted (its index in their
+    /// parameter lists); `None` for a launch on its own.
+    pub launch: Option<usize>,
 }
 
 impl fmt::Display for FaultSite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel `{}`", self.kernel)?;
+        if let Some(launch) = self.launch {
+            write!(f, " (launch {launch} of those run together)")?;
+        }
         write!(
             f,
-            "kernel `{}`, block {:?}, thread {:?}, PTX line {}: `{}`",
-            self.kernel, self.block, self.thread, self.ptx_line, self.instruction
+            ", block {:?}, thread {:?}, PTX line {}: `{}`",
+            self.block, self.thread, self.ptx_line, self.instruction
         )
     }
 }

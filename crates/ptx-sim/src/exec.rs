@@ -9,6 +9,11 @@
 //! block). The state of each CTA of the running cluster is kept in a [`Cta`]; the one that runs is
 //! swapped into the [`Block`]'s fields of the same names, so the interpreter works on plain fields,
 //! and `shared::cluster` accesses reach the others' shared memory where it is kept.
+//!
+//! Launches run together ([`Machine::launch_together`], one per GPU of a simulated world) go one
+//! level further: each launch's CTA, parameters and counters are kept in a [`Parked`] and swapped
+//! into the [`Block`] for its turn, and [`Block::run`] pauses after a turn of warp instructions, so
+//! that block `b` of every launch runs interleaved with block `b` of the others.
 
 use std::mem::MaybeUninit;
 
@@ -34,6 +39,9 @@ pub const DEFAULT_INSTRUCTION_BUDGET: u64 = 1 << 26;
 pub const INSTRUCTION_BUDGET_VAR: &str = "PTX_SIM_INSTRUCTION_BUDGET";
 /// Warp instructions a warp runs before the scheduler moves on to the next warp.
 const SLICE: u32 = 4096;
+/// Warp instructions a block of [`Machine::launch_together`] runs before the same block of the
+/// next launch takes its turn (the turn ends after the round of warps that reaches it).
+const TURN: u64 = SLICE as u64;
 /// Largest shared memory per block (Hopper: 227 KiB).
 const MAX_SHARED: u64 = 227 * 1024;
 /// Most blocks in a cluster (Hopper: 8 portably, 16 where the kernel allows a non-portable size).
@@ -167,104 +175,162 @@ impl Machine {
         shared_bytes: u32,
         params: &[ParamValue],
     ) -> Result<LaunchStats, SimError> {
-        let k = module.kernel(kernel).ok_or_else(|| SimError::NoSuchKernel(kernel.to_string()))?;
-        let bad = |reason: String| SimError::BadLaunch { kernel: kernel.to_string(), reason };
-        let threads = block.0 as u64 * block.1 as u64 * block.2 as u64;
-        if threads == 0 || threads > 1024 {
-            return Err(bad(format!("block {block:?} has {threads} threads (1 to 1024 allowed)")));
-        }
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || grid.1 > 65535 || grid.2 > 65535 {
-            return Err(bad(format!("grid {grid:?} is empty or too large")));
-        }
-        let shared_total = k.dynamic_shared_offset as u64 + shared_bytes as u64;
-        if shared_total > MAX_SHARED {
-            return Err(bad(format!("{shared_total} bytes of shared memory (at most {MAX_SHARED})")));
-        }
-        if params.len() != k.params.len() {
-            return Err(bad(format!("{} parameters declared, {} given", k.params.len(), params.len())));
-        }
-        if k.cluster_shape_at_launch {
-            return Err(bad(
-                "the kernel declares `.explicitcluster` without `.reqnctapercluster`: its cluster shape is given at \
-                 launch, which the simulator's launch cannot do"
-                    .into(),
-            ));
-        }
-        let (cx, cy, cz) = k.cluster;
-        let cluster_size = cx as u64 * cy as u64 * cz as u64;
-        if cluster_size > MAX_CLUSTER {
-            return Err(bad(format!("clusters of {:?}, {cluster_size} blocks (at most {MAX_CLUSTER})", k.cluster)));
-        }
-        if grid.0 % cx != 0 || grid.1 % cy != 0 || grid.2 % cz != 0 {
-            return Err(bad(format!(
-                "grid {grid:?} is not a whole number of the kernel's clusters of {:?} blocks (`.reqnctapercluster`) \
-                 in each dimension",
-                k.cluster
-            )));
-        }
-        let mut param_buf = Vec::new();
-        let mut param_offsets = Vec::new();
-        for (i, (decl, value)) in k.params.iter().zip(params).enumerate() {
-            let bytes = value.bytes();
-            if bytes.len() != decl.size as usize {
-                return Err(bad(format!(
-                    "parameter {i} (`{}`) is {} bytes, the value given is {value:?} ({} bytes)",
-                    decl.name,
-                    decl.size,
-                    bytes.len()
-                )));
-            }
-            let offset = param_buf.len().next_multiple_of(decl.align.max(1) as usize);
-            param_buf.resize(offset, 0);
-            param_buf.extend_from_slice(&bytes);
-            param_offsets.push(offset as u64);
-        }
+        let k = checked_kernel(module, kernel, grid, block, shared_bytes)?;
+        let (param_buf, param_offsets) = pack_params(k, params)?;
         let mut stats = LaunchStats::default();
-        let nthreads = threads as usize;
-        let nwarps = nthreads.div_ceil(32);
-        let nregs = k.num_regs as usize;
-        // The running CTA's fields start empty: each CTA of the cluster has its state in `ctas`,
-        // and it is swapped in to run.
-        let mut ctx = Block {
-            kernel: k,
-            code: &k.code,
-            ctaid: (0, 0, 0),
-            nctaid: grid,
-            ntid: block,
-            cluster: k.cluster,
-            nthreads,
-            nregs,
-            regs: Vec::new(),
-            warps: Vec::new(),
-            arrived: [0; NAMED_BARRIERS],
-            issued: Vec::new(),
-            shared: Vec::new(),
-            steps: 0,
-            ran_a_block: false,
-            ctas: (0..cluster_size).map(|_| Cta::new(nwarps, nregs, shared_total as usize)).collect(),
-            params: &param_buf,
-            param_offsets: &param_offsets,
-            global: &mut self.global,
-            stats: &mut stats,
-            trace: Trace::default(),
-            budget: self.instruction_budget,
-        };
+        let (cx, cy, cz) = k.cluster;
+        let mut ctx = Block::new(k, grid, block, shared_bytes, (&param_buf, &param_offsets), &mut stats, self);
         for z in (0..grid.2).step_by(cz as usize) {
             for y in (0..grid.1).step_by(cy as usize) {
                 for x in (0..grid.0).step_by(cx as usize) {
                     ctx.start_cluster((x, y, z));
                     ctx.run_cluster().map_err(|f| ctx.site(f))?;
-                    for cta in &ctx.ctas {
-                        ctx.stats.blocks += 1;
-                        ctx.stats.longest_block = ctx.stats.longest_block.max(cta.issued.iter().sum());
-                        let busiest = cta.issued.iter().copied().max().unwrap_or(0);
-                        ctx.stats.longest_warp = ctx.stats.longest_warp.max(busiest);
-                    }
+                    ctx.count_finished_ctas();
                 }
             }
         }
         Ok(stats)
     }
+
+    /// Runs `params.len()` launches of `kernel` at the same time, one per parameter list, all over
+    /// the same `grid` of `block` threads with `shared_bytes` of dynamic shared memory, in this
+    /// machine's one global memory; returns each launch's counters, in the order of `params`.
+    ///
+    /// This is how the simulator runs kernels that wait for each other, one per GPU of a simulated
+    /// world sharing this memory (each launch reads and writes the others' buffers, and they meet
+    /// at flags, written with `st.release` and spun on with `ld.acquire`): run one after another,
+    /// the first would spin forever on a flag the second has not written yet. Blocks run in order
+    /// of their linear index, as in [`Machine::launch`], and block `b` of every launch runs
+    /// interleaved with block `b` of the others: each in turn, launch 0 first, for a turn of at
+    /// least 4096 warp instructions (the turn ends after the round, in which every warp of the
+    /// block has its slice, that reaches 4096), until all have finished. So block `b` of one launch may wait for block `b` (or
+    /// an earlier block) of another, never for a later block.
+    ///
+    /// Each block keeps its own instruction budget over all its turns: a block that spins on a
+    /// flag nobody writes (every launch waiting for another, say) ends the call with
+    /// [`Fault::InstructionBudgetExceeded`], whose [`FaultSite::launch`] names the launch. The
+    /// kernel must not declare a cluster shape (its blocks would be interleaved two ways).
+    pub fn launch_together(
+        &mut self,
+        module: &Module,
+        kernel: &str,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+        params: &[Vec<ParamValue>],
+    ) -> Result<Vec<LaunchStats>, SimError> {
+        let k = checked_kernel(module, kernel, grid, block, shared_bytes)?;
+        if k.cluster != (1, 1, 1) {
+            return Err(SimError::BadLaunch {
+                kernel: kernel.to_string(),
+                reason: format!(
+                    "launches run together cannot be of a kernel with a cluster shape (it declares clusters of {:?} \
+                     blocks): its blocks would be interleaved with their cluster and with the other launches at once",
+                    k.cluster
+                ),
+            });
+        }
+        let packed = params.iter().map(|p| pack_params(k, p)).collect::<Result<Vec<_>, _>>()?;
+        let mut stats = vec![LaunchStats::default(); params.len()];
+        let Some((_, param_offsets)) = packed.first() else { return Ok(stats) };
+        // Each launch's CTA, parameters and counters, swapped into the block to take its turn.
+        let threads = (block.0 * block.1 * block.2) as usize;
+        let shared_total = k.dynamic_shared_offset as usize + shared_bytes as usize;
+        let mut launches: Vec<Parked> = packed
+            .iter()
+            .zip(&mut stats)
+            .map(|((param_buf, _), stats)| Parked {
+                ctas: vec![Cta::new(threads.div_ceil(32), k.num_regs as usize, shared_total)],
+                params: param_buf,
+                stats,
+            })
+            .collect();
+        // The block's own parameters and counters are never used: a launch's are swapped in for
+        // its turns.
+        let mut unused = LaunchStats::default();
+        let mut ctx = Block::new(k, grid, block, shared_bytes, (&[], param_offsets), &mut unused, self);
+        ctx.turn = TURN;
+        for z in 0..grid.2 {
+            for y in 0..grid.1 {
+                for x in 0..grid.0 {
+                    ctx.run_together((x, y, z), &mut launches)?;
+                }
+            }
+        }
+        drop(launches);
+        Ok(stats)
+    }
+}
+
+/// `kernel` of `module`, after checking that a launch of it over `grid` blocks of `block` threads
+/// with `shared_bytes` of dynamic shared memory fits it and the simulator.
+fn checked_kernel<'m>(
+    module: &'m Module,
+    kernel: &str,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared_bytes: u32,
+) -> Result<&'m Kernel, SimError> {
+    let k = module.kernel(kernel).ok_or_else(|| SimError::NoSuchKernel(kernel.to_string()))?;
+    let bad = |reason: String| SimError::BadLaunch { kernel: kernel.to_string(), reason };
+    let threads = block.0 as u64 * block.1 as u64 * block.2 as u64;
+    if threads == 0 || threads > 1024 {
+        return Err(bad(format!("block {block:?} has {threads} threads (1 to 1024 allowed)")));
+    }
+    if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || grid.1 > 65535 || grid.2 > 65535 {
+        return Err(bad(format!("grid {grid:?} is empty or too large")));
+    }
+    let shared_total = k.dynamic_shared_offset as u64 + shared_bytes as u64;
+    if shared_total > MAX_SHARED {
+        return Err(bad(format!("{shared_total} bytes of shared memory (at most {MAX_SHARED})")));
+    }
+    if k.cluster_shape_at_launch {
+        return Err(bad(
+            "the kernel declares `.explicitcluster` without `.reqnctapercluster`: its cluster shape is given at \
+             launch, which the simulator's launch cannot do"
+                .into(),
+        ));
+    }
+    let (cx, cy, cz) = k.cluster;
+    let cluster_size = cx as u64 * cy as u64 * cz as u64;
+    if cluster_size > MAX_CLUSTER {
+        return Err(bad(format!("clusters of {:?}, {cluster_size} blocks (at most {MAX_CLUSTER})", k.cluster)));
+    }
+    if grid.0 % cx != 0 || grid.1 % cy != 0 || grid.2 % cz != 0 {
+        return Err(bad(format!(
+            "grid {grid:?} is not a whole number of the kernel's clusters of {:?} blocks (`.reqnctapercluster`) in \
+             each dimension",
+            k.cluster
+        )));
+    }
+    Ok(k)
+}
+
+/// The parameter space of a launch of `k` with `params`: its bytes, and the offset of each
+/// parameter in them (aligned as declared), after checking the values against the declarations.
+fn pack_params(k: &Kernel, params: &[ParamValue]) -> Result<(Vec<u8>, Vec<u64>), SimError> {
+    let bad = |reason: String| SimError::BadLaunch { kernel: k.name.clone(), reason };
+    if params.len() != k.params.len() {
+        return Err(bad(format!("{} parameters declared, {} given", k.params.len(), params.len())));
+    }
+    let mut param_buf = Vec::new();
+    let mut param_offsets = Vec::new();
+    for (i, (decl, value)) in k.params.iter().zip(params).enumerate() {
+        let bytes = value.bytes();
+        if bytes.len() != decl.size as usize {
+            return Err(bad(format!(
+                "parameter {i} (`{}`) is {} bytes, the value given is {value:?} ({} bytes)",
+                decl.name,
+                decl.size,
+                bytes.len()
+            )));
+        }
+        let offset = param_buf.len().next_multiple_of(decl.align.max(1) as usize);
+        param_buf.resize(offset, 0);
+        param_buf.extend_from_slice(&bytes);
+        param_offsets.push(offset as u64);
+    }
+    Ok((param_buf, param_offsets))
 }
 
 /// A fault in a thread (block-linear index) at an instruction.
@@ -418,6 +484,31 @@ pub(crate) struct Block<'a> {
     pub(crate) stats: &'a mut LaunchStats,
     trace: Trace,
     budget: u64,
+    /// Warp instructions the running block runs before [`Block::run`] returns
+    /// [`Turn::Paused`] to let another launch's block run ([`Machine::launch_together`]);
+    /// `u64::MAX` in a launch on its own, which never pauses.
+    turn: u64,
+}
+
+/// What [`Block::run`] stopped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Every thread of the block has exited.
+    Finished,
+    /// Every thread the block has left waits, some of them at the cluster barrier: the other CTAs
+    /// of the cluster run until the barrier completes.
+    AtClusterBarrier,
+    /// The block ran its turn of [`Block::turn`] warp instructions and can go on.
+    Paused,
+}
+
+/// The state of one launch of [`Machine::launch_together`] while it waits for its turn: its CTA (a
+/// cluster of one), its parameters and its counters, swapped into the [`Block`] for its turns
+/// ([`Block::swap_launch`]).
+struct Parked<'a> {
+    ctas: Vec<Cta>,
+    params: &'a [u8],
+    stats: &'a mut LaunchStats,
 }
 
 /// Where a resolved address lives.
@@ -559,7 +650,125 @@ fn f32_of(v: u64) -> f32 {
     f32::from_bits(v as u32)
 }
 
+impl<'a> Block<'a> {
+    /// The interpreter's state for a launch of `kernel` over `grid` blocks of `block` threads with
+    /// `shared_bytes` of dynamic shared memory, parameter space `params` (bytes, offsets), counting
+    /// into `stats`, on `machine`'s memory and instruction budget. The running CTA's fields start
+    /// empty: each CTA of a cluster has its state in `ctas`, and it is swapped in to run.
+    fn new(
+        kernel: &'a Kernel,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+        (params, param_offsets): (&'a [u8], &'a [u64]),
+        stats: &'a mut LaunchStats,
+        machine: &'a mut Machine,
+    ) -> Block<'a> {
+        let nthreads = (block.0 * block.1 * block.2) as usize;
+        let nwarps = nthreads.div_ceil(32);
+        let nregs = kernel.num_regs as usize;
+        let shared_total = kernel.dynamic_shared_offset as usize + shared_bytes as usize;
+        let (cx, cy, cz) = kernel.cluster;
+        Block {
+            kernel,
+            code: &kernel.code,
+            ctaid: (0, 0, 0),
+            nctaid: grid,
+            ntid: block,
+            cluster: kernel.cluster,
+            nthreads,
+            nregs,
+            regs: Vec::new(),
+            warps: Vec::new(),
+            arrived: [0; NAMED_BARRIERS],
+            issued: Vec::new(),
+            shared: Vec::new(),
+            steps: 0,
+            ran_a_block: false,
+            ctas: (0..cx * cy * cz).map(|_| Cta::new(nwarps, nregs, shared_total)).collect(),
+            params,
+            param_offsets,
+            global: &mut machine.global,
+            stats,
+            trace: Trace::default(),
+            budget: machine.instruction_budget,
+            turn: u64::MAX,
+        }
+    }
+
+    /// Swaps the CTA, parameters and counters of a launch of [`Machine::launch_together`] with the
+    /// block's: in, for its turn, and out again.
+    fn swap_launch(&mut self, launch: &mut Parked<'a>) {
+        std::mem::swap(&mut self.ctas, &mut launch.ctas);
+        std::mem::swap(&mut self.params, &mut launch.params);
+        std::mem::swap(&mut self.stats, &mut launch.stats);
+    }
+
+    /// Runs the block at `ctaid` of every launch of [`Machine::launch_together`] to completion,
+    /// interleaved: each launch's block in turn, launch 0 first, for a turn of [`Block::turn`] warp
+    /// instructions (or until it waits at the cluster barrier of its cluster of one), until all have
+    /// finished. A fault names the launch it happened in.
+    fn run_together(&mut self, ctaid: (u32, u32, u32), launches: &mut [Parked<'a>]) -> Result<(), SimError> {
+        for launch in launches.iter_mut() {
+            self.swap_launch(launch);
+            self.start_cluster(ctaid);
+            self.swap_launch(launch);
+        }
+        let mut finished = vec![false; launches.len()];
+        while finished.contains(&false) {
+            for (index, launch) in launches.iter_mut().enumerate() {
+                if finished[index] {
+                    continue;
+                }
+                self.swap_launch(launch);
+                self.swap_cta(0);
+                let turn = match self.run() {
+                    Ok(turn) => turn,
+                    Err(fault) => return Err(self.site_in_launch(fault, index)),
+                };
+                self.swap_cta(0);
+                match turn {
+                    Turn::Finished => {
+                        self.count_finished_ctas();
+                        finished[index] = true;
+                    }
+                    Turn::AtClusterBarrier => {
+                        if let Err(fault) = self.complete_cluster_barrier() {
+                            return Err(self.site_in_launch(fault, index));
+                        }
+                    }
+                    Turn::Paused => {}
+                }
+                self.swap_launch(launch);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Block::site`] of a fault in launch `index` of [`Machine::launch_together`].
+    fn site_in_launch(&self, fault: LaneFault, index: usize) -> SimError {
+        match self.site(fault) {
+            SimError::Fault { mut site, fault } => {
+                site.launch = Some(index);
+                SimError::Fault { site, fault }
+            }
+            other => other,
+        }
+    }
+}
+
 impl Block<'_> {
+    /// Adds the CTAs of the cluster that just finished to the launch's counters: blocks, the
+    /// longest block and the busiest warp.
+    fn count_finished_ctas(&mut self) {
+        for cta in &self.ctas {
+            self.stats.blocks += 1;
+            self.stats.longest_block = self.stats.longest_block.max(cta.issued.iter().sum());
+            let busiest = cta.issued.iter().copied().max().unwrap_or(0);
+            self.stats.longest_warp = self.stats.longest_warp.max(busiest);
+        }
+    }
+
     /// Swaps the state of the cluster's CTA of rank `rank` with the running block's fields: in, to
     /// run it, and out again.
     fn swap_cta(&mut self, rank: usize) {
@@ -600,7 +809,8 @@ impl Block<'_> {
                     continue;
                 }
                 self.swap_cta(rank);
-                let done = self.run()?;
+                // A launch on its own never pauses (its turn is unlimited).
+                let done = self.run()? == Turn::Finished;
                 self.swap_cta(rank);
                 self.ctas[rank].exited = done;
                 finished &= done;
@@ -676,17 +886,19 @@ impl Block<'_> {
                 thread: (t % bx, (t / bx) % by, t / (bx * by)),
                 instruction: instr.map_or_else(|| "(end of kernel)".to_string(), |i| i.text.clone()),
                 ptx_line: instr.map_or(0, |i| i.line),
+                launch: None,
             }),
             fault: f.fault,
         }
     }
 
-    /// Runs the block until it has finished (true) or every thread it has left waits, some of them
-    /// at the cluster barrier (false: the other CTAs of the cluster run until the barrier
-    /// completes).
-    fn run(&mut self) -> Result<bool, LaneFault> {
+    /// Runs the block until it has finished, or every thread it has left waits, some of them at
+    /// the cluster barrier, or it has run its turn ([`Block::turn`]; the round of warps in which
+    /// it ends is completed, so that every warp has had its slice).
+    fn run(&mut self) -> Result<Turn, LaneFault> {
         let nwarps = self.warps.len();
         let mut steps = self.steps;
+        let pause_at = steps.saturating_add(self.turn);
         loop {
             let mut progressed = false;
             for w in 0..nwarps {
@@ -706,13 +918,13 @@ impl Block<'_> {
             let named = self.warps.iter().position(|w| !w.named.is_empty());
             let cluster_waiting = self.warps.iter().any(|w| !w.cluster_waiting.is_empty());
             if !running && !waiting && named.is_none() && !cluster_waiting {
-                return Ok(true);
+                return Ok(Turn::Finished);
             }
             if !running && cluster_waiting {
                 // Only the cluster barrier can release the threads that wait at it, and they may be
                 // the ones the others wait for.
                 self.steps = steps;
-                return Ok(false);
+                return Ok(Turn::AtClusterBarrier);
             }
             if let (false, Some(w)) = (running, named) {
                 // Lanes wait at a named barrier that no running thread can complete.
@@ -740,6 +952,10 @@ impl Block<'_> {
                     pc: pc as usize,
                     fault: Fault::Deadlock,
                 });
+            }
+            if steps >= pause_at {
+                self.steps = steps;
+                return Ok(Turn::Paused);
             }
         }
     }

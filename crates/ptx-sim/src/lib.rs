@@ -7,7 +7,8 @@
 //!   register indices, ready-made constants, instruction-index branch targets; instructions without
 //!   a dedicated form run through the general per-lane interpreter, module `lane`);
 //! - a [`Machine`] owns a flat simulated global memory ([`Machine::alloc`], [`Machine::write`],
-//!   [`Machine::read`]) and runs kernels with [`Machine::launch`] (module `exec`);
+//!   [`Machine::read`]) and runs kernels with [`Machine::launch`] (module `exec`), or several
+//!   launches of one kernel at once with [`Machine::launch_together`];
 //! - each launch returns [`LaunchStats`]: warp instructions, divergence, barriers (block and
 //!   cluster), shared-memory bank conflicts, accesses to other blocks' shared memory, global-memory
 //!   coalescing, atomics (global and shared, and the bank conflicts of shared atomics), blocks, the
@@ -34,6 +35,15 @@
 //! A read of the shared memory of a block that has exited faults, and so does a cluster whose every
 //! thread waits where none can go on ([`Fault::Deadlock`]). A kernel without clusters runs as
 //! clusters of one block, which is the order above.
+//!
+//! Launches run together ([`Machine::launch_together`]: one kernel, grid and block, a parameter
+//! list per launch, such as one launch per GPU of a simulated world whose GPUs share this memory)
+//! run block by block too, and block `b` of every launch runs interleaved with block `b` of the
+//! others: each in turn, launch 0 first, for a turn of at least 4096 warp instructions, until all
+//! have finished. So kernels that meet at flags in each other's buffers (`st.release` and a spin
+//! on `ld.acquire`) make progress, as long as block `b` waits only for block `b` (or earlier blocks)
+//! of the other launches. Each launch has its own counters; a fault names the launch
+//! ([`FaultSite::launch`]).
 //!
 //! A block that runs more than [`Machine::instruction_budget`] warp instructions
 //! ([`DEFAULT_INSTRUCTION_BUDGET`], 2^26, unless [`INSTRUCTION_BUDGET_VAR`] or

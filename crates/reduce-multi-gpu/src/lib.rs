@@ -18,8 +18,11 @@
 //! max) of all of them. This is what data-parallel training does with its gradients, and what the
 //! bench measures at 4 MiB to 1 GiB.
 //!
-//! On the CPU simulator a [`World`] is two simulated devices: the splitting, the host combine and
-//! the ring run there (the copies between simulated devices go through the host); NCCL needs GPUs.
+//! On the CPU simulator a [`World`] is two simulated devices whose buffers live in one simulated
+//! memory, as GPUs with peer access ([`World::simulated`]): the splitting, the host combine and the
+//! ring run there (the copies between simulated devices are counted and timed on the simulator's
+//! model), and so do kernels launched on every device at once with
+//! [`gpu_harness::launch_together`]; NCCL needs GPUs.
 
 use std::ops::Range;
 
@@ -70,9 +73,13 @@ impl World {
         SHARED.get_or_init(World::open).clone()
     }
 
-    /// A world of `n` fresh CPU simulators (each its own memory).
+    /// A world of `n` fresh CPU simulators ([`Device::simulated_world`]): devices 0 to `n - 1`,
+    /// each with its own buffers, kernels and launch records, whose buffers live in one simulated
+    /// memory, so that a kernel of one device reaches another's buffers through their addresses
+    /// (peer access, enabled between every pair) and [`gpu_harness::launch_together`] runs one
+    /// kernel per device at once.
     pub fn simulated(n: usize) -> Result<World> {
-        World::of((0..n).map(|_| Device::simulator()).collect::<Result<_>>()?)
+        World::of(Device::simulated_world(n)?)
     }
 
     /// A world of these devices, in this order (ring order). At least one; no device twice.

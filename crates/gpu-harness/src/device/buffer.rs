@@ -240,7 +240,9 @@ impl<'a, T: Element> DeviceView<'a, T> {
     }
 
     /// The address of the view's first element on the device, for code outside this workspace that
-    /// takes raw pointers (a peer library, cuBLAS). Meaningless on the CPU simulator.
+    /// takes raw pointers (a peer library, cuBLAS), or for a table of peers' addresses that kernels
+    /// read. On the CPU simulator it is a simulated address, which only kernels of the devices of
+    /// its simulated world ([`Device::simulated_world`]) can dereference.
     pub fn raw_address(&self) -> u64 {
         self.device_address()
     }
@@ -326,9 +328,7 @@ impl Device {
                 unsafe { cudarc::driver::result::memcpy_dtod_async(to, from, bytes, cuda.stream.cu_stream()) }
                     .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
             }
-            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target))
-                if Arc::ptr_eq(&source.machine, &target.machine) =>
-            {
+            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target)) if source.is_same_device(target) => {
                 lock(&source.machine).copy(from, to, bytes).map_err(|e| sim_error("copy", e))
             }
             // Two devices' memories (or two backends, an error): multi_gpu.rs.

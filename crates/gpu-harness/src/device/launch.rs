@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, PushKernelArg};
 use serde::{Deserialize, Serialize};
 
-use super::{Backend, Device, DeviceBuffer, DeviceView, Element, lock};
+use super::{Backend, CpuBackend, Device, DeviceBuffer, DeviceView, Element, LaunchCounters, lock};
 use crate::error::{GpuError, Result};
 
 /// A compiled kernel, loaded on a device.
@@ -134,6 +134,27 @@ impl Launch<'_> {
         Ok(())
     }
 
+    /// The arguments as the simulator takes them.
+    fn sim_params(&self) -> Vec<ptx_sim::ParamValue> {
+        self.args
+            .iter()
+            .map(|KernelArg(value)| match *value {
+                ArgValue::Address(a) | ArgValue::U64(a) => ptx_sim::ParamValue::U64(a),
+                ArgValue::U32(x) => ptx_sim::ParamValue::U32(x),
+                ArgValue::I32(x) => ptx_sim::ParamValue::I32(x),
+                ArgValue::I64(x) => ptx_sim::ParamValue::I64(x),
+                ArgValue::F32(x) => ptx_sim::ParamValue::F32(x),
+            })
+            .collect()
+    }
+
+    /// Records what the simulator counted in this launch on its device (`cpu`, its backend): its
+    /// last launch's counters, and one more kernel launched ([`Device::take_launches`]).
+    fn record(&self, cpu: &CpuBackend, counters: LaunchCounters) {
+        lock(&cpu.launched).push((self.kernel.name.clone(), counters.clone()));
+        *lock(&cpu.last_counters) = Some(counters);
+    }
+
     /// Appends the next kernel parameter (a buffer, a view or a scalar).
     pub fn arg(mut self, arg: impl Into<KernelArg>) -> Self {
         self.args.push(arg.into());
@@ -167,22 +188,10 @@ impl Launch<'_> {
                 unsafe { builder.launch(config) }.map(|_| ()).map_err(|e| fail(e.to_string()))
             }
             (KernelBackend::Cpu(module), Backend::Cpu(cpu)) => {
-                let params: Vec<ptx_sim::ParamValue> = self
-                    .args
-                    .iter()
-                    .map(|KernelArg(value)| match *value {
-                        ArgValue::Address(a) | ArgValue::U64(a) => ptx_sim::ParamValue::U64(a),
-                        ArgValue::U32(x) => ptx_sim::ParamValue::U32(x),
-                        ArgValue::I32(x) => ptx_sim::ParamValue::I32(x),
-                        ArgValue::I64(x) => ptx_sim::ParamValue::I64(x),
-                        ArgValue::F32(x) => ptx_sim::ParamValue::F32(x),
-                    })
-                    .collect();
                 let counters = lock(&cpu.machine)
-                    .launch(module, &self.kernel.name, grid, block, shared_bytes, &params)
+                    .launch(module, &self.kernel.name, grid, block, shared_bytes, &self.sim_params())
                     .map_err(|e| fail(e.to_string()))?;
-                lock(&cpu.launched).push((self.kernel.name.clone(), counters.clone()));
-                *lock(&cpu.last_counters) = Some(counters);
+                self.record(cpu, counters);
                 Ok(())
             }
             _ => Err(fail("a kernel used with another device's backend".into())),
@@ -193,22 +202,70 @@ impl Launch<'_> {
 /// Queues one launch per device, all of the same kernel, grid and block, that run at the same time
 /// and may wait for each other: kernels that meet at flags in each other's memory (peer access),
 /// such as reduce-multi-gpu's one-shot and two-shot all-reduces. On GPUs each launch is queued on
-/// its device's stream, in order; the GPUs run them concurrently. On the CPU simulator, which runs
-/// one launch to completion before the next, launches that wait for each other cannot run one after
-/// another: they need a simulated world that runs them interleaved.
+/// its device's stream, in order; the GPUs run them concurrently.
+///
+/// On the CPU simulator, which runs one launch to completion before the next, the devices must be
+/// of one simulated world ([`Device::simulated_world`]), whose memory is shared: the launches run
+/// there interleaved, block by block (`ptx_sim::Machine::launch_together`: block `b` of each
+/// launch in turn with block `b` of the others, so a kernel's block may wait for the same block of
+/// the other launches, never for a later block), and each device records its launch's counters as
+/// [`Launch::run`] does. Separate simulators cannot run them: [`GpuError::Unsupported`].
 pub fn launch_together(launches: Vec<Launch<'_>>) -> Result<()> {
     let Some(first) = launches.first() else { return Ok(()) };
     if launches.iter().any(|l| l.config != first.config || l.kernel.name != first.kernel.name) {
         return Err(GpuError::BadInput("launches run together must be of one kernel, grid and block".into()));
     }
     if launches.iter().any(|l| matches!(l.device.inner.backend, Backend::Cpu(_))) {
-        return Err(GpuError::Unsupported(
-            "kernels that wait for each other across devices need GPUs: the CPU simulator runs one device's launch \
-             to completion before the next"
-                .into(),
-        ));
+        return launch_together_simulated(&launches);
     }
     launches.into_iter().try_for_each(Launch::run)
+}
+
+/// [`launch_together`] on the CPU simulator: every launch's device must share the first one's
+/// machine (one simulated world), and every kernel be the same PTX.
+fn launch_together_simulated(launches: &[Launch<'_>]) -> Result<()> {
+    let first = &launches[0];
+    let fail = |message: String| GpuError::Launch { kernel: first.kernel.name.clone(), message };
+    let Backend::Cpu(world) = &first.device.inner.backend else {
+        return Err(GpuError::BadInput("launches run together on GPUs and on the CPU simulator at once".into()));
+    };
+    let mut simulated = Vec::with_capacity(launches.len());
+    for launch in launches {
+        let (KernelBackend::Cpu(module), Backend::Cpu(cpu)) = (&launch.kernel.backend, &launch.device.inner.backend)
+        else {
+            return Err(GpuError::BadInput(
+                "launches run together on GPUs and on the CPU simulator at once, or a kernel used with another \
+                 device's backend"
+                    .into(),
+            ));
+        };
+        if !cpu.shares_machine_with(world) {
+            return Err(GpuError::Unsupported(
+                "kernels that wait for each other across simulated devices need devices of one simulated world \
+                 (Device::simulated_world, which World::simulated uses), whose memory is shared and whose launches \
+                 run interleaved: these are separate simulators, each running its launch to completion before the \
+                 next"
+                    .into(),
+            ));
+        }
+        launch.check_arguments()?;
+        simulated.push((module, cpu, launch.sim_params()));
+    }
+    let module = simulated[0].0;
+    if simulated.iter().any(|(other, ..)| !Arc::ptr_eq(module, other) && module != *other) {
+        return Err(GpuError::BadInput(
+            "launches run together must be of one kernel: these devices compiled different PTX for it".into(),
+        ));
+    }
+    let LaunchConfig { grid, block, shared_bytes } = first.config;
+    let params: Vec<_> = simulated.iter().map(|(.., params)| params.clone()).collect();
+    let counters = lock(&world.machine)
+        .launch_together(module, &first.kernel.name, grid, block, shared_bytes, &params)
+        .map_err(|e| fail(e.to_string()))?;
+    for ((launch, (_, cpu, _)), counters) in launches.iter().zip(&simulated).zip(counters) {
+        launch.record(cpu, counters);
+    }
+    Ok(())
 }
 
 impl Device {

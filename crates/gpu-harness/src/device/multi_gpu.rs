@@ -1,10 +1,18 @@
 //! What only reduce-multi-gpu uses, kept apart from the single-GPU core every step uses: opening
-//! every GPU by ordinal ([`Device::gpu_count`], [`Device::open_gpu_ordinal`]), forks (a second
-//! stream on the same GPU, [`Device::fork`]), peer access between GPUs (with the memory pool's
-//! access, [`Device::enable_peer_access`]), [`Event`]s that order streams across devices, and the
-//! copies of [`Device::copy_into`] between two GPUs' memories. It stays in gpu-harness because it
-//! reaches into the device's backends (cudarc contexts, streams and the simulator's memory), which
-//! no crate outside this module sees.
+//! every GPU by ordinal ([`Device::gpu_count`], [`Device::open_gpu_ordinal`]) or a simulated world
+//! of them ([`Device::simulated_world`]), forks (a second stream on the same GPU,
+//! [`Device::fork`]), peer access between GPUs (with the memory pool's access,
+//! [`Device::enable_peer_access`]), [`Event`]s that order streams across devices, and the copies of
+//! [`Device::copy_into`] between two GPUs' memories. It stays in gpu-harness because it reaches
+//! into the device's backends (cudarc contexts, streams and the simulator's memory), which no crate
+//! outside this module sees.
+//!
+//! A simulated world is `n` simulated devices whose buffers live in one simulated global memory
+//! (one `ptx_sim::Machine`), as GPUs with peer access reach each other's: a kernel of device 0 may
+//! dereference a pointer to device 1's buffer, and [`crate::launch_together`] runs one launch per
+//! device interleaved, so that kernels waiting for each other's flags make progress. Each stays a
+//! device of its own: its ordinal, its kernel cache and launch records, and copies between two of
+//! them are copies between devices, counted and timed on the model below like any other.
 //!
 //! On the simulator, copies between devices are also counted ([`Device::transfers`]) and timed on a
 //! model: a copy takes one tick per byte on the stream it is queued on, anything else (kernels,
@@ -18,8 +26,8 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys;
 
 use super::{
-    Backend, CpuBackend, CudaBackend, Device, Inner, catch_driver_panic, driver_gpu_count, lock, open_uncaught,
-    sim_error,
+    Backend, CpuBackend, CudaBackend, Device, Inner, catch_driver_panic, driver_gpu_count, lock, open_cpu_on,
+    open_uncaught, sim_error,
 };
 use crate::error::{GpuError, Result};
 
@@ -57,6 +65,16 @@ impl Device {
         catch_driver_panic(|| open_uncaught(ordinal))
     }
 
+    /// `n` CPU simulators whose buffers live in one simulated global memory, as GPUs with peer
+    /// access: kernels of one may read and write the others' buffers through their addresses, and
+    /// [`crate::launch_together`] runs kernels that wait for each other on them. Each is a device
+    /// of its own (ordinals 0 to `n - 1`, its own kernel cache, launch records and stream; it
+    /// shares memory only with itself and its forks), and peer access between them is enabled.
+    pub fn simulated_world(n: usize) -> Result<Vec<Device>> {
+        let machine = Arc::new(Mutex::new(ptx_sim::Machine::new()));
+        (0..n).map(|ordinal| open_cpu_on(machine.clone(), ordinal)).collect()
+    }
+
     /// A second handle to this device with its own stream: work queued through the two handles
     /// runs concurrently unless ordered with events ([`Device::record`], [`Device::wait_for`]).
     /// Buffers and kernels of either handle work on both. On the CPU simulator, which runs each
@@ -71,6 +89,7 @@ impl Device {
             }),
             Backend::Cpu(cpu) => Backend::Cpu(CpuBackend {
                 machine: cpu.machine.clone(),
+                identity: cpu.identity.clone(),
                 modules: cpu.modules.clone(),
                 last_counters: cpu.last_counters.clone(),
                 launched: cpu.launched.clone(),
@@ -88,20 +107,25 @@ impl Device {
     }
 
     /// Whether buffers of `other` live in this device's memory (the same device, or a fork of it).
+    /// Devices of one simulated world share a machine but not their memories: false between them.
     pub fn shares_memory_with(&self, other: &Device) -> bool {
         match (&self.inner.backend, &other.inner.backend) {
             (Backend::Cuda(a), Backend::Cuda(b)) => Arc::ptr_eq(&a.context, &b.context),
-            (Backend::Cpu(a), Backend::Cpu(b)) => Arc::ptr_eq(&a.machine, &b.machine),
+            (Backend::Cpu(a), Backend::Cpu(b)) => a.is_same_device(b),
             _ => false,
         }
     }
 
     /// Lets kernels and copies of this GPU reach `peer`'s memory directly (over NVLink or PCIe),
     /// where the hardware allows. Returns whether it does; copies between GPUs work either way
-    /// (the driver stages them through the host otherwise). Always false on the simulator.
+    /// (the driver stages them through the host otherwise). On the simulator, true between devices
+    /// of one simulated world ([`Device::simulated_world`]), whose kernels reach each other's
+    /// buffers, and false between separate simulators.
     pub fn enable_peer_access(&self, peer: &Device) -> Result<bool> {
-        let (Backend::Cuda(cuda), Backend::Cuda(other)) = (&self.inner.backend, &peer.inner.backend) else {
-            return Ok(false);
+        let (cuda, other) = match (&self.inner.backend, &peer.inner.backend) {
+            (Backend::Cuda(cuda), Backend::Cuda(other)) => (cuda, other),
+            (Backend::Cpu(cpu), Backend::Cpu(other)) => return Ok(cpu.shares_machine_with(other)),
+            _ => return Ok(false),
         };
         if Arc::ptr_eq(&cuda.context, &other.context) {
             return Ok(true);
@@ -219,6 +243,7 @@ impl Device {
                 .map_err(|e| GpuError::driver("cuMemcpyPeerAsync", e))
             }
             (Backend::Cpu(stream), Backend::Cpu(source), Backend::Cpu(target)) => {
+                // One lock at a time: the two devices may share one machine (a simulated world).
                 let data = lock(&source.machine).read(from, bytes).map_err(|e| sim_error("copy", e))?;
                 lock(&target.machine).write(to, &data).map_err(|e| sim_error("copy", e))?;
                 // The model: one tick per byte on the stream the copy is queued on.
@@ -239,5 +264,18 @@ impl Device {
             }
             _ => Err(GpuError::BadInput("a copy between buffers of different backends".into())),
         }
+    }
+}
+
+impl CpuBackend {
+    /// Whether `other` is this simulated device (or a fork of it).
+    pub(super) fn is_same_device(&self, other: &CpuBackend) -> bool {
+        Arc::ptr_eq(&self.identity, &other.identity)
+    }
+
+    /// Whether `other`'s buffers live in the same simulated memory as this device's: the same
+    /// device, or another of its simulated world.
+    pub(super) fn shares_machine_with(&self, other: &CpuBackend) -> bool {
+        Arc::ptr_eq(&self.machine, &other.machine)
     }
 }
