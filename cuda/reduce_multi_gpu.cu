@@ -281,7 +281,8 @@ __device__ __forceinline__ unsigned long long chunk_start(unsigned long long n, 
 }
 
 // ANCHOR: two_shot
-template <class Op>
+// VECTORS: vectors a thread folds per turn of its loop (their loads all in flight at once).
+template <class Op, int VECTORS = 1>
 __device__ void two_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
                          unsigned epoch)
 {
@@ -297,10 +298,19 @@ __device__ void two_shot(typename Op::Value* buffer, const unsigned long long* t
     meet(world, epoch); // every GPU's buffer holds its input
     // Reduce-scatter and all-gather at once: this GPU's chunk, read from every GPU's buffer,
     // folded, and written back into every GPU's buffer.
-    for (unsigned long long q = grid.from(begin); q < end; q += grid.stride) {
-        const V folded = fold_ranks<V>(world.gpus, q, buffers, Lanes<Op>());
-        for (unsigned gpu = 0; gpu < world.gpus; ++gpu) {
-            ((V*)world.buffer(gpu))[q] = folded;
+    for (unsigned long long q = grid.from(begin); q < end; q += VECTORS * grid.stride) {
+        V folded[VECTORS];
+#pragma unroll
+        for (int v = 0; v < VECTORS; ++v) {
+            if (q + v * grid.stride < end) {
+                folded[v] = fold_ranks<V>(world.gpus, q + v * grid.stride, buffers, Lanes<Op>());
+            }
+        }
+#pragma unroll
+        for (int v = 0; v < VECTORS; ++v) {
+            for (unsigned gpu = 0; gpu < world.gpus && q + v * grid.stride < end; ++gpu) {
+                ((V*)world.buffer(gpu))[q + v * grid.stride] = folded[v];
+            }
         }
     }
     if (world.rank == world.gpus - 1 && tail < n) {

@@ -32,24 +32,33 @@ pub enum Algorithm {
     Ring,
 }
 
-/// Where one algorithm stops paying: buffers of up to `one_shot_max` bytes go to the one-shot, up
-/// to `two_shot_max` to the two-shot by writes, larger ones to the ring. Measured on H200s linked by NVLink
-/// (book/src/data/multi-gpu/), per number of GPUs; the last row serves any larger count.
+/// The plan's choice for one number of GPUs: buffers of up to `one_shot_max` bytes go to the
+/// one-shot, up to `middle_max` to `middle` (a two-shot), larger ones to the ring; the kernels run
+/// `blocks_per_sm` blocks per SM (1 or 2). Measured on H200s linked by NVLink through NVSwitch
+/// (book/src/data/multi-gpu/), where each algorithm was timed at every size in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Crossover {
     pub gpus: usize,
     pub one_shot_max: usize,
-    pub two_shot_max: usize,
+    pub middle: Algorithm,
+    pub middle_max: usize,
+    pub blocks_per_sm: u32,
 }
 
+const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
 
 // ANCHOR: crossovers
-/// The crossovers, from the same-run measurements of every algorithm at every size.
-pub const CROSSOVERS: [Crossover; 3] = [
-    Crossover { gpus: 2, one_shot_max: 8 * MIB, two_shot_max: 32 * MIB },
-    Crossover { gpus: 3, one_shot_max: MIB / 2, two_shot_max: 64 * MIB },
-    Crossover { gpus: 4, one_shot_max: MIB / 2, two_shot_max: 64 * MIB },
+/// The crossovers: a row serves its number of GPUs and any smaller one; the last row serves more.
+pub const CROSSOVERS: [Crossover; 2] = [
+    Crossover {
+        gpus: 2,
+        one_shot_max: 4 * MIB,
+        middle: Algorithm::TwoShotWrites,
+        middle_max: 128 * MIB,
+        blocks_per_sm: 2,
+    },
+    Crossover { gpus: 4, one_shot_max: 128 * KIB, middle: Algorithm::TwoShot, middle_max: 64 * MIB, blocks_per_sm: 1 },
 ];
 // ANCHOR_END: crossovers
 
@@ -65,51 +74,41 @@ pub struct AllReducePlan {
 // ANCHOR: plan
 /// The plan for an all-reduce of `bytes` per GPU (`elements` of them) across `gpus` GPUs of
 /// `shape`: the algorithm by the [`CROSSOVERS`], and for the kernels a block per 512 16-byte
-/// vectors, at most two blocks per SM (what the kernels' launch bounds promise to fit), so that
-/// every block of the grid runs at once (a block waits for the same block of the other GPUs).
+/// vectors, at most the row's blocks per SM, so that every block of the grid runs at once (a block
+/// waits for the same block of the other GPUs; the kernels' launch bounds fit two per SM).
 pub fn all_reduce_plan(elements: usize, bytes: usize, gpus: usize, shape: GpuShape) -> AllReducePlan {
-    let crossover = CROSSOVERS.iter().rev().find(|c| c.gpus <= gpus).unwrap_or(&CROSSOVERS[0]);
-    let algorithm = if bytes <= crossover.one_shot_max {
+    let row = CROSSOVERS.iter().find(|c| c.gpus >= gpus).unwrap_or(&CROSSOVERS[CROSSOVERS.len() - 1]);
+    let algorithm = if bytes <= row.one_shot_max {
         Algorithm::OneShot
-    } else if bytes <= crossover.two_shot_max {
-        Algorithm::TwoShotWrites
+    } else if bytes <= row.middle_max {
+        row.middle
     } else {
         Algorithm::Ring
     };
-    AllReducePlan { algorithm, blocks: peer_blocks(elements, shape), threads: PEER_THREADS }
+    let most = most_peer_blocks(shape).min(shape.multiprocessors.max(1) * row.blocks_per_sm);
+    let vectors = elements.div_ceil(4).max(1);
+    let blocks = vectors.div_ceil(PEER_THREADS as usize).clamp(1, most.max(1) as usize) as u32;
+    AllReducePlan { algorithm, blocks, threads: PEER_THREADS }
 }
 // ANCHOR_END: plan
 
-/// Blocks of [`PEER_THREADS`] for `elements`: one per 512 vectors of 4 elements, at least 1, at
-/// most [`most_peer_blocks`].
-pub fn peer_blocks(elements: usize, shape: GpuShape) -> u32 {
-    let vectors = elements.div_ceil(4).max(1);
-    vectors.div_ceil(PEER_THREADS as usize).clamp(1, most_peer_blocks(shape) as usize) as u32
-}
-
 /// The most blocks the kernels' grid may have: two per SM (the kernels' launch bounds), or one
-/// where an SM holds fewer than 1024 threads, so that all of them run at once.
+/// where an SM holds fewer than 1024 threads, so that all of them run at once. Each GPU has flags
+/// for that many blocks.
 pub fn most_peer_blocks(shape: GpuShape) -> u32 {
     shape.multiprocessors.max(1) * (shape.max_threads_per_multiprocessor / PEER_THREADS).clamp(1, 2)
 }
 
-/// Why the one-shot and two-shot kernels cannot run on `world` (`None` when they can): on the CPU
-/// simulator, whose devices run one launch at a time, or between GPUs without peer access. Enables
-/// peer access where it can.
+/// Why the one-shot and two-shot kernels cannot run on `world` (`None` when they can): between GPUs
+/// without peer access (on the CPU simulator, between simulators not made as one world by
+/// [`World::simulated`]). Enables peer access where it can.
 fn peer_kernels_unavailable(world: &World) -> Result<Option<GpuError>> {
     let devices = world.devices();
-    if devices.len() > 1 && devices[0].is_simulated() {
-        return Ok(Some(GpuError::Unsupported(
-            "one-shot and two-shot all-reduces need GPUs that run at once; the CPU simulator runs one device's \
-             kernel at a time"
-                .into(),
-        )));
-    }
     for (k, a) in devices.iter().enumerate() {
         for b in &devices[k + 1..] {
             if !a.enable_peer_access(b)? || !b.enable_peer_access(a)? {
                 return Ok(Some(GpuError::Unsupported(format!(
-                    "GPUs {} and {} cannot reach each other's memory (no peer access): use the ring",
+                    "devices {} and {} cannot reach each other's memory (no peer access): use the ring",
                     a.ordinal(),
                     b.ordinal()
                 ))));
@@ -149,6 +148,8 @@ struct PeerKernels<T: ReduceElement> {
     half: usize,
     slot: usize,
     calls: u32,
+    /// The smallest GPU's shape (its SMs): the grid, the same on every GPU, must fit each.
+    shape: GpuShape,
 }
 
 impl<T: ReduceElement> PeerKernels<T> {
@@ -187,7 +188,10 @@ impl<T: ReduceElement> PeerKernels<T> {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(PeerKernels { members, half: 0, slot: 0, calls: 0 })
+        let shape = (devices.iter().map(|d| d.facts().shape()))
+            .min_by_key(|shape| most_peer_blocks(*shape))
+            .expect("a world has a device");
+        Ok(PeerKernels { members, half: 0, slot: 0, calls: 0, shape })
     }
 
     /// The buffers `algorithm` needs hold `len` elements (the one-shot's staging buffers two halves
@@ -229,8 +233,8 @@ impl<T: ReduceElement> PeerKernels<T> {
     fn all_reduce(&mut self, algorithm: Algorithm, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
         let len = buffers[0].len();
         self.prepare(algorithm, len, buffers)?;
-        let shape = self.members[0].device.facts().shape();
-        let config = LaunchConfig::linear(peer_blocks(len, shape), PEER_THREADS, 0);
+        let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), self.members.len(), self.shape);
+        let config = LaunchConfig::linear(plan.blocks, plan.threads, 0);
         // Call c meets at epochs 2c + 1 (and 2c + 2); its parity picks the staging half.
         let epoch = self.calls.wrapping_mul(2).wrapping_add(1);
         self.calls = self.calls.wrapping_add(1);
@@ -316,7 +320,7 @@ impl<T: ReduceElement> AllReduce<T> for TwoShotWrites<T> {
 
 // ANCHOR: by_size
 /// Step 7: the plan's algorithm for each call ([`all_reduce_plan`]): the one-shot for small
-/// buffers, the two-shot by writes for middle ones, the ring for the largest.
+/// buffers, a two-shot for middle ones, the ring for the largest.
 pub struct BySize<T: ReduceElement> {
     kernels: PeerKernels<T>,
     ring: Ring<T>,
@@ -331,8 +335,7 @@ impl<T: ReduceElement> AllReduce<T> for BySize<T> {
 
     fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
         let len = buffers.first().map_or(0, DeviceBuffer::len);
-        let shape = world.devices()[0].facts().shape();
-        let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), world.len(), shape);
+        let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), world.len(), self.kernels.shape);
         match plan.algorithm {
             Algorithm::Ring => self.ring.all_reduce(world, op, buffers),
             algorithm => peer_all_reduce(&mut self.kernels, algorithm, world, op, buffers),

@@ -34,7 +34,10 @@ use gpu_test::{TestResult, TestSuite};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use reduce_atomic::DeterministicReduce;
-use reduce_multi_gpu::{AcrossGpus, AllReduce, HostCombined, Nccl, Ring, World, nccl_missing, part_range, ring, views};
+use reduce_multi_gpu::{
+    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, TwoShotWrites, World, nccl_missing,
+    part_range, peer_kernels_missing, ring, views,
+};
 use reduction::full::reference;
 use reduction::reference::{sum_bound, sum_f64};
 use reduction::{FullReduction, ReduceElement, ReduceOp};
@@ -506,6 +509,13 @@ fn main() -> std::process::ExitCode {
     suite = all_reduce_tests::<f32, Nccl<f32>>(suite, needs_nccl);
     suite = all_reduce_tests::<i32, Nccl<i32>>(suite, needs_nccl);
     suite = all_reduce_tests::<u32, Nccl<u32>>(suite, needs_nccl);
+    suite = all_reduce_tests::<f32, OneShot<f32>>(suite, peer_kernels_missing);
+    suite = all_reduce_tests::<u32, OneShot<u32>>(suite, peer_kernels_missing);
+    suite = all_reduce_tests::<f32, TwoShot<f32>>(suite, peer_kernels_missing);
+    suite = all_reduce_tests::<i32, TwoShot<i32>>(suite, peer_kernels_missing);
+    suite = all_reduce_tests::<f32, TwoShotWrites<f32>>(suite, peer_kernels_missing);
+    suite = all_reduce_tests::<u32, TwoShotWrites<u32>>(suite, peer_kernels_missing);
+    suite = all_reduce_tests::<f32, BySize<f32>>(suite, peer_kernels_missing);
     suite = suite.gpu("properties::host_combined::bad_input", |device| {
         host_combined_bad_input::<f32>(device)?;
         host_combined_bad_input::<u32>(device)

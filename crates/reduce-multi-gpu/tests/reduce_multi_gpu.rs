@@ -2,8 +2,8 @@
 //! reference (exact for integers, within tolerance for f32 sums) at sizes 0, 1, smaller than the
 //! number of GPUs, not divisible by it, around a block and large; NaN, wrap-around, more than 2^32
 //! elements; the buffer all-reduce of NCCL and of the ring; a world of one; bad input; the ring's
-//! schedule and the split, without a GPU; kernels launched together on every device of a world
-//! (a one-shot all-reduce through peer pointers and flags), also on a simulated world.
+//! schedule and the split, without a GPU; the one-shot and two-shot all-reduces (kernels launched
+//! together on every device, meeting at flags in each other's memory), also on a simulated world.
 //!
 //! `World::shared()` is every GPU of the machine, or two simulated devices on the CPU simulator
 //! (where the NCCL tests are ignored with the reason).
@@ -511,94 +511,8 @@ fn bad_input(world: &World) -> TestResult {
     Ok(())
 }
 
-/// A one-shot all-reduce of u32 sums, for launches run together: launch `rank` of `ranks` (one
-/// per device) copies its `input` into its `staging` buffer (in its own memory), then thread 0 of
-/// block `b` writes `epoch` with `st.release.sys` to flag `[b][rank]` of every device's `flags`
-/// (peer pointers, from the table `peer_flags` in its own memory) and spins with `ld.acquire.sys`
-/// until each of its own flags `[b][r]` holds at least `epoch`; then every thread sums element `i`
-/// of every device's staging buffer (`peer_staging`) into `out[i]`. Block `b` waits only for
-/// block `b` of the other devices.
-const ONE_SHOT: gpu_harness::KernelSource = gpu_harness::KernelSource {
-    file: "one_shot.cu",
-    code: r#"
-extern "C" __global__ void one_shot(unsigned rank, unsigned ranks, unsigned epoch, const unsigned* input,
-                                    unsigned* staging, const unsigned long long* peer_staging,
-                                    const unsigned long long* peer_flags, unsigned* flags, unsigned* out) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    staging[i] = input[i];
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (unsigned r = 0; r < ranks; ++r) {
-            unsigned* flag = (unsigned*)peer_flags[r] + blockIdx.x * ranks + rank;
-            asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(flag), "r"(epoch) : "memory");
-        }
-        for (unsigned r = 0; r < ranks; ++r) {
-            unsigned seen;
-            do {
-                asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(flags + blockIdx.x * ranks + r)
-                             : "memory");
-            } while (seen < epoch);
-        }
-    }
-    __syncthreads();
-    unsigned sum = 0;
-    for (unsigned r = 0; r < ranks; ++r) sum += ((const unsigned*)peer_staging[r])[i];
-    out[i] = sum;
-}
-"#,
-};
-
-/// Two one-shot all-reduces (epochs 1 and 2, the flags reused) run together on a simulated world
-/// of 3 devices: every device's output is the element-wise sum of every device's input.
-fn one_shot_all_reduce_on_a_simulated_world() -> TestResult {
-    let world = World::simulated(3)?;
-    let devices = world.devices();
-    let (grid, block) = (4u32, 128u32);
-    let n = (grid * block) as usize;
-    let ranks = devices.len();
-    let alloc = |len: usize| devices.iter().map(|d| d.alloc::<u32>(len)).collect::<Result<Vec<_>, _>>();
-    let (staging, flags, outs) = (alloc(n)?, alloc(grid as usize * ranks)?, alloc(n)?);
-    // Each device's table of the peers' addresses, in its own memory.
-    let table = |buffers: &[DeviceBuffer<u32>], device: &Device| {
-        device.upload(&buffers.iter().map(|b| b.as_view().raw_address()).collect::<Vec<u64>>())
-    };
-    let peer_staging = devices.iter().map(|d| table(&staging, d)).collect::<Result<Vec<_>, _>>()?;
-    let peer_flags = devices.iter().map(|d| table(&flags, d)).collect::<Result<Vec<_>, _>>()?;
-    let kernels = devices.iter().map(|d| d.kernel(&ONE_SHOT, "one_shot")).collect::<Result<Vec<_>, _>>()?;
-    for epoch in 1..=2u32 {
-        let inputs: Vec<Vec<u32>> =
-            (0..ranks).map(|k| (0..n as u32).map(|i| 1000 * epoch * (k as u32 + 1) + i).collect()).collect();
-        let on_devices =
-            devices.iter().zip(&inputs).map(|(d, input)| d.upload(input)).collect::<Result<Vec<_>, _>>()?;
-        let launches = (0..ranks)
-            .map(|k| {
-                devices[k]
-                    .launch(&kernels[k], gpu_harness::LaunchConfig::linear(grid, block, 0))
-                    .arg(k as u32)
-                    .arg(ranks as u32)
-                    .arg(epoch)
-                    .arg(&on_devices[k])
-                    .arg(&staging[k])
-                    .arg(&peer_staging[k])
-                    .arg(&peer_flags[k])
-                    .arg(&flags[k])
-                    .arg(&outs[k])
-            })
-            .collect();
-        gpu_harness::launch_together(launches)?;
-        let expected: Vec<u32> = (0..n).map(|i| inputs.iter().map(|input| input[i]).sum()).collect();
-        for (k, out) in outs.iter().enumerate() {
-            if out.to_host()? != expected {
-                return Err(Failed::from(format!("epoch {epoch}: device {k}'s sums are wrong")));
-            }
-        }
-    }
-    Ok(())
-}
-
 fn main() -> std::process::ExitCode {
     let mut suite = TestSuite::new()
-        .nvrtc("together::one_shot_all_reduce_on_a_simulated_world", one_shot_all_reduce_on_a_simulated_world)
         .cpu("split::parts_cover_the_input_once", || {
             for n in [0usize, 1, 2, 3, 5, 31, 1000, 1_000_003, usize::MAX / 2] {
                 for parts in 1..=8 {
@@ -715,20 +629,29 @@ fn main() -> std::process::ExitCode {
         })
         .cpu("plan::every_size_has_one_algorithm_and_a_grid_that_fits", || {
             // Larger buffers never go back to an algorithm that lost at a smaller size, and the
-            // grid never has more blocks than SMs (a block waits for the other GPUs' same block).
-            let order =
-                |a: Algorithm| [Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Ring].iter().position(|&x| x == a);
+            // grid never has more blocks than two per SM (a block waits for the other GPUs' same
+            // block, so all must fit at once: the kernels' launch bounds promise two per SM).
+            let order = |a: Algorithm| match a {
+                Algorithm::OneShot => 0,
+                Algorithm::TwoShot | Algorithm::TwoShotWrites => 1,
+                Algorithm::Ring => 2,
+            };
             for gpus in 1..=9 {
                 for sms in [1u32, 40, 132] {
                     let shape = gpu_harness::GpuShape { multiprocessors: sms, max_threads_per_multiprocessor: 2048 };
                     let mut last = 0;
                     for bytes in (0..=31).map(|b| 1usize << b).chain([0, 3, 5 << 20]) {
                         let plan = all_reduce_plan(bytes / 4, bytes, gpus, shape);
-                        if plan.blocks == 0 || plan.blocks > sms || plan.threads != shots::PEER_THREADS {
+                        let most = shots::most_peer_blocks(shape);
+                        if plan.blocks == 0
+                            || plan.blocks > most
+                            || most > 2 * sms
+                            || plan.threads != shots::PEER_THREADS
+                        {
                             return Err(Failed::from(format!("{gpus} GPUs, {bytes} bytes, {sms} SMs: {plan:?}")));
                         }
                         if bytes.is_power_of_two() {
-                            let rank = order(plan.algorithm).expect("a known algorithm");
+                            let rank = order(plan.algorithm);
                             if rank < last {
                                 return Err(Failed::from(format!("{gpus} GPUs: {bytes} bytes goes back to {plan:?}")));
                             }
@@ -865,10 +788,13 @@ fn main() -> std::process::ExitCode {
         all_reduce_suite::<f32, Nccl<f32>>(&one)
     });
     suite = world_test(suite, "world::simulated_three".into(), runs_anywhere, |world| {
-        // Three simulated devices (on a GPU machine too): a ring whose chunks are uneven.
+        // Three simulated devices (on a GPU machine too): a ring whose chunks are uneven, and the
+        // kernels meeting at flags across three devices.
         let _ = world;
         let three = World::simulated(3)?;
-        all_reduce_suite::<u32, Ring<u32>>(&three)
+        all_reduce_suite::<u32, Ring<u32>>(&three)?;
+        small_for_the_sanitizers(&three)?;
+        back_to_back(&three)
     });
     suite
         .gpu_if(
