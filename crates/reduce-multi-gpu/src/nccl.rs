@@ -149,10 +149,13 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
             let (from, into) = (addresses[k] as *const c_void, gathered[k] as *mut c_void);
             sys::ncclAllGather(from, into, len, nccl_type::<T>(), self.comms[k], self.stream(k))
         })?;
+        // Every GPU folds the gathered buffers in rank order, from GPU 0's, so that every GPU keeps
+        // the same NaN (which one wins depends on the order) and ends with the same bits.
         for (k, device) in self.devices.iter().enumerate() {
             let fold = self.folds[k].get(op);
             let config = fold_config(device, len);
-            for other in (0..n).filter(|&other| other != k) {
+            device.copy(self.gathered[k].view(0..len)?, &mut buffers[k])?;
+            for other in 1..n {
                 device
                     .launch(fold, config)
                     .arg(&buffers[k])

@@ -64,12 +64,15 @@ pub fn measured<'a>(course: &'a Course, gpus: &[GpuResults<'a>]) -> Vec<Measured
     all
 }
 
-/// The reduction across GPUs on one machine: our ring's all-reduce and the others' (NCCL,
-/// PyTorch's torch.distributed) at the largest size, on the most GPUs the ring was measured on.
+/// The reduction across GPUs on one machine: our best all-reduce ([`crate::multi_gpu::best_method`])
+/// and the others' (NCCL, PyTorch's torch.distributed) at the largest size, on the most GPUs it was
+/// measured on.
 pub struct AllReduce<'a> {
     pub machine: &'a MachineFile,
     pub gpus: usize,
-    pub ring: &'a MachineRow,
+    /// Our best step's name and row.
+    pub step: &'static str,
+    pub ours: &'a MachineRow,
     /// `(name, its row)`: NCCL, then PyTorch where the session measured it.
     pub others: Vec<(String, &'a MachineRow)>,
 }
@@ -79,7 +82,8 @@ pub fn all_reduces(machines: &[MachineFile]) -> Vec<AllReduce<'_>> {
     machines
         .iter()
         .filter_map(|machine| {
-            let ring = |gpus: usize, bytes: u64| machine.all_reduce("ring", gpus, bytes);
+            let step = crate::multi_gpu::best_method(machine);
+            let ring = |gpus: usize, bytes: u64| machine.all_reduce(step, gpus, bytes);
             let gpus = machine
                 .gpu_counts()
                 .into_iter()
@@ -94,7 +98,7 @@ pub fn all_reduces(machines: &[MachineFile]) -> Vec<AllReduce<'_>> {
             .into_iter()
             .filter_map(|(method, name)| Some((name, machine.all_reduce(method, gpus, bytes)?)))
             .collect();
-            Some(AllReduce { machine, gpus, ring: ring(gpus, bytes)?, others })
+            Some(AllReduce { machine, gpus, step, ours: ring(gpus, bytes)?, others })
         })
         .collect()
 }
@@ -148,7 +152,7 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
     for (n, all_reduce) in all_reduces.iter().enumerate() {
         for (i, (name, row)) in all_reduce.others.iter().enumerate() {
             let technique = if n == 0 && i == 0 {
-                format!("[Across GPUs](reduction/reduce-multi-gpu.md), all-reduce of {}", size(all_reduce.ring.bytes))
+                format!("[Across GPUs](reduction/reduce-multi-gpu.md), all-reduce of {}", size(all_reduce.ours.bytes))
             } else {
                 String::new()
             };
@@ -156,13 +160,13 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
                 vec![
                     technique,
                     format!("{} x {}", all_reduce.gpus, short_gpu_name(all_reduce.machine.fact("device"))),
-                    "**ring**".into(),
-                    format!("{:.0}", all_reduce.ring.busbw()),
+                    format!("**{}**", all_reduce.step),
+                    format!("{:.0}", all_reduce.ours.busbw()),
                 ]
             } else {
                 vec![technique, String::new(), String::new(), String::new()]
             };
-            let theirs = vec![format!("*{name}*"), format!("{:.0}", row.busbw()), speed_up(row.ms, all_reduce.ring.ms)];
+            let theirs = vec![format!("*{name}*"), format!("{:.0}", row.busbw()), speed_up(row.ms, all_reduce.ours.ms)];
             rows.push([ours, theirs].concat());
         }
     }
@@ -193,7 +197,8 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
     let peers: Vec<StepRef> = measured.iter().flat_map(|m| m.peers.iter().map(|(p, _)| *p)).collect();
     caption += &crate::tables::script_note(&peers);
     if !all_reduces.is_empty() {
-        caption += " Across GPUs, the GB/s are the all-reduce's bus bandwidth (as nccl-tests reports it).";
+        caption += " Across GPUs, the GB/s are the all-reduce's bus bandwidth (as nccl-tests reports it), \
+                    with NVLink SHARP (NVLS, NCCL's fastest all-reduce on NVSwitch machines) off.";
     }
     Some(Table { caption, columns, rows })
 }

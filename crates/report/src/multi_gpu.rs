@@ -18,8 +18,23 @@ use crate::results::data_files;
 /// The folder of the multi-GPU measurements, under the book's data folder.
 pub const FOLDER: &str = "multi-gpu";
 
-/// The all-reduce methods, in the order tables and charts show them.
-pub const METHODS: [&str; 3] = ["nccl", "ring", "torch"];
+/// The all-reduce methods, in the order charts show them: the peers, then the chapter's steps.
+pub const METHODS: [&str; 7] = ["nccl", "torch", "ring", "one-shot", "two-shot", "two-shot-writes", "by-size"];
+
+/// The chapter's steps that all-reduce a buffer, in order, with their names in tables.
+pub const STEPS: [(&str, &str); 5] = [
+    ("ring", "ring"),
+    ("one-shot", "one-shot"),
+    ("two-shot", "two-shot"),
+    ("two-shot-writes", "two-shot by writes"),
+    ("by-size", "by size"),
+];
+
+/// The course's best all-reduce in a session: the plan's choice by size where it was measured,
+/// else the ring.
+pub fn best_method(file: &MachineFile) -> &'static str {
+    if file.rows.iter().any(|r| r.method == "by-size") { "by-size" } else { "ring" }
+}
 
 /// One measurement line.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,43 +133,65 @@ pub fn load_machines(data_dir: &Path) -> gpu_harness::Result<Vec<MachineFile>> {
         .collect()
 }
 
+/// A size in KiB, MiB or GiB.
 fn mib(bytes: u64) -> String {
-    if bytes >= 1 << 30 { format!("{} GiB", bytes >> 30) } else { format!("{} MiB", bytes >> 20) }
-}
-
-fn ratio(a: Option<&Row>, b: Option<&Row>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) => format!("{:.2}", a.busbw() / b.busbw()),
-        _ => "-".into(),
+    match bytes {
+        b if b >= 1 << 30 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b => format!("{} KiB", b >> 10),
     }
 }
 
-/// The all-reduce table of `gpus` GPUs: bus bandwidth per method and size, and the ring's and
-/// torch's share of NCCL's.
+/// The all-reduce tables of `gpus` GPUs: the bus bandwidth of each of the chapter's steps, then
+/// the best of them (by size) beside NCCL and PyTorch, time for time (above 1: ours is faster).
 pub fn all_reduce_table(file: &MachineFile, gpus: usize) -> String {
-    let mut out = String::from(
-        "| size per GPU | NCCL busbw (GB/s) | ring busbw (GB/s) | torch busbw (GB/s) | ring / NCCL | torch / NCCL |\n\
-         | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    let steps: Vec<&(&str, &str)> = STEPS.iter().filter(|(m, _)| file.rows.iter().any(|r| r.method == *m)).collect();
+    let cell = |method: &str, bytes: u64| {
+        file.all_reduce(method, gpus, bytes).map_or("-".to_string(), |r| format!("{:.1}", r.busbw()))
+    };
+    let mut out = String::from("| size per GPU |");
+    for (_, name) in &steps {
+        let _ = write!(out, " {name} |");
+    }
+    out += "\n| ---: |";
+    out += &" ---: |".repeat(steps.len());
+    out += "\n";
+    for bytes in file.sizes() {
+        let _ = write!(out, "| {} |", mib(bytes));
+        for (method, _) in &steps {
+            let _ = write!(out, " {} |", cell(method, bytes));
+        }
+        out += "\n";
+    }
+    out += "\nBus bandwidth (GB/s), as nccl-tests reports it.\n\n";
+    let best = best_method(file);
+    let ms = |method: &str, bytes: u64| file.all_reduce(method, gpus, bytes).map(|r| r.ms);
+    let time = |method: &str, bytes: u64| ms(method, bytes).map_or("-".to_string(), |ms| format!("{:.1}", ms * 1e3));
+    let over = |peer: &str, bytes: u64| match (ms(peer, bytes), ms(best, bytes)) {
+        (Some(theirs), Some(ours)) => format!("{:.2}", theirs / ours),
+        _ => "-".into(),
+    };
+    let name = STEPS.iter().find(|(m, _)| *m == best).map_or(best, |(_, n)| *n);
+    let _ = write!(
+        out,
+        "| size per GPU | NCCL (µs) | torch (µs) | {name} (µs) | NCCL / {name} | torch / {name} |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: |\n"
     );
     for bytes in file.sizes() {
-        let row = |method: &str| file.all_reduce(method, gpus, bytes);
-        let cell = |method: &str| row(method).map_or("-".to_string(), |r| format!("{:.1}", r.busbw()));
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} |",
             mib(bytes),
-            cell("nccl"),
-            cell("ring"),
-            cell("torch"),
-            ratio(row("ring"), row("nccl")),
-            ratio(row("torch"), row("nccl"))
+            time("nccl", bytes),
+            time("torch", bytes),
+            time(best, bytes),
+            over("nccl", bytes),
+            over("torch", bytes)
         );
     }
     out
 }
 
-/// The full-reduction table: each way of summing the input, its time to the answer, its rate and
-/// its speed-up over one GPU.
 pub fn full_table(file: &MachineFile) -> String {
     let rows: Vec<&Row> = file.rows.iter().filter(|r| r.kind == "full").collect();
     let single = rows.iter().find(|r| r.gpus == 1).map(|r| r.ms);
@@ -244,7 +281,7 @@ pub fn machine_section(file: &MachineFile) -> Result<(Vec<(String, String)>, Str
         charts.push((name.clone(), all_reduce_chart(file, gpus)?));
         let _ = write!(
             body,
-            "**All-reduce on {gpus} GPUs.**\n\n![Bus bandwidth of NCCL, the ring and torch on {gpus} GPUs of {}](../data/{FOLDER}/{name})\n\n{}\n",
+            "**All-reduce on {gpus} GPUs.**\n\n![Bus bandwidth of NCCL, torch and the chapter's steps on {gpus} GPUs of {}](../data/{FOLDER}/{name})\n\n{}\n",
             file.fact("device"),
             all_reduce_table(file, gpus)
         );

@@ -13,7 +13,7 @@
 //! step's time over this one's). A PyTorch peer is named like any peer (`softmax/torch-softmax`):
 //! its records come from the folder's `torch-reductions.txt` ([`crate::torch`]). reduce-multi-gpu's
 //! numbers come from its sessions (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine>
-//! <kind>/<method> <gpus> <bytes> <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`,
+//! <kind>/<method> <gpus> <bytes> <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `us`,
 //! `ratio:<method>` (this bus bandwidth over that method's) or `speedup` (one GPU's time over this
 //! one's). The rendered page does not show the comment; [`check_book`] checks that the number
 //! before it, rounded as written, equals the data. A number written as a measurement (followed by
@@ -158,6 +158,7 @@ fn lookup_multi_gpu(words: &[&str], machines: &[MachineFile]) -> Result<f64, Str
         "busbw" => this.busbw(),
         "algbw" => this.algbw(),
         "ms" => this.ms,
+        "us" => this.ms * 1e3,
         "speedup" => row("one-gpu", 1)?.ms / this.ms,
         other => match other.strip_prefix("ratio:") {
             Some(base) => this.busbw() / row(base, gpus)?.busbw(),
