@@ -203,8 +203,8 @@ impl Machine {
     /// of their linear index, as in [`Machine::launch`], and block `b` of every launch runs
     /// interleaved with block `b` of the others: each in turn, launch 0 first, for a turn of at
     /// least 4096 warp instructions (the turn ends after the round, in which every warp of the
-    /// block has its slice, that reaches 4096), until all have finished. So block `b` of one launch may wait for block `b` (or
-    /// an earlier block) of another, never for a later block.
+    /// block has its slice, that reaches 4096), until all have finished. So block `b` of one launch
+    /// may wait for block `b` (or an earlier block) of another, never for a later block.
     ///
     /// Each block keeps its own instruction budget over all its turns: a block that spins on a
     /// flag nobody writes (every launch waiting for another, say) ends the call with
@@ -706,8 +706,8 @@ impl<'a> Block<'a> {
 
     /// Runs the block at `ctaid` of every launch of [`Machine::launch_together`] to completion,
     /// interleaved: each launch's block in turn, launch 0 first, for a turn of [`Block::turn`] warp
-    /// instructions (or until it waits at the cluster barrier of its cluster of one), until all have
-    /// finished. A fault names the launch it happened in.
+    /// instructions (or until it waits at the cluster barrier of its cluster of one), until all
+    /// have finished. A fault names the launch it happened in.
     fn run_together(&mut self, ctaid: (u32, u32, u32), launches: &mut [Parked<'a>]) -> Result<(), SimError> {
         for launch in launches.iter_mut() {
             self.swap_launch(launch);

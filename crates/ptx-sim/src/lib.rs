@@ -41,8 +41,8 @@
 //! run block by block too, and block `b` of every launch runs interleaved with block `b` of the
 //! others: each in turn, launch 0 first, for a turn of at least 4096 warp instructions, until all
 //! have finished. So kernels that meet at flags in each other's buffers (`st.release` and a spin
-//! on `ld.acquire`) make progress, as long as block `b` waits only for block `b` (or earlier blocks)
-//! of the other launches. Each launch has its own counters; a fault names the launch
+//! on `ld.acquire`) make progress, as long as block `b` waits only for block `b` (or earlier
+//! blocks) of the other launches. Each launch has its own counters; a fault names the launch
 //! ([`FaultSite::launch`]).
 //!
 //! A block that runs more than [`Machine::instruction_budget`] warp instructions

@@ -492,12 +492,14 @@ pub(crate) fn drawing<E: std::error::Error>(e: E) -> ChartError {
 }
 
 /// The colours of the line charts' series, in order.
-pub(crate) const LINE_COLORS: [RGBColor; 5] = [
+pub(crate) const LINE_COLORS: [RGBColor; 7] = [
     RGBColor(0xb3, 0x47, 0x00),
     RGBColor(0x3b, 0x6e, 0xa8),
     RGBColor(0x1b, 0x7a, 0x3a),
     RGBColor(0x5b, 0x3a, 0x8c),
     RGBColor(0x80, 0x80, 0x80),
+    RGBColor(0x00, 0x9e, 0xa0),
+    RGBColor(0x10, 0x10, 0x10),
 ];
 
 /// Draws each `(name, points)` as a line with a marker on every point, in [`LINE_COLORS`] order,

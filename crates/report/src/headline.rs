@@ -64,9 +64,9 @@ pub fn measured<'a>(course: &'a Course, gpus: &[GpuResults<'a>]) -> Vec<Measured
     all
 }
 
-/// The reduction across GPUs on one machine: our best all-reduce ([`crate::multi_gpu::best_method`])
-/// and the others' (NCCL, PyTorch's torch.distributed) at the largest size, on the most GPUs it was
-/// measured on.
+/// The reduction across GPUs on one machine: our best all-reduce
+/// ([`crate::multi_gpu::best_method`]) and the others' (NCCL, PyTorch's torch.distributed) at the
+/// largest size, on the most GPUs it was measured on.
 pub struct AllReduce<'a> {
     pub machine: &'a MachineFile,
     pub gpus: usize,

@@ -251,7 +251,7 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        draw_lines(&mut chart, &series, SeriesLabelPosition::LowerRight)?;
+        draw_lines(&mut chart, &series, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)
