@@ -1,5 +1,5 @@
 // reduce-multi-gpu: the ring's fold, and the all-reduces that GPUs do with their own loads and
-// stores over NVLink (one-shot and two-shot).
+// stores over NVLink (the one-shot, the two-shot and the two-shot by writes).
 //
 // Steps 1 and 2 reduce each GPU's part with reduce-atomic's deterministic single-pass kernel
 // (cuda/reduce_atomic.cu) and move one value per GPU. Step 3, the ring all-reduce, moves chunks
@@ -18,7 +18,7 @@
 //
 // Launch: 256 threads per block, any 1-D grid (the launcher fills the GPU once); n is 64-bit.
 //
-// Steps 4 and 5 are below the fold kernels.
+// Steps 4 to 6 are below the fold kernels.
 #include "block_reduce.cuh"
 
 // ANCHOR: combine
@@ -107,28 +107,33 @@ extern "C" __global__ void ring_combine_max_u32(unsigned int* into, const unsign
 //     they meet again.
 //
 // The meeting (meet, below): block b of each GPU waits for block b of every other GPU, never for
-// another block, at flags in its own memory that the others write. A flag holds an epoch, which
-// the host raises for every meeting, so a flag left from an earlier call is never mistaken for
-// this one; a wait passes once a flag has reached the epoch (later meetings only raise it). Every
-// GPU's accesses to element i are made by the same block b (the grid-stride loops below share one
-// mapping), so once block b has met, every element it will touch is where it should be.
+// another block, at flags in its own memory that the others write. A flag holds an epoch, a 64-bit
+// number the host raises for every meeting (it never wraps), so a flag left from an earlier call
+// is never mistaken for this one; a wait passes once a flag has reached the epoch (later meetings
+// only raise it). Every GPU's accesses to element i are made by the same block b (the grid-stride
+// loops below share one mapping), so once block b has met, every element it will touch is where
+// it should be.
 //
 // Reuse between calls: the one-shot's staging buffer has two halves, used by alternate calls: a
 // GPU can start its next call, and write its staging buffer, while a slower GPU still reads the
 // previous call's half; it cannot start the call after that before every GPU has met it in the
 // next one, by which time the slower GPU has finished with that half. The two-shots end with a
-// meeting, so a GPU that starts its next call knows the others are done with its memory.
+// meeting after every access of the call, so a GPU that starts its next call knows the others are
+// done with its memory, and it with theirs (the inbox it read included).
 //
 // What it leaves slow: the one-shot reads n - 1 whole buffers; the two-shots keep the SMs busy
 // with what the copy engines do for free, and past a few hundred MiB the ring's copies win.
 //
-// Launch (launch_together): the same grid on every GPU, every block resident at once (a block
-// waits for the other GPUs' same block): 512 threads, at most two blocks per SM (launch bounds),
-// flags for that many blocks. Parameters: this GPU's buffer, its table, n elements, and the call's
-// epoch (2c + 1 for call c, whose meetings use 2c + 1 and 2c + 2). The table, in each GPU's own
-// memory, of 64-bit words: this GPU's rank, the number of GPUs, the elements in half a staging
-// buffer and in an inbox slot (multiples of 4), then every GPU's staging buffer, inbox, flags and
-// buffer, in rank order.
+// Launch (launch_together: one ordinary launch per GPU, queued in turn): the same grid on every
+// GPU, every block resident at once (a block waits for the other GPUs' same block): 512 threads,
+// at most two blocks per SM (launch bounds), flags for that many blocks. Kernels running beside
+// these on other streams can take SMs and leave blocks waiting to start; the meetings then rely on
+// each GPU starting its blocks in order of their index, which CUDA does in practice but does not
+// promise. Parameters: this GPU's buffer, its table, n elements, and the call's epoch (2c + 1 for
+// call c, whose meetings use 2c + 1 and 2c + 2; bit 1 picks the one-shot's staging half). The
+// table, in each GPU's own memory, of 64-bit words: this GPU's rank (its place in the world, 0 to
+// n - 1), the number of GPUs, the elements in half a staging buffer and in an inbox slot
+// (multiples of 4), then every GPU's staging buffer, inbox, flags and buffer, in rank order.
 #define PEER_KERNEL extern "C" __global__ void __launch_bounds__(512, 2)
 
 // What one GPU's kernel knows of the others, read from its table.
@@ -140,14 +145,17 @@ struct Peers {
     unsigned long long half; // where this call's half of the staging buffers starts, in elements
     unsigned long long slot; // elements in one slot of an inbox
 
-    __device__ Peers(const unsigned long long* table, unsigned epoch)
+    __device__ Peers(const unsigned long long* table, unsigned long long epoch)
         : table(table + 4), rank((unsigned)table[0]), gpus((unsigned)table[1]),
           half(table[2] * ((epoch >> 1) & 1)), slot(table[3])
     {
     }
     __device__ T* staging(unsigned gpu) const { return (T*)table[gpu] + half; }
     __device__ T* inbox(unsigned gpu) const { return (T*)table[gpus + gpu]; }
-    __device__ unsigned* flags(unsigned gpu) const { return (unsigned*)table[2 * gpus + gpu]; }
+    __device__ unsigned long long* flags(unsigned gpu) const
+    {
+        return (unsigned long long*)table[2 * gpus + gpu];
+    }
     __device__ T* buffer(unsigned gpu) const { return (T*)table[3 * gpus + gpu]; }
 };
 
@@ -160,19 +168,19 @@ struct Peers {
 // A wait of more than 2^37 clock cycles (about a minute) means another GPU never launched its
 // kernel: the kernel traps, and the host sees an error rather than a GPU that spins forever.
 template <class T>
-__device__ __forceinline__ void meet(const Peers<T>& world, unsigned epoch)
+__device__ __forceinline__ void meet(const Peers<T>& world, unsigned long long epoch)
 {
     __syncthreads(); // every thread's writes of this block come before its arrival
     const unsigned peer = threadIdx.x;
     if (peer < world.gpus && peer != world.rank) {
-        unsigned* theirs = world.flags(peer) + blockIdx.x * world.gpus + world.rank;
-        asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(theirs), "r"(epoch) : "memory");
-        const unsigned* mine = world.flags(world.rank) + blockIdx.x * world.gpus + peer;
+        unsigned long long* theirs = world.flags(peer) + blockIdx.x * world.gpus + world.rank;
+        asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(theirs), "l"(epoch) : "memory");
+        const unsigned long long* mine = world.flags(world.rank) + blockIdx.x * world.gpus + peer;
         const long long started = clock64();
         for (;;) {
-            unsigned seen;
-            asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(mine) : "memory");
-            if ((int)(seen - epoch) >= 0) {
+            unsigned long long seen;
+            asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(mine) : "memory");
+            if (seen >= epoch) {
                 break;
             }
             if (clock64() - started > (1ll << 37)) {
@@ -246,7 +254,7 @@ struct GridStride {
 // ANCHOR: one_shot
 template <class Op>
 __device__ void one_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
-                         unsigned epoch)
+                         unsigned long long epoch)
 {
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
@@ -284,7 +292,7 @@ __device__ __forceinline__ unsigned long long chunk_start(unsigned long long n, 
 // VECTORS: vectors a thread folds per turn of its loop (their loads all in flight at once).
 template <class Op, int VECTORS = 1>
 __device__ void two_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
-                         unsigned epoch)
+                         unsigned long long epoch)
 {
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
@@ -328,7 +336,7 @@ __device__ void two_shot(typename Op::Value* buffer, const unsigned long long* t
 // i - 4 * chunk_start(k) of the slot.
 template <class Op>
 __device__ void two_shot_writes(typename Op::Value* buffer, const unsigned long long* table,
-                                unsigned long long n, unsigned epoch)
+                                unsigned long long n, unsigned long long epoch)
 {
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
@@ -374,163 +382,163 @@ __device__ void two_shot_writes(typename Op::Value* buffer, const unsigned long 
 
 // The entry points, <kind>_<op>_<type>: one_shot, two_shot and two_shot_writes.
 PEER_KERNEL one_shot_sum_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Sum<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_min_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Min<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_max_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Max<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_sum_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Sum<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_min_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Min<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_max_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Max<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Sum<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Min<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     one_shot<Max<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_sum_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Sum<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_min_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Min<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_max_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Max<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_sum_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Sum<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_min_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Min<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_max_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Max<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Sum<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Min<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned epoch)
+                             unsigned long long n, unsigned long long epoch)
 {
     two_shot<Max<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_sum_f32(float* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Sum<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_min_f32(float* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Min<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_max_f32(float* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Max<float> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_sum_i32(int* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Sum<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_min_i32(int* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Min<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_max_i32(int* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Max<int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_sum_u32(unsigned int* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Sum<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_min_u32(unsigned int* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Min<unsigned int> >(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_max_u32(unsigned int* buffer, const unsigned long long* table,
-                                    unsigned long long n, unsigned epoch)
+                                    unsigned long long n, unsigned long long epoch)
 {
     two_shot_writes<Max<unsigned int> >(buffer, table, n, epoch);
 }

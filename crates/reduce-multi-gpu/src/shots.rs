@@ -19,7 +19,7 @@ use crate::{AllReduce, Ring, World, check_buffers, check_world, queueing};
 /// Threads per block of the one-shot and two-shot kernels.
 pub const PEER_THREADS: u32 = 512;
 
-/// How an all-reduce moves its data: the kernels of steps 4 and 5, or the ring's copies.
+/// How an all-reduce moves its data: the kernels of steps 4 to 6, or the ring's copies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Algorithm {
     /// Every GPU reads every GPU's buffer (step 4).
@@ -133,7 +133,7 @@ struct Member<T: ReduceElement> {
     device: Device,
     staging: DeviceBuffer<T>,
     inbox: DeviceBuffer<T>,
-    flags: DeviceBuffer<u32>,
+    flags: DeviceBuffer<u64>,
     table: DeviceBuffer<u64>,
     /// What `table` holds now, so that it is written again only when an address changes.
     written: Vec<u64>,
@@ -147,7 +147,7 @@ struct PeerKernels<T: ReduceElement> {
     /// Elements in half a staging buffer and in an inbox slot (multiples of 4).
     half: usize,
     slot: usize,
-    calls: u32,
+    calls: u64,
     /// The smallest GPU's shape (its SMs): the grid, the same on every GPU, must fit each.
     shape: GpuShape,
 }
@@ -191,6 +191,9 @@ impl<T: ReduceElement> PeerKernels<T> {
         let shape = (devices.iter().map(|d| d.facts().shape()))
             .min_by_key(|shape| most_peer_blocks(*shape))
             .expect("a world has a device");
+        // The flags are zeroed on their own GPU's stream; the other GPUs write into them: let the
+        // zeroing finish before any kernel runs.
+        devices.iter().try_for_each(Device::synchronize)?;
         Ok(PeerKernels { members, half: 0, slot: 0, calls: 0, shape })
     }
 
@@ -211,6 +214,8 @@ impl<T: ReduceElement> PeerKernels<T> {
                 member.staging = member.device.alloc(2 * self.half)?;
                 member.inbox = member.device.alloc(gpus * self.slot)?;
             }
+            // The other GPUs write into the new inboxes: let their zeroing finish first.
+            self.members.iter().try_for_each(|m| m.device.synchronize())?;
         }
         let address = |view: gpu_harness::DeviceView<'_, T>| view.raw_address();
         let addresses: Vec<u64> = (self.members.iter().map(|m| address(m.staging.as_view())))
@@ -235,9 +240,10 @@ impl<T: ReduceElement> PeerKernels<T> {
         self.prepare(algorithm, len, buffers)?;
         let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), self.members.len(), self.shape);
         let config = LaunchConfig::linear(plan.blocks, plan.threads, 0);
-        // Call c meets at epochs 2c + 1 (and 2c + 2); its parity picks the staging half.
-        let epoch = self.calls.wrapping_mul(2).wrapping_add(1);
-        self.calls = self.calls.wrapping_add(1);
+        // Call c meets at epochs 2c + 1 (and 2c + 2); its parity picks the staging half. 64 bits
+        // never wrap (a call a nanosecond would take 292 years).
+        let epoch = 2 * self.calls + 1;
+        self.calls += 1;
         let _queueing = queueing();
         let launches = self
             .members
