@@ -198,7 +198,8 @@ __device__ __forceinline__ void meet(const Peers<T>& world, unsigned long long e
 // issued in groups of eight before any is folded, so that they cross NVLink together rather than
 // one after another.
 template <class V, class From, class Combine>
-__device__ __forceinline__ V fold_ranks(unsigned gpus, unsigned long long q, From from, Combine combine)
+__device__ __forceinline__ V fold_ranks(unsigned gpus, unsigned long long q, From from,
+                                        Combine combine)
 {
     V acc = ((const V*)from(0u))[q];
     for (unsigned base = 1; base < gpus; base += 8) {
@@ -253,8 +254,8 @@ struct GridStride {
 
 // ANCHOR: one_shot
 template <class Op>
-__device__ void one_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
-                         unsigned long long epoch)
+__device__ void one_shot(typename Op::Value* buffer, const unsigned long long* table,
+                         unsigned long long n, unsigned long long epoch)
 {
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
@@ -283,7 +284,8 @@ __device__ void one_shot(typename Op::Value* buffer, const unsigned long long* t
 
 // Chunk k of the buffer's n / 4 vectors is [k * (n / 4) / gpus, (k + 1) * (n / 4) / gpus); the
 // last n % 4 elements belong to the last GPU's chunk.
-__device__ __forceinline__ unsigned long long chunk_start(unsigned long long n, unsigned k, unsigned gpus)
+__device__ __forceinline__ unsigned long long chunk_start(unsigned long long n, unsigned k,
+                                                          unsigned gpus)
 {
     return n / 4 * k / gpus;
 }
@@ -291,8 +293,8 @@ __device__ __forceinline__ unsigned long long chunk_start(unsigned long long n, 
 // ANCHOR: two_shot
 // VECTORS: vectors a thread folds per turn of its loop (their loads all in flight at once).
 template <class Op, int VECTORS = 1>
-__device__ void two_shot(typename Op::Value* buffer, const unsigned long long* table, unsigned long long n,
-                         unsigned long long epoch)
+__device__ void two_shot(typename Op::Value* buffer, const unsigned long long* table,
+                         unsigned long long n, unsigned long long epoch)
 {
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
@@ -351,7 +353,8 @@ __device__ void two_shot_writes(typename Op::Value* buffer, const unsigned long 
     // Scatter by stores: chunk k of this GPU's buffer into its slot in GPU k's inbox.
     for (unsigned k = 0; k < world.gpus; ++k) {
         const unsigned long long end = k == world.rank ? 0 : chunk_start(n, k + 1, world.gpus);
-        for (unsigned long long q = grid.from(chunk_start(n, k, world.gpus)); q < end; q += grid.stride) {
+        for (unsigned long long q = grid.from(chunk_start(n, k, world.gpus)); q < end;
+             q += grid.stride) {
             ((V*)slot(k, world.rank))[q] = ((const V*)buffer)[q];
         }
     }
@@ -361,7 +364,9 @@ __device__ void two_shot_writes(typename Op::Value* buffer, const unsigned long 
     meet(world, epoch); // every GPU's copy of this GPU's chunk is in its inbox
     // Fold this GPU's chunk from its buffer and its inbox, all in its own memory, then write the
     // result into every GPU's buffer.
-    auto copies = [&](unsigned gpu) { return gpu == world.rank ? (const T*)buffer : slot(world.rank, gpu); };
+    auto copies = [&](unsigned gpu) {
+        return gpu == world.rank ? (const T*)buffer : slot(world.rank, gpu);
+    };
     const unsigned long long begin = chunk_start(n, world.rank, world.gpus);
     const unsigned long long end = chunk_start(n, world.rank + 1, world.gpus);
     for (unsigned long long q = grid.from(begin); q < end; q += grid.stride) {

@@ -58,7 +58,13 @@ pub const CROSSOVERS: [Crossover; 2] = [
         middle_max: 128 * MIB,
         blocks_per_sm: 2,
     },
-    Crossover { gpus: 4, one_shot_max: 128 * KIB, middle: Algorithm::TwoShot, middle_max: 64 * MIB, blocks_per_sm: 1 },
+    Crossover {
+        gpus: 4, // and any larger number
+        one_shot_max: 128 * KIB,
+        middle: Algorithm::TwoShot,
+        middle_max: 64 * MIB,
+        blocks_per_sm: 1,
+    },
 ];
 // ANCHOR_END: crossovers
 
