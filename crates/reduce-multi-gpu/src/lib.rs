@@ -200,19 +200,19 @@ pub fn views<T: ReduceElement>(buffers: &[DeviceBuffer<T>]) -> Vec<DeviceView<'_
 /// Step 1: every GPU reduces its part; the host reads the values and combines them, in device
 /// order.
 pub struct HostCombined<T: ReduceElement> {
-    world_size: usize,
+    devices: Vec<Device>,
     reducers: Vec<DeterministicReduce<T>>,
 }
 
 impl<T: ReduceElement> HostCombined<T> {
     pub fn new(world: &World) -> Result<Self> {
         let reducers = world.devices().iter().map(DeterministicReduce::new).collect::<Result<_>>()?;
-        Ok(HostCombined { world_size: world.len(), reducers })
+        Ok(HostCombined { devices: world.devices().to_vec(), reducers })
     }
 
     /// `op` over the concatenation of `parts` (part k on device k of the world).
     pub fn reduce(&mut self, world: &World, op: ReduceOp, parts: &[DeviceView<'_, T>]) -> Result<T> {
-        check_world(self.world_size, world)?;
+        check_world(&self.devices, world)?;
         op.check_not_empty(world.check_parts(parts)?)?;
         // Queue every GPU's reduction before reading any result, so that they run at the same time.
         for (reducer, part) in self.reducers.iter_mut().zip(parts) {
@@ -231,9 +231,22 @@ impl<T: ReduceElement> HostCombined<T> {
 }
 // ANCHOR_END: host_combined
 
-fn check_world(expected: usize, world: &World) -> Result<()> {
-    if world.len() != expected {
-        return Err(GpuError::BadInput(format!("made for a world of {expected} devices, used with {}", world.len())));
+/// Checks that a launcher made for the devices `made_for` is used with a world of the same devices,
+/// in the same order: another world's buffers would be other memory than the launcher's own.
+fn check_world<'a>(made_for: impl IntoIterator<Item = &'a Device>, world: &World) -> Result<()> {
+    let made_for: Vec<&Device> = made_for.into_iter().collect();
+    if made_for.len() != world.len() {
+        return Err(GpuError::BadInput(format!(
+            "made for a world of {} devices, used with {}",
+            made_for.len(),
+            world.len()
+        )));
+    }
+    let mismatch = (0..world.len()).find(|&k| !made_for[k].shares_memory_with(&world.devices()[k]));
+    if let Some(k) = mismatch {
+        return Err(GpuError::BadInput(format!(
+            "made for another world: device {k} of this world is not the device {k} the launcher was made for"
+        )));
     }
     Ok(())
 }
@@ -292,7 +305,7 @@ impl<T: ReduceElement, A: AllReduce<T>> AcrossGpus<T, A> {
     /// `op` over the concatenation of `parts` (part k on device k); every GPU ends with the total
     /// ([`AcrossGpus::totals`]), and device 0's copy is returned.
     pub fn reduce(&mut self, world: &World, op: ReduceOp, parts: &[DeviceView<'_, T>]) -> Result<T> {
-        check_world(self.values.len(), world)?;
+        check_world(self.values.iter().map(DeviceBuffer::device), world)?;
         op.check_not_empty(world.check_parts(parts)?)?;
         for (k, part) in parts.iter().enumerate() {
             if part.is_empty() {

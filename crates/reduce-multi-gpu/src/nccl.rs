@@ -119,7 +119,7 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
 
     // ANCHOR: nccl
     fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
-        check_world(self.comms.len(), world)?;
+        check_world(&self.devices, world)?;
         let len = check_buffers(world, buffers)?;
         if len == 0 {
             return Ok(());

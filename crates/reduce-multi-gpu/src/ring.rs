@@ -295,7 +295,7 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
 
     // ANCHOR: ring
     fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
-        check_world(self.members.len(), world)?;
+        check_world(self.members.iter().map(|m| &m.device), world)?;
         let len = check_buffers(world, buffers)?;
         let n = self.members.len();
         if n == 1 || len == 0 {

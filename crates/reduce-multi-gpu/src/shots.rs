@@ -274,7 +274,7 @@ fn peer_all_reduce<T: ReduceElement>(
     op: ReduceOp,
     buffers: &mut [DeviceBuffer<T>],
 ) -> Result<()> {
-    check_world(kernels.members.len(), world)?;
+    check_world(kernels.members.iter().map(|m| &m.device), world)?;
     let len = check_buffers(world, buffers)?;
     if kernels.members.len() == 1 || len == 0 {
         return Ok(());

@@ -508,6 +508,26 @@ fn bad_input(world: &World) -> TestResult {
         let one = world.first(1)?;
         expect_bad("world", step.reduce(&one, ReduceOp::Sum, &views(&one.scatter(&[1.0f32])?)))?;
     }
+    // Launchers made for another world of as many devices (simulated ones, which any machine has):
+    // its buffers are other memory, and every step says so instead of reading it.
+    let other = World::simulated(world.len())?;
+    let inputs = other.scatter(&[1.0f32; 100])?;
+    expect_bad("other world, host", step.reduce(&other, ReduceOp::Sum, &views(&inputs)))?;
+    expect_bad(
+        "other world, ring",
+        AcrossGpus::<f32, Ring<f32>>::new(world)?.reduce(&other, ReduceOp::Sum, &views(&inputs)),
+    )?;
+    let mut buffers: Vec<DeviceBuffer<f32>> = other.devices().iter().map(|d| d.alloc(100)).collect::<Result<_, _>>()?;
+    let all_reduces: [(&str, gpu_harness::Result<()>); 2] = [
+        ("other world, ring buffers", Ring::<f32>::new(world)?.all_reduce(&other, ReduceOp::Sum, &mut buffers)),
+        ("other world, by size", BySize::<f32>::new(world)?.all_reduce(&other, ReduceOp::Sum, &mut buffers)),
+    ];
+    for (what, result) in all_reduces {
+        match result {
+            Err(GpuError::BadInput(message)) => println!("{what}: {message}"),
+            other => return Err(rng.fail(format!("{what}: {other:?}, expected BadInput"))),
+        }
+    }
     Ok(())
 }
 
