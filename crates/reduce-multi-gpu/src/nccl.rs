@@ -16,7 +16,7 @@ use cudarc::nccl::{result, sys};
 use gpu_harness::{Device, DeviceBuffer, GpuError, Result};
 use reduction::{ReduceElement, ReduceOp};
 
-use crate::ring::{Folds, fold_config};
+use crate::ring::{KernelsByOp, fold_config};
 use crate::{AllReduce, World, check_buffers, check_world, queueing};
 
 /// What to install when NCCL is missing: cudarc looks for `libnccl.so` (and `libnccl.so.<CUDA
@@ -60,7 +60,7 @@ pub struct Nccl<T: ReduceElement> {
     comms: Vec<sys::ncclComm_t>,
     /// Per GPU: its device, its folds (for the f32 min and max), and room for every GPU's buffer.
     devices: Vec<Device>,
-    folds: Vec<Folds>,
+    folds: Vec<KernelsByOp>,
     gathered: Vec<DeviceBuffer<T>>,
 }
 
@@ -111,7 +111,7 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
         drop(queueing);
         let mut nccl = Nccl { comms, devices: world.devices().to_vec(), folds: Vec::new(), gathered: Vec::new() };
         for device in world.devices() {
-            nccl.folds.push(Folds::load::<T>(device)?);
+            nccl.folds.push(KernelsByOp::load::<T>(device, "ring_combine")?);
             nccl.gathered.push(device.alloc(0)?);
         }
         Ok(nccl)

@@ -25,7 +25,7 @@ use reduction::{ReduceElement, ReduceOp};
 
 use crate::{AllReduce, World, check_buffers, check_world, part_range, queueing};
 
-pub(crate) const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
+const SOURCE: KernelSource = kernel_source!("reduce_multi_gpu.cu");
 
 /// Threads per block of the fold kernel.
 pub const BLOCK_SIZE: u32 = 256;
@@ -91,18 +91,18 @@ pub(crate) fn fold_config(device: &Device, n: usize) -> LaunchConfig {
     LaunchConfig::linear(n.div_ceil(BLOCK_SIZE as usize).clamp(1, resident) as u32, BLOCK_SIZE, 0)
 }
 
-/// One GPU's fold kernels (`ring_combine_<op>_<type>`), one per operation; NCCL's f32 min and max
-/// use them too.
-pub(crate) struct Folds(Vec<(ReduceOp, Kernel)>);
+/// One GPU's kernels of one kind, one per operation: `<kind>_<op>_<type>` (the ring's folds,
+/// `ring_combine`, which NCCL's f32 min and max use too, and the one-shot and two-shot kernels).
+pub(crate) struct KernelsByOp(Vec<(ReduceOp, Kernel)>);
 
-impl Folds {
-    pub(crate) fn load<T: ReduceElement>(device: &Device) -> Result<Folds> {
-        let kernel = |op: ReduceOp| device.kernel(&SOURCE, &format!("ring_combine_{}_{}", op.name(), T::SUFFIX));
-        Ok(Folds(ReduceOp::ALL.iter().map(|&op| Ok((op, kernel(op)?))).collect::<Result<_>>()?))
+impl KernelsByOp {
+    pub(crate) fn load<T: ReduceElement>(device: &Device, kind: &str) -> Result<KernelsByOp> {
+        let kernel = |op: ReduceOp| device.kernel(&SOURCE, &format!("{kind}_{}_{}", op.name(), T::SUFFIX));
+        Ok(KernelsByOp(ReduceOp::ALL.iter().map(|&op| Ok((op, kernel(op)?))).collect::<Result<_>>()?))
     }
 
     pub(crate) fn get(&self, op: ReduceOp) -> &Kernel {
-        &self.0.iter().find(|(o, _)| *o == op).expect("a fold per operation").1
+        &self.0.iter().find(|(o, _)| *o == op).expect("a kernel per operation").1
     }
 }
 
@@ -238,7 +238,7 @@ struct Member {
     /// A fork of `device`: the stream the GPU's outgoing copies go to.
     copier: Device,
     /// The fold kernels, by operation.
-    folds: Folds,
+    folds: KernelsByOp,
     /// Per piece: the fold of the piece into this GPU's chunk is done (so its data can be sent on
     /// and its landing place reused).
     folded: Vec<Event>,
@@ -282,7 +282,7 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
                 Ok(Member {
                     device: device.clone(),
                     copier: device.fork()?,
-                    folds: Folds::load::<T>(device)?,
+                    folds: KernelsByOp::load::<T>(device, "ring_combine")?,
                     folded: Vec::new(),
                     sent: Vec::new(),
                     start: device.event()?,

@@ -10,10 +10,10 @@
 //! `Member`: a staging buffer of two halves (the one-shot's), an inbox (the two-shot by writes'),
 //! the flags the others write, and the table of every GPU's addresses that its kernel reads.
 
-use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape, Kernel, LaunchConfig, Result, launch_together};
+use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape, LaunchConfig, Result, launch_together};
 use reduction::{ReduceElement, ReduceOp};
 
-use crate::ring::SOURCE;
+use crate::ring::KernelsByOp;
 use crate::{AllReduce, Ring, World, check_buffers, check_world, queueing};
 
 /// Threads per block of the one-shot and two-shot kernels.
@@ -143,8 +143,8 @@ struct Member<T: ReduceElement> {
     table: DeviceBuffer<u64>,
     /// What `table` holds now, so that it is written again only when an address changes.
     written: Vec<u64>,
-    /// The kernels, by algorithm and operation.
-    kernels: Vec<(Algorithm, ReduceOp, Kernel)>,
+    /// The kernels, by algorithm, then by operation.
+    kernels: Vec<(Algorithm, KernelsByOp)>,
 }
 
 /// The kernels' side of a world: a member per GPU and the call counter the epochs come from.
@@ -164,20 +164,13 @@ impl<T: ReduceElement> PeerKernels<T> {
             return Err(error);
         }
         let devices = world.devices();
-        let kernels = |device: &Device| -> Result<Vec<(Algorithm, ReduceOp, Kernel)>> {
+        let kernels = |device: &Device| -> Result<Vec<(Algorithm, KernelsByOp)>> {
             let kinds = [
                 (Algorithm::OneShot, "one_shot"),
                 (Algorithm::TwoShot, "two_shot"),
                 (Algorithm::TwoShotWrites, "two_shot_writes"),
             ];
-            let mut kernels = Vec::new();
-            for (algorithm, kind) in kinds {
-                for op in ReduceOp::ALL {
-                    let name = format!("{kind}_{}_{}", op.name(), T::SUFFIX);
-                    kernels.push((algorithm, op, device.kernel(&SOURCE, &name)?));
-                }
-            }
-            Ok(kernels)
+            kinds.into_iter().map(|(algorithm, kind)| Ok((algorithm, KernelsByOp::load::<T>(device, kind)?))).collect()
         };
         let members = devices
             .iter()
@@ -214,20 +207,23 @@ impl<T: ReduceElement> PeerKernels<T> {
         if half > self.half || slot > self.slot {
             // The other GPUs may still read the old buffers: let every GPU finish first.
             self.members.iter().try_for_each(|m| m.device.synchronize())?;
+            for member in &mut self.members {
+                if half > self.half {
+                    member.staging = member.device.alloc(2 * half)?;
+                }
+                if slot > self.slot {
+                    member.inbox = member.device.alloc(gpus * slot)?;
+                }
+            }
             self.half = self.half.max(half);
             self.slot = self.slot.max(slot);
-            for member in &mut self.members {
-                member.staging = member.device.alloc(2 * self.half)?;
-                member.inbox = member.device.alloc(gpus * self.slot)?;
-            }
-            // The other GPUs write into the new inboxes: let their zeroing finish first.
+            // The other GPUs write into the new buffers: let their zeroing finish first.
             self.members.iter().try_for_each(|m| m.device.synchronize())?;
         }
-        let address = |view: gpu_harness::DeviceView<'_, T>| view.raw_address();
-        let addresses: Vec<u64> = (self.members.iter().map(|m| address(m.staging.as_view())))
-            .chain(self.members.iter().map(|m| address(m.inbox.as_view())))
+        let addresses: Vec<u64> = (self.members.iter().map(|m| m.staging.as_view().raw_address()))
+            .chain(self.members.iter().map(|m| m.inbox.as_view().raw_address()))
             .chain(self.members.iter().map(|m| m.flags.as_view().raw_address()))
-            .chain(buffers.iter().map(|b| address(b.as_view())))
+            .chain(buffers.iter().map(|b| b.as_view().raw_address()))
             .collect();
         for (rank, member) in self.members.iter_mut().enumerate() {
             let header = [rank as u64, gpus as u64, self.half as u64, self.slot as u64];
@@ -256,9 +252,8 @@ impl<T: ReduceElement> PeerKernels<T> {
             .iter()
             .zip(buffers.iter())
             .map(|(member, buffer)| {
-                let (_, _, kernel) = (member.kernels.iter())
-                    .find(|(a, o, _)| (*a, *o) == (algorithm, op))
-                    .expect("a kernel per algorithm and operation");
+                let (_, kernels) = member.kernels.iter().find(|(a, _)| *a == algorithm).expect("kernels per algorithm");
+                let kernel = kernels.get(op);
                 member.device.launch(kernel, config).arg(buffer).arg(&member.table).arg(len as u64).arg(epoch)
             })
             .collect();

@@ -241,6 +241,9 @@ fn all_reduce_suite<T: ReduceElement, A: AllReduce<T>>(world: &World) -> TestRes
     Ok(())
 }
 
+/// A test on a world.
+type WorldTest = fn(&World) -> TestResult;
+
 /// Why a test cannot run on a world (`None`: it can): [`runs_anywhere`], [`nccl_missing`] or
 /// [`peer_kernels_missing`].
 type Needs = fn(&World) -> Option<String>;
@@ -715,63 +718,24 @@ fn main() -> std::process::ExitCode {
     suite = step_tests::<u32, AcrossGpus<u32, TwoShot<u32>>>(suite, peer_kernels_missing);
     suite = step_tests::<i32, AcrossGpus<i32, BySize<i32>>>(suite, peer_kernels_missing);
     suite = step_tests::<f32, AcrossGpus<f32, TwoShotWrites<f32>>>(suite, peer_kernels_missing);
-    suite = world_test(
-        suite,
-        "one_shot::f32_specials".into(),
-        peer_kernels_missing,
-        f32_specials::<AcrossGpus<f32, OneShot<f32>>>,
-    );
-    suite = world_test(
-        suite,
-        "two_shot::wrap_around".into(),
-        peer_kernels_missing,
-        wrap_around::<AcrossGpus<u32, TwoShot<u32>>>,
-    );
-    suite = world_test(
-        suite,
-        "one_shot::all_reduce_f32".into(),
-        peer_kernels_missing,
-        all_reduce_suite::<f32, OneShot<f32>>,
-    );
-    suite = world_test(
-        suite,
-        "one_shot::all_reduce_i32".into(),
-        peer_kernels_missing,
-        all_reduce_suite::<i32, OneShot<i32>>,
-    );
-    suite = world_test(
-        suite,
-        "one_shot::all_reduce_u32".into(),
-        peer_kernels_missing,
-        all_reduce_suite::<u32, OneShot<u32>>,
-    );
-    suite = world_test(
-        suite,
-        "two_shot::all_reduce_f32".into(),
-        peer_kernels_missing,
-        all_reduce_suite::<f32, TwoShot<f32>>,
-    );
-    suite = world_test(
-        suite,
-        "two_shot::all_reduce_i32".into(),
-        peer_kernels_missing,
-        all_reduce_suite::<i32, TwoShot<i32>>,
-    );
-    suite = world_test(
-        suite,
-        "two_shot::all_reduce_u32".into(),
-        peer_kernels_missing,
-        all_reduce_suite::<u32, TwoShot<u32>>,
-    );
-    suite =
-        world_test(suite, "by_size::all_reduce_f32".into(), peer_kernels_missing, all_reduce_suite::<f32, BySize<f32>>);
-    suite = world_test(suite, "shots::back_to_back".into(), peer_kernels_missing, back_to_back);
-    suite = world_test(suite, "shots::small_for_the_sanitizers".into(), peer_kernels_missing, small_for_the_sanitizers);
-    for (name, test) in [
-        ("two_shot_writes::all_reduce_f32", all_reduce_suite::<f32, TwoShotWrites<f32>> as fn(&World) -> TestResult),
+    // The kernels that meet at flags: each test on the shared world, ignored where they cannot run.
+    let peer_tests: [(&str, WorldTest); 14] = [
+        ("one_shot::f32_specials", f32_specials::<AcrossGpus<f32, OneShot<f32>>>),
+        ("two_shot::wrap_around", wrap_around::<AcrossGpus<u32, TwoShot<u32>>>),
+        ("one_shot::all_reduce_f32", all_reduce_suite::<f32, OneShot<f32>>),
+        ("one_shot::all_reduce_i32", all_reduce_suite::<i32, OneShot<i32>>),
+        ("one_shot::all_reduce_u32", all_reduce_suite::<u32, OneShot<u32>>),
+        ("two_shot::all_reduce_f32", all_reduce_suite::<f32, TwoShot<f32>>),
+        ("two_shot::all_reduce_i32", all_reduce_suite::<i32, TwoShot<i32>>),
+        ("two_shot::all_reduce_u32", all_reduce_suite::<u32, TwoShot<u32>>),
+        ("by_size::all_reduce_f32", all_reduce_suite::<f32, BySize<f32>>),
+        ("shots::back_to_back", back_to_back),
+        ("shots::small_for_the_sanitizers", small_for_the_sanitizers),
+        ("two_shot_writes::all_reduce_f32", all_reduce_suite::<f32, TwoShotWrites<f32>>),
         ("two_shot_writes::all_reduce_i32", all_reduce_suite::<i32, TwoShotWrites<i32>>),
         ("two_shot_writes::all_reduce_u32", all_reduce_suite::<u32, TwoShotWrites<u32>>),
-    ] {
+    ];
+    for (name, test) in peer_tests {
         suite = world_test(suite, name.into(), peer_kernels_missing, test);
     }
     suite = world_test(suite, "world::bad_input".into(), runs_anywhere, bad_input);

@@ -108,10 +108,6 @@ fn family_page(family: &Family) -> Option<&str> {
     family.summary.as_ref().map(|p| p.file.as_str()).or(family.chapters.first().map(|c| c.file.as_str()))
 }
 
-fn size(bytes: u64) -> String {
-    if bytes >= 1 << 30 { format!("{} GiB", bytes >> 30) } else { format!("{} MiB", bytes >> 20) }
-}
-
 /// The headline table: a row per family, GPU and peer, then a row per machine and peer of the
 /// all-reduce. `None` when nothing was measured.
 pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Option<Table> {
@@ -152,7 +148,10 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
     for (n, all_reduce) in all_reduces.iter().enumerate() {
         for (i, (name, row)) in all_reduce.others.iter().enumerate() {
             let technique = if n == 0 && i == 0 {
-                format!("[Across GPUs](reduction/reduce-multi-gpu.md), all-reduce of {}", size(all_reduce.ours.bytes))
+                format!(
+                    "[Across GPUs](reduction/reduce-multi-gpu.md), all-reduce of {}",
+                    crate::multi_gpu::size_label(all_reduce.ours.bytes)
+                )
             } else {
                 String::new()
             };

@@ -134,7 +134,7 @@ pub fn load_machines(data_dir: &Path) -> gpu_harness::Result<Vec<MachineFile>> {
 }
 
 /// A size in KiB, MiB or GiB.
-fn mib(bytes: u64) -> String {
+pub(crate) fn size_label(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 => format!("{} MiB", b >> 20),
@@ -157,7 +157,7 @@ pub fn all_reduce_table(file: &MachineFile, gpus: usize) -> String {
     out += &" ---: |".repeat(steps.len());
     out += "\n";
     for bytes in file.sizes() {
-        let _ = write!(out, "| {} |", mib(bytes));
+        let _ = write!(out, "| {} |", size_label(bytes));
         for (method, _) in &steps {
             let _ = write!(out, " {} |", cell(method, bytes));
         }
@@ -181,7 +181,7 @@ pub fn all_reduce_table(file: &MachineFile, gpus: usize) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} |",
-            mib(bytes),
+            size_label(bytes),
             time("nccl", bytes),
             time("torch", bytes),
             time(best, bytes),
@@ -244,7 +244,7 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .x_desc("size per GPU")
             .y_desc("bus bandwidth (GB/s)")
             .x_labels(series[0].1.len())
-            .x_label_formatter(&|x| mib(2f64.powf(x.round()) as u64))
+            .x_label_formatter(&|x| size_label(2f64.powf(x.round()) as u64))
             .y_label_formatter(&|y| format!("{y:.0}"))
             .label_style(font(10.0))
             .axis_desc_style(font(11.0))
