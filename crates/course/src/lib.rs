@@ -22,10 +22,8 @@
 //! assert_eq!(bytes, Ok(4016));
 //! ```
 
-pub mod classroom;
 mod formula;
-pub mod optimisation;
-pub mod regions;
+mod improvement;
 
 use std::sync::OnceLock;
 
@@ -33,7 +31,7 @@ use gpu_harness::Case;
 use serde::{Deserialize, Deserializer};
 
 pub use formula::Formula;
-pub use optimisation::{Counter, Improvement, Per};
+pub use improvement::{Counter, Improvement, Per, RunCounters};
 
 /// The script that measures the peers declared with `torch` (PyTorch's ops), which the tour does
 /// not time: it runs without torch.
@@ -488,6 +486,23 @@ fn optional_case<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Ca
 
 fn optional_cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<Case>>, D::Error> {
     cases(deserializer).map(Some)
+}
+
+/// Whether `source` defines the entry point `kernel` with its name written out: a line that starts
+/// with `extern "C"` and has `kernel(` (as a whole name) on it or on the next line. A name made by
+/// token pasting in a macro (`scan_tiles_##S(`) or handed to a macro (`PASS(multi_level_sum_f32,
+/// Op)`) is not found: every kernel a chapter names can be found with grep.
+pub fn kernel_written_out(source: &str, kernel: &str) -> bool {
+    let lines: Vec<&str> = source.lines().collect();
+    let call = format!("{kernel}(");
+    let names = |text: &str| {
+        text.match_indices(&call).any(|(at, _)| !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+    };
+    lines.iter().enumerate().any(|(i, line)| {
+        line.trim_start()
+            .strip_prefix("extern \"C\"")
+            .is_some_and(|rest| names(rest) || lines.get(i + 1).is_some_and(|next| names(next)))
+    })
 }
 
 #[cfg(test)]

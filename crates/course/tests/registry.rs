@@ -24,23 +24,6 @@ fn files(folder: &str, extension: &str) -> Vec<PathBuf> {
     files
 }
 
-/// Whether `source` defines the entry point `kernel` with its name written out: a line that starts
-/// with `extern "C"` and has `kernel(` (as a whole name) on it or on the next line. A name made by
-/// token pasting in a macro (`scan_tiles_##S(`) or handed to a macro (`PASS(multi_level_sum_f32,
-/// Op)`) is not found: every kernel a chapter names can be found with grep.
-fn written_out(source: &str, kernel: &str) -> bool {
-    let lines: Vec<&str> = source.lines().collect();
-    let call = format!("{kernel}(");
-    let names = |text: &str| {
-        text.match_indices(&call).any(|(at, _)| !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
-    };
-    lines.iter().enumerate().any(|(i, line)| {
-        line.trim_start()
-            .strip_prefix("extern \"C\"")
-            .is_some_and(|rest| names(rest) || lines.get(i + 1).is_some_and(|next| names(next)))
-    })
-}
-
 fn main() -> std::process::ExitCode {
     TestSuite::new()
         .cpu("every_chapter_crate_exists", || -> TestResult {
@@ -63,7 +46,7 @@ fn main() -> std::process::ExitCode {
                 let path = root().join("cuda").join(&file);
                 let source = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 let kernel = &step.step.kernel;
-                if !written_out(&source, kernel) {
+                if !course::kernel_written_out(&source, kernel) {
                     problems.push(format!(
                         "{}/{}: no `extern \"C\"` kernel `{kernel}` written out in cuda/{file}",
                         step.crate_name,
@@ -81,7 +64,7 @@ fn main() -> std::process::ExitCode {
             for (what, source, expected) in
                 [("pasted", pasted, false), ("handed", handed, false), ("explicit", explicit, true), ("longer", longer, false)]
             {
-                if written_out(source, "scan_tiles_f32") != expected {
+                if course::kernel_written_out(source, "scan_tiles_f32") != expected {
                     return Err(format!("{what}: written_out should be {expected} for\n{source}").into());
                 }
             }
@@ -96,59 +79,6 @@ fn main() -> std::process::ExitCode {
                 Err(e) if e.contains("not a chapter of family `reduction`") => Ok(()),
                 other => Err(format!("a kernel_from naming another family's chapter gave {other:?}").into()),
             }
-        })
-        .cpu("every_graded_counter_names_a_section_and_a_kernel_that_exist", || -> TestResult {
-            let mut problems = Vec::new();
-            for step in course::optimisation::all_graded_steps(course::registry()) {
-                let name = format!("{}/{}", step.crate_name, step.name);
-                let Some(chapter) = step.chapter() else { continue };
-                let page = std::fs::read_to_string(root().join("book/src").join(&chapter.file))?;
-                match step.section() {
-                    Some(section) if !page.lines().any(|l| l.trim_start_matches('#').trim() == section) => {
-                        problems.push(format!("{name}: no section \"{section}\" in book/src/{}", chapter.file));
-                    }
-                    Some(_) => {}
-                    None => problems.push(format!("{name}: graded, with no `section` for the grader's advice")),
-                }
-                let source = std::fs::read_to_string(root().join("cuda").join(chapter.kernel_file()))?;
-                for kernel in step.improves.iter().filter_map(|i| i.kernel.as_ref()) {
-                    if !written_out(&source, kernel) {
-                        problems.push(format!("{name}: counts `{kernel}`, not a kernel of cuda/{}", chapter.kernel_file()));
-                    }
-                }
-            }
-            if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
-        })
-        .cpu("every_crate_with_solution_regions_earns_optimisation_points", || -> TestResult {
-            // Every one: reduce-multi-gpu's ring is a world step, counted on simulated devices.
-            let course = course::registry();
-            let mut problems = Vec::new();
-            for name in course::classroom::assigned_crates(&root())? {
-                if course::optimisation::graded_steps(course, &name).is_empty() {
-                    problems.push(format!("{name}: no step of course.toml lists what it `improves`"));
-                }
-            }
-            if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
-        })
-        .cpu("the_instructors_page_shows_the_counters_of_course_toml", || -> TestResult {
-            const BEGIN: &str = "<!-- generated from course.toml (course::optimisation::counters_table): do not edit by hand; UPDATE_BOOK=1 cargo test -p course --test registry rewrites it -->\n";
-            const END: &str = "<!-- end of the generated table -->";
-            let path = root().join("book/src/instructors.md");
-            let page = std::fs::read_to_string(&path)?;
-            let start = page.find(BEGIN).ok_or("book/src/instructors.md has no generated table's opening marker")? + BEGIN.len();
-            let end = start + page[start..].find(END).ok_or("no end marker after the table")?;
-            let table = course::optimisation::counters_table(course::registry());
-            if page[start..end] == table {
-                return Ok(());
-            }
-            if std::env::var("UPDATE_BOOK").is_ok_and(|v| v == "1") {
-                std::fs::write(&path, format!("{}{table}{}", &page[..start], &page[end..]))?;
-                return Ok(());
-            }
-            Err(format!(
-                "book/src/instructors.md's table of counters differs from course.toml's (UPDATE_BOOK=1 cargo test -p course --test registry rewrites it); expected:\n{table}"
-            )
-            .into())
         })
         .nvrtc("every_step_kernel_is_an_entry_point_of_its_kernel_file", || -> TestResult {
             // The `.entry` names of each kernel file's PTX, compiled once per file.

@@ -1,9 +1,9 @@
 //! The bench kit: `cargo bench -p <crate>` measures the crate's steps at the cases the registry
-//! (`course.toml`) gives them, through the same path as the tour (`report::Session`): each step is
-//! prepared on a random input, checked against the CPU, timed by criterion (device time from CUDA
-//! events, throughput in decimal bytes, so its report shows GB/s), then timed again by the tour's
-//! function for the results file, next to the read and copy roofs of its case measured in the same
-//! run. A dev-dependency only: no technique library links criterion.
+//! (`course.toml`) gives them, through the same path as the tour (`measuring::Session`): each step
+//! is prepared on a random input, checked against the CPU, timed by criterion (device time from
+//! CUDA events, throughput in decimal bytes, so its report shows GB/s), then timed again by the
+//! tour's function for the results file, next to the read and copy roofs of its case measured in
+//! the same run. A dev-dependency only: no technique library links criterion.
 //!
 //! A crate's bench (`harness = false`) is one line:
 //!
@@ -20,8 +20,8 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput};
 use gpu_harness::peer::PeerLibrary;
 use gpu_harness::{Device, StepEntry};
-use report::session::{Failure, Session, find_entry};
-use report::tables::chapter_table;
+use measuring::session::{Failure, Session, find_entry};
+use measuring::tables::chapter_table;
 
 /// The seed of every bench input (a bench measures the same data each run).
 const SEED: u64 = 0x5eed;
@@ -111,7 +111,7 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
                 }
             }
         }
-        match report::write_results(&results_dir(), results) {
+        match measuring::write_results(&results_dir(), results) {
             Ok(path) => println!("results written to {}", path.display()),
             Err(e) => {
                 eprintln!("{crate_name}: {e}");
@@ -127,7 +127,7 @@ pub fn results_dir() -> PathBuf {
     let home = std::env::var_os("CRITERION_HOME").map(PathBuf::from).unwrap_or_else(|| {
         std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| report::workspace_root().join("target"))
+            .unwrap_or_else(|| measuring::workspace_root().join("target"))
             .join("criterion")
     });
     home.join("measurements")

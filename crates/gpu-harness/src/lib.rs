@@ -19,8 +19,9 @@
 //! - [`bf16`]: bfloat16 on the host, for the families that take f32 and bf16: the element trait
 //!   [`bf16::Value`] and the conversions (the kernels' are in `cuda/bf16.cuh`).
 //!
-//! Test helpers live in `gpu-test`, bench helpers in `gpu-bench`, results, tables and charts in
-//! `report`, and each family's shared code in its own crate (`reduction`).
+//! Test helpers live in `gpu-test`, bench helpers in `gpu-bench`, the measuring session, the
+//! results format and its tables in `measuring`, the book's charts and pages in `report`, and each
+//! family's shared code in its own crate (`reduction`).
 
 pub mod bf16;
 pub mod compile;

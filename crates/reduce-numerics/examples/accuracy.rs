@@ -125,11 +125,11 @@ fn main() -> Result<()> {
         }
         studies.push(Study { dataset: dataset.name, about: dataset.about, series });
     }
-    let file = AccuracyFile { device: device.facts().name.clone(), date: report::results::utc_date_today(), studies };
+    let file = AccuracyFile { device: device.facts().name.clone(), date: measuring::utc_date_today(), studies };
     let folder = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/data/accuracy"));
     let out = std::env::var_os("ACCURACY_OUT").map(std::path::PathBuf::from).unwrap_or(folder);
     std::fs::create_dir_all(&out).map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
-    let path = out.join(format!("{}.json", report::gpu_slug(&device.facts().name)));
+    let path = out.join(format!("{}.json", measuring::gpu_slug(&device.facts().name)));
     let text = serde_json::to_string_pretty(&file).map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
     std::fs::write(&path, text + "\n").map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
     println!("wrote {}", path.display());

@@ -10,10 +10,7 @@ use plotters::prelude::*;
 use serde::Deserialize;
 
 use crate::charts::{ChartError, draw_lines, drawing};
-use crate::results::data_files;
-
-/// The folder of the accuracy studies, under the book's data folder.
-pub const FOLDER: &str = "accuracy";
+use crate::data::{ACCURACY as FOLDER, data_files};
 
 /// Relative errors below this (0 included: an exact sum) are drawn at it.
 const FLOOR: f64 = 1e-10;

@@ -12,9 +12,10 @@ use course::{Course, Family};
 use gpu_harness::{Case, GpuError};
 
 use crate::charts::{ChartError, chapter_chart, summary_chart};
+use crate::data::{ACCURACY, FRAGMENTS, MULTI_GPU, load_results_by_gpu};
 use crate::headline::{self, GpuResults};
-use crate::results::{Results, load_results_by_gpu};
-use crate::tables::{chapter_table, find_record, peers_table, share_of_roof, summary_table};
+use measuring::results::Results;
+use measuring::tables::{chapter_table, find_record, peers_table, share_of_roof, summary_table};
 
 /// Why the book could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -26,9 +27,6 @@ pub enum BookError {
     #[error("{0}")]
     Layout(String),
 }
-
-/// The folder, under the data folder, of the fragments the chapters include.
-pub const FRAGMENTS: &str = "measured";
 
 /// Markers around the generated part of `book/src/SUMMARY.md` and of the README's status table.
 pub const BEGIN: &str = "<!-- generated from course.toml: do not edit by hand (cargo run --release -- --charts) -->";
@@ -181,16 +179,13 @@ fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         let mut body = format!("Measured on an {}, on {}.\n\n", file.device, file.date);
         for study in &file.studies {
             let name = crate::accuracy::chart_file(slug, study);
-            files.push((
-                data.join(crate::accuracy::FOLDER).join(&name),
-                crate::accuracy::study_chart(study, &file.device)?,
-            ));
+            files.push((data.join(ACCURACY).join(&name), crate::accuracy::study_chart(study, &file.device)?));
             let _ = write!(
                 body,
                 "![Relative error of each way of summing {} against n on an {}](../data/{}/{name})\n\n{}\n",
                 study.dataset,
                 file.device,
-                crate::accuracy::FOLDER,
+                ACCURACY,
                 crate::accuracy::study_table(study)
             );
         }
@@ -214,7 +209,7 @@ fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     for machine in &machines {
         let (charts, body) = crate::multi_gpu::machine_section(machine)?;
         for (name, svg) in charts {
-            files.push((data.join(crate::multi_gpu::FOLDER).join(name), svg));
+            files.push((data.join(MULTI_GPU).join(name), svg));
         }
         let gpu = Gpu {
             slug: machine.slug.clone(),

@@ -2,8 +2,8 @@
 //!
 //! Each bar is a step's effective bandwidth, labelled with its GB/s and its share of its own roof
 //! (the read roof for a step that only reads, the copy roof for one that reads and writes; no share
-//! where the roofs do not bind, [`crate::tables::roof_binds`]). The course's steps are blue, the
-//! peers (NVIDIA's libraries, the seeds' kernels) grey with their names in italics, as a legend
+//! where the roofs do not bind, [`measuring::tables::roof_binds`]). The course's steps are blue,
+//! the peers (NVIDIA's libraries, the seeds' kernels) grey with their names in italics, as a legend
 //! under the title says. Solid lines mark the read roof and the copy roof measured in the same run,
 //! a dashed one the theoretical DRAM peak, each labelled to the right of the plot.
 //!
@@ -21,9 +21,9 @@
 
 use course::{Chapter, Family};
 
-use crate::results::{Record, Results};
-use crate::tables::{find_record, roof_binds};
 use gpu_harness::{Case, Shape};
+use measuring::results::{Record, Results};
+use measuring::tables::{find_record, roof_binds};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -91,7 +91,7 @@ pub struct Bar {
     /// name in italics, and the legend names its source. `None` for the course's steps.
     pub peer: Option<String>,
     /// Whether its share of its roof is shown: `false` where the bytes it moves fit in the GPU's L2
-    /// ([`crate::tables::roof_binds`]); its label then says `in L2`.
+    /// ([`measuring::tables::roof_binds`]); its label then says `in L2`.
     pub roof_binds: bool,
 }
 
@@ -126,7 +126,7 @@ pub fn chapter_chart(
     results: &[Results],
     case: &Case,
 ) -> Result<Option<String>, ChartError> {
-    let steps = crate::tables::chapter_steps(family, chapter);
+    let steps = measuring::tables::chapter_steps(family, chapter);
     let records: Vec<(&course::StepRef, &Record)> = steps
         .iter()
         .flat_map(|s| s.cases().iter().filter(|c| same_input(c, case)).map(move |c| (s, c)))
@@ -362,7 +362,7 @@ pub fn share_chart(title: &str, groups: &[Group], legend: &[String; 2]) -> Resul
     }
     let share = |bar: &ShareBar| match bar.percent {
         Some(p) => format!("{p:.1}%"),
-        None => crate::tables::IN_L2.to_string(),
+        None => measuring::tables::IN_L2.to_string(),
     };
     let label = |bar: &ShareBar| format!("{}  {}", share(bar), bar.label);
 
@@ -682,7 +682,7 @@ fn draw_bar_labels(
             let percent = if percent < 10.0 { format!("{percent:.1}%") } else { format!("{percent:.0}%") };
             if form == Form::Long { format!("{percent} of {}", bar.roof) } else { percent }
         } else {
-            crate::tables::IN_L2.to_string()
+            measuring::tables::IN_L2.to_string()
         };
         match form {
             Form::ShareOnly => vec![share],
@@ -945,7 +945,7 @@ mod tests {
                 (format!("{count} made-up bars"), bar_chart("Made up", &bars, lines).unwrap())
             })
             .collect();
-        let book = crate::book::render_book(course::registry(), &crate::workspace_root()).unwrap();
+        let book = crate::book::render_book(course::registry(), &measuring::workspace_root()).unwrap();
         charts.extend(
             book.into_iter()
                 .filter(|(path, _)| path.extension().is_some_and(|e| e == "svg"))

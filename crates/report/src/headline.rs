@@ -13,8 +13,8 @@ use course::{Course, Family, StepRef};
 
 use crate::charts::{ChartError, Group, GroupBars, ShareBar, share_chart};
 use crate::multi_gpu::{MachineFile, Row as MachineRow};
-use crate::results::{Record, Results};
-use crate::tables::{Align, Table, find_record, roof_binds};
+use measuring::results::{Record, Results};
+use measuring::tables::{Align, Table, find_record, roof_binds};
 
 /// One GPU's results: its name (`NVIDIA H200`) and every results file measured on it.
 pub struct GpuResults<'a> {
@@ -194,7 +194,7 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
         let _ = write!(caption, " {}.", gpus.join(", "));
     }
     let peers: Vec<StepRef> = measured.iter().flat_map(|m| m.peers.iter().map(|(p, _)| *p)).collect();
-    caption += &crate::tables::script_note(&peers);
+    caption += &measuring::tables::script_note(&peers);
     if !all_reduces.is_empty() {
         caption += " Across GPUs, the GB/s are the all-reduce's bus bandwidth (as nccl-tests reports it), \
                     with NVLink SHARP (NVLS, NCCL's fastest all-reduce on NVSwitch machines) off.";

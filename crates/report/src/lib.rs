@@ -1,9 +1,8 @@
-//! # report: measured results, their tables and charts, and the book pages drawn from them
+//! # report: the book generator, drawn from the registry and the measured data
 //!
-//! - [`session`]: the one measuring path of the tour and the benches (prepare, check, time,
-//!   record next to the roofs of the same run);
-//! - [`results`]: the results format and its one writer;
-//! - [`tables`]: the tables, rendered once, written as Markdown (the book) or text (the tour);
+//! What is measured, and how, is the measuring core's (crate `measuring`: the session, the results
+//! format, the tables); this crate publishes it:
+//! - [`data`]: the book's data folder read back, every GPU's results with PyTorch's peers merged;
 //! - [`charts`]: SVG bar charts with the read roof, the copy roof and the theoretical peak, and
 //!   the front page's chart of shares of roofs;
 //! - [`headline`]: the front page's table and chart: each family's final step beside its peers;
@@ -15,17 +14,11 @@
 pub mod accuracy;
 pub mod book;
 pub mod charts;
+pub mod data;
 pub mod headline;
 pub mod multi_gpu;
 pub mod prose;
-pub mod results;
-pub mod session;
-pub mod tables;
 pub mod torch;
 
 pub use book::{BookError, render_book};
-pub use results::{
-    Record, Results, book_data_dir, gpu_slug, load_results, load_results_by_gpu, workspace_root, write_results,
-};
-pub use session::{Failure, Session, find_entry};
-pub use tables::Table;
+pub use data::{book_data_dir, load_results, load_results_by_gpu};

@@ -13,10 +13,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::charts::{ChartError, draw_lines, drawing};
-use crate::results::data_files;
-
-/// The folder of the multi-GPU measurements, under the book's data folder.
-pub const FOLDER: &str = "multi-gpu";
+use crate::data::{MULTI_GPU as FOLDER, data_files};
 
 /// The all-reduce methods, in the order charts show them: the peers, then the chapter's steps.
 pub const METHODS: [&str; 7] = ["nccl", "torch", "ring", "one-shot", "two-shot", "two-shot-writes", "by-size"];

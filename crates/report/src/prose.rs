@@ -22,8 +22,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::data::load_results_by_gpu;
 use crate::multi_gpu::{MachineFile, load_machines};
-use crate::results::{Record, Results, load_results_by_gpu};
+use measuring::results::{Record, Results};
 
 const MARKER: &str = "<!-- data ";
 const UNITS: &[&str] = &["GB/s", "TB/s", "ms", "µs", "%", "x", "×"];

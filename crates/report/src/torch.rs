@@ -16,7 +16,7 @@ use course::{Course, StepRef};
 use gpu_harness::GpuError;
 use gpu_harness::measure::gigabytes_per_second;
 
-use crate::results::{Record, Results, io_error};
+use measuring::results::{Record, Results, io_error};
 
 /// The script's output in a GPU folder.
 pub const FILE: &str = "torch-reductions.txt";

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use report::{render_book, workspace_root};
+use measuring::workspace_root;
+use report::render_book;
 
 #[test]
 fn committed_pages_tables_and_charts_match_the_registry_and_the_data() {

@@ -4,9 +4,9 @@
 //! on the registry's scan family, so these tests do not depend on the data.
 
 use gpu_harness::DeviceFacts;
+use measuring::tables::{IN_L2, chapter_table, peers_table, roof_binds, share_of_roof, summary_table};
+use measuring::{Record, Results};
 use report::charts::{Bar, Lines, bar_chart};
-use report::tables::{IN_L2, chapter_table, peers_table, roof_binds, share_of_roof, summary_table};
-use report::{Record, Results};
 
 const L2: u64 = 50 << 20;
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use report::workspace_root;
+use measuring::workspace_root;
 
 /// The `.rs` files under `dir`, skipping build output.
 fn rust_sources(dir: &Path, found: &mut Vec<PathBuf>) {

@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use course::classroom::{
+use classroom::optimisation::{Optimisation, StepCounts, graded_steps, score};
+use classroom::{
     ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json, grade, grade_json,
     grade_table, overlay_submission, read_counts, speed, starter_files, sync_tree, tests_digest, write_starter,
 };
-use course::optimisation::{Optimisation, StepCounts, graded_steps, score};
 use gpu_harness::Device;
 
 use crate::cli::CourseCommand;
@@ -16,7 +16,7 @@ use crate::counting;
 
 /// Runs a course command; returns whether it succeeded.
 pub fn run(command: &CourseCommand) -> bool {
-    let root = report::workspace_root();
+    let root = measuring::workspace_root();
     let result = match command {
         CourseCommand::Starter { dest, crates } => starter(&root, dest, crates),
         CourseCommand::Grade { crates, submission, json, speed, require_all, require_optimised, tests_digest } => {

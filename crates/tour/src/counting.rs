@@ -8,9 +8,9 @@
 //! student's files (`tour count`, hidden from the help), with this same code: the same steps, the
 //! same inputs, the same simulator.
 
-use course::optimisation::{COUNT_SEED, Counted, StepCounts, graded_steps};
+use classroom::optimisation::{COUNT_SEED, Counted, StepCounts, graded_steps};
 use gpu_harness::Device;
-use report::session::{Failure, Session, find_entry};
+use measuring::session::{Failure, Session, find_entry};
 
 /// The counts of every graded step of `crates`, in registry order.
 pub fn count(crates: &[String]) -> Result<Vec<StepCounts>, String> {

@@ -1,15 +1,15 @@
 //! `tour`: the workspace's main command (`cargo run --release`).
 //!
 //! Runs every step the registry (`course.toml`) lists, family by family, case by case, through the
-//! same path as the benches (`report::Session`): each step is prepared on a random input, checked
-//! against the CPU, timed (median of CUDA-event-timed batches) and recorded next to the read and
-//! copy roofs of its case, measured in the same run. Peers (CUB, the seeds' kernels) run too when
-//! `COURSE_PEERS` names their library; PyTorch's are measured by `scripts/torch_reductions.py`
-//! instead (the tour runs without torch), and the book reads that script's output beside ours. It
-//! prints each chapter's table and each family's summary, writes one results file per crate into
-//! `book/src/data/<gpu>/`, and redraws the book's tables and charts. Without a GPU it runs every
-//! step on the CPU simulator and prints what each launch did. `--charts` only redraws the book from
-//! the committed data.
+//! same path as the benches (`measuring::Session`): each step is prepared on a random input,
+//! checked against the CPU, timed (median of CUDA-event-timed batches) and recorded next to the
+//! read and copy roofs of its case, measured in the same run. Peers (CUB, the seeds' kernels) run
+//! too when `COURSE_PEERS` names their library; PyTorch's are measured by
+//! `scripts/torch_reductions.py` instead (the tour runs without torch), and the book reads that
+//! script's output beside ours. It prints each chapter's table and each family's summary, writes
+//! one results file per crate into `book/src/data/<gpu>/`, and redraws the book's tables and
+//! charts. Without a GPU it runs every step on the CPU simulator and prints what each launch did.
+//! `--charts` only redraws the book from the committed data.
 
 mod classroom;
 mod cli;
@@ -24,8 +24,8 @@ use course::{Family, StepRef};
 use gpu_harness::peer::PeerLibrary;
 use gpu_harness::{Case, Device, GpuError, PIP_INSTALL_NVRTC, StepEntry};
 use indicatif::{ProgressBar, ProgressStyle};
-use report::session::{Failure, Session, find_entry};
-use report::tables::{chapter_table, summary_table};
+use measuring::session::{Failure, Session, find_entry};
+use measuring::tables::{chapter_table, summary_table};
 
 use cli::Options;
 
@@ -133,9 +133,9 @@ fn tour(options: &Options) -> bool {
 
     let mut ok = failures.is_empty();
     let out = options.out.clone().unwrap_or_else(report::book_data_dir);
-    let folder = out.join(report::gpu_slug(&device.facts().name));
+    let folder = out.join(measuring::gpu_slug(&device.facts().name));
     for results in session.results() {
-        match report::write_results(&folder, results) {
+        match measuring::write_results(&folder, results) {
             Ok(path) => println!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("tour: {e}");
@@ -275,7 +275,7 @@ fn progress_bar(ticks: u64) -> ProgressBar {
 
 /// Redraws everything the book and the README show from the registry and the committed data.
 fn render_book() -> bool {
-    let root = report::workspace_root();
+    let root = measuring::workspace_root();
     let outputs = match report::render_book(course::registry(), &root) {
         Ok(outputs) => outputs,
         Err(e) => {

@@ -40,7 +40,7 @@ mod tests {
         let mut problems = Vec::new();
         // PyTorch's peers have no code here: scripts/torch_reductions.py measures them.
         for step in course.steps().filter(|s| s.timed_by_tour()) {
-            if report::find_entry(&entries, &step).is_none() {
+            if measuring::find_entry(&entries, &step).is_none() {
                 problems.push(format!(
                     "course.toml lists {}/{}, which no crate's steps() offers",
                     step.crate_name,

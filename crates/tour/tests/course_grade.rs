@@ -63,7 +63,7 @@ fn starter() -> Result<&'static Path, String> {
 /// The instructor's two solutions (strided index, sequential addressing), as the regions hold them.
 fn reference_solutions() -> Vec<String> {
     let text = std::fs::read_to_string(root().join(KERNEL)).expect("the kernel file");
-    course::regions::regions(&text).expect("its regions").into_iter().map(|r| r.solution.join("\n")).collect()
+    classroom::regions::regions(&text).expect("its regions").into_iter().map(|r| r.solution.join("\n")).collect()
 }
 
 /// The starter's kernel file with its two TODOs answered by `solutions`, in order (`None`: the
@@ -266,7 +266,7 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     let strided = reference_solutions().remove(0);
     let kernel = kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?;
     let mut files = Vec::new();
-    for file in course::classroom::workspace_files(starter)? {
+    for file in classroom::workspace_files(starter)? {
         let bytes = if file == Path::new(KERNEL) {
             kernel.clone().into_bytes()
         } else {
@@ -274,9 +274,9 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
         };
         files.push((file, bytes));
     }
-    let lock = course::classroom::CopyLock::take(&root().join("target/course/copy.lock"), |_| {})?;
+    let lock = classroom::CopyLock::take(&root().join("target/course/copy.lock"), |_| {})?;
     let copy = root().join("target/course/workspace");
-    course::classroom::sync_tree(&copy, &files)?;
+    classroom::sync_tree(&copy, &files)?;
     let json = tests_folder().join("autograder.json");
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command
@@ -301,7 +301,7 @@ const RING: &str = "crates/reduce-multi-gpu/src/ring.rs";
 /// stays the reference's.
 fn ring_with(solution: Option<&str>) -> Result<String, String> {
     let text = std::fs::read_to_string(root().join(RING)).map_err(|e| e.to_string())?;
-    let regions = course::regions::regions(&text)?;
+    let regions = classroom::regions::regions(&text)?;
     let [region] = regions.as_slice() else { return Err(format!("{RING}: one region expected")) };
     let lines: Vec<&str> = text.lines().collect();
     let solution = match solution {
@@ -379,7 +379,7 @@ fn scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass() -> TestResul
     }
     let skipped = text.replace(PUBLISH_PREFIX, "");
     let mut files = Vec::new();
-    for file in course::classroom::workspace_files(&root())? {
+    for file in classroom::workspace_files(&root())? {
         let bytes = if file == Path::new(LOOK_BACK) {
             skipped.clone().into_bytes()
         } else {
@@ -390,9 +390,9 @@ fn scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass() -> TestResul
     std::fs::create_dir_all(tests_folder()).map_err(|e| e.to_string())?;
     let json = tests_folder().join("scan-skipped-prefix.json");
     let _ = std::fs::remove_file(&json);
-    let lock = course::classroom::CopyLock::take(&root().join("target/course/copy.lock"), |_| {})?;
+    let lock = classroom::CopyLock::take(&root().join("target/course/copy.lock"), |_| {})?;
     let copy = root().join("target/course/workspace");
-    course::classroom::sync_tree(&copy, &files)?;
+    classroom::sync_tree(&copy, &files)?;
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["run", "--quiet", "--package", "tour", "--", "count", "--crates", "scan", "--json"])
         .arg(&json)
@@ -405,9 +405,9 @@ fn scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass() -> TestResul
         return Err(format!("tour count failed: {}", String::from_utf8_lossy(&output.stderr)).into());
     }
     let text = std::fs::read_to_string(&json).map_err(|e| e.to_string())?;
-    let student: Vec<course::optimisation::StepCounts> = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let student: Vec<classroom::optimisation::StepCounts> = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let reference = counting::count(&["scan".to_string()])?;
-    let scores = course::optimisation::score(course::registry(), "scan", &student, &reference)?;
+    let scores = classroom::optimisation::score(course::registry(), "scan", &student, &reference)?;
     let report = format!("{scores:#?}");
     for step in &scores {
         let expected = if step.step == "single-pass" { 0.0 } else { 1.0 };
@@ -431,13 +431,13 @@ fn every_graded_step_is_counted() -> TestResult {
     let course = course::registry();
     let crates: Vec<String> = course
         .crates()
-        .filter(|c| !course::optimisation::graded_steps(course, c).is_empty())
+        .filter(|c| !classroom::optimisation::graded_steps(course, c).is_empty())
         .map(str::to_string)
         .collect();
     let counts = counting::count(&crates)?;
     let mut problems = Vec::new();
     for crate_name in &crates {
-        for step in course::optimisation::graded_steps(course, crate_name) {
+        for step in classroom::optimisation::graded_steps(course, crate_name) {
             let Some(counted) = counts.iter().find(|c| c.crate_name == *crate_name && c.step == step.name) else {
                 problems.push(format!("{crate_name}/{}: not counted", step.name));
                 continue;

@@ -1,6 +1,6 @@
 //! The results format: one file per crate and GPU, written by the tour into
 //! `book/src/data/<gpu>/<crate>.json` and by a crate's bench into `target/criterion/measurements/`,
-//! through the same [`write_results`].
+//! through the same [`write_results`], and read back by [`read_results`].
 
 use std::path::{Path, PathBuf};
 
@@ -95,85 +95,15 @@ pub fn write_results(folder: &Path, results: &Results) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Every results file under `data_dir` (`<gpu>/<crate>.json`), with its path, sorted by path.
-pub fn load_results(data_dir: &Path) -> Result<Vec<(PathBuf, Results)>> {
-    let mut all = Vec::new();
-    for json in files_with_extension(data_dir, "json")? {
-        let text = std::fs::read_to_string(&json).map_err(|e| io_error(&json, e))?;
-        let results: Results = serde_json::from_str(&text)
-            .map_err(|e| GpuError::BadInput(format!("{} is not a results file: {e}", json.display())))?;
-        all.push((json, results));
-    }
-    Ok(all)
+/// Reads one results file.
+pub fn read_results(path: &Path) -> Result<Results> {
+    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| GpuError::BadInput(format!("{} is not a results file: {e}", path.display())))
 }
 
-/// Every GPU folder's results under `data_dir` ([`load_results`], [`results_by_gpu`]), with the
-/// records of the course's torch peers read from each folder's script output
-/// ([`crate::torch::merge`]): what the book and its checks show.
-pub fn load_results_by_gpu(course: &course::Course, data_dir: &Path) -> Result<Vec<(PathBuf, Vec<Results>)>> {
-    let mut gpus = results_by_gpu(&load_results(data_dir)?);
-    for (folder, results) in &mut gpus {
-        crate::torch::merge(course, folder, results)?;
-    }
-    Ok(gpus)
-}
-
-/// The results grouped by the GPU folder they are in: `(folder, its results)`, sorted by folder.
-pub fn results_by_gpu(all: &[(PathBuf, Results)]) -> Vec<(PathBuf, Vec<Results>)> {
-    let mut by_gpu: Vec<(PathBuf, Vec<Results>)> = Vec::new();
-    for (json, results) in all {
-        let folder = json.parent().map(Path::to_path_buf).unwrap_or_default();
-        match by_gpu.iter_mut().find(|(f, _)| *f == folder) {
-            Some((_, group)) => group.push(results.clone()),
-            None => by_gpu.push((folder, vec![results.clone()])),
-        }
-    }
-    by_gpu
-}
-
-/// Files with `extension` in the sub-folders of `dir` (one level down), sorted.
-fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for gpu in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
-        let gpu = gpu.map_err(|e| io_error(dir, e))?.path();
-        // The generated fragments, the accuracy studies and the multi-GPU sessions have folders of
-        // their own.
-        let not_a_gpu = gpu.file_name().is_some_and(|n| {
-            n == crate::book::FRAGMENTS || n == crate::accuracy::FOLDER || n == crate::multi_gpu::FOLDER
-        });
-        if !gpu.is_dir() || not_a_gpu {
-            continue;
-        }
-        for file in std::fs::read_dir(&gpu).map_err(|e| io_error(&gpu, e))? {
-            let file = file.map_err(|e| io_error(&gpu, e))?.path();
-            if file.extension().is_some_and(|e| e == extension) {
-                files.push(file);
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// The files with `extension` directly in `folder` (none when it does not exist), sorted by name,
-/// each as `(its name without the extension, its text)`: the per-machine data files of the
-/// accuracy studies and the multi-GPU sessions.
-pub(crate) fn data_files(folder: &Path, extension: &str) -> Result<Vec<(String, String)>> {
-    let Ok(entries) = std::fs::read_dir(folder) else { return Ok(Vec::new()) };
-    let mut paths: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == extension)).collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            Ok((stem, text))
-        })
-        .collect()
-}
-
-pub(crate) fn io_error(path: &Path, e: std::io::Error) -> GpuError {
+/// An I/O error on `path`, as the harness's error type.
+pub fn io_error(path: &Path, e: std::io::Error) -> GpuError {
     GpuError::BadInput(format!("{}: {e}", path.display()))
 }
 
@@ -217,11 +147,6 @@ pub fn utc_date(secs: u64) -> String {
 pub fn utc_date_today() -> String {
     let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     utc_date(since_epoch.as_secs())
-}
-
-/// The book's data folder in this workspace.
-pub fn book_data_dir() -> PathBuf {
-    workspace_root().join("book/src/data")
 }
 
 /// The workspace's root folder.

@@ -150,8 +150,8 @@ fn in_l2_note(rows: &[Vec<String>], l2_cache_bytes: u64) -> String {
 }
 
 /// What a caption adds where a table shows peers that the tour does not time (PyTorch's ops, timed
-/// by their script in the tour's session: [`crate::torch`]).
-pub(crate) fn script_note(shown: &[StepRef]) -> String {
+/// by their script in the tour's session: `report::torch`).
+pub fn script_note(shown: &[StepRef]) -> String {
     let mut sources: Vec<&str> = Vec::new();
     for step in shown.iter().filter(|s| !s.timed_by_tour()) {
         let source = step.peer.map_or(step.name(), |p| p.source.as_str());
@@ -195,7 +195,7 @@ fn peer_label(step: &StepRef) -> String {
 }
 
 /// The steps of `chapter` and the family's peers whose counterpart is one of them, peers first.
-pub(crate) fn chapter_steps<'a>(family: &'a Family, chapter: &'a Chapter) -> Vec<StepRef<'a>> {
+pub fn chapter_steps<'a>(family: &'a Family, chapter: &'a Chapter) -> Vec<StepRef<'a>> {
     let own: Vec<StepRef> = family.steps().filter(|s| s.peer.is_none() && s.crate_name == chapter.crate_name).collect();
     let peers = family
         .steps()

@@ -1,4 +1,5 @@
-//! Course mode: starter copies with the solutions removed, and grading by the same tests.
+//! # classroom: the course in a classroom: starter copies with the solutions removed, and grading
+//! by the same tests
 //!
 //! - [`write_starter`]: a copy of the workspace in which every solution region (see
 //!   [`crate::regions`]) of the chosen crates is replaced by its stub, the tests untouched, with a
@@ -21,6 +22,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+pub mod optimisation;
+pub mod regions;
 
 use serde::{Deserialize, Serialize};
 

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use course::classroom::{CLASSROOM_FILE, ClassroomRecord, RecordedReference, tests_digest, write_starter};
-use course::optimisation::StepCounts;
+use classroom::optimisation::StepCounts;
+use classroom::{CLASSROOM_FILE, ClassroomRecord, RecordedReference, tests_digest, write_starter};
 use gpu_test::{TestResult, TestSuite};
 
 fn root() -> PathBuf {
