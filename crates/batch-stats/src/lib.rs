@@ -151,37 +151,25 @@ impl Variance {
 }
 
 // ANCHOR: step
-/// A step of the batch-stats ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// Step 1: a thread per channel walks its planes.
-    Naive,
-    /// Step 2: a block per channel, consecutive lanes on consecutive elements.
-    Coalesced,
-    /// Step 3: several blocks per channel; the last one of a channel to finish combines.
-    Split,
-    /// Step 4: step 3 with loads of up to 16 bytes.
-    Vectors,
-    /// Step 5: step 4 with a block's share of its channel walked as one stream of vectors across
-    /// its planes (no turn is a plane's short last piece).
-    Flat,
+gpu_harness::steps! {
+    /// A step of the batch-stats ladder.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Step {
+        /// Step 1: a thread per channel walks its planes.
+        Naive => "naive",
+        /// Step 2: a block per channel, consecutive lanes on consecutive elements.
+        Coalesced => "coalesced",
+        /// Step 3: several blocks per channel; the last one of a channel to finish combines.
+        Split => "split",
+        /// Step 4: step 3 with loads of up to 16 bytes.
+        Vectors => "vectors",
+        /// Step 5: step 4 with a block's share of its channel walked as one stream of vectors
+        /// across its planes (no turn is a plane's short last piece).
+        Flat => "flat",
+    }
 }
 
 impl Step {
-    /// Every step, in the chapter's order.
-    pub const ALL: [Step; 5] = [Step::Naive, Step::Coalesced, Step::Split, Step::Vectors, Step::Flat];
-
-    /// The step's name in the registry (`course.toml`), tables and charts.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Step::Naive => "naive",
-            Step::Coalesced => "coalesced",
-            Step::Split => "split",
-            Step::Vectors => "vectors",
-            Step::Flat => "flat",
-        }
-    }
-
     /// Its kernel in `cuda/batch_stats.cu` (f32; the bf16 one ends in `_bf16`).
     pub const fn kernel(self) -> &'static str {
         match self {

@@ -30,6 +30,7 @@ mod error;
 pub mod inputs;
 pub mod measure;
 pub mod peer;
+mod steps;
 pub mod workload;
 
 pub use compile::KernelSource;

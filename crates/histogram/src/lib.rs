@@ -36,54 +36,32 @@ pub const BYTE_BINS: usize = 256;
 pub const PACKED_COUNTER_MAX: u32 = u16::MAX as u32;
 
 // ANCHOR: byte_steps
-/// The steps of the byte histogram, in the chapter's order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ByteStep {
-    /// 1. One global atomic per byte.
-    GlobalAtomics,
-    /// 2. A copy of the bins per block in shared memory, merged into the global bins once.
-    SharedAtomics,
-    /// 3. Step 2 with 16-byte loads, two in flight per thread.
-    VectorLoads,
-    /// 4a. One copy of the bins per warp.
-    PerWarp,
-    /// 4b. One copy per lane, interleaved so that each lane has its own bank.
-    LaneCopies,
-    /// 4c. Lane copies, and 16 equal bytes added with one atomic.
-    Runs,
-    /// 4d. Step 4c with the address arithmetic written out: two instructions per byte, not four.
-    Addresses,
-    /// 4e (an extra). Lane copies in 16-bit counters, two per word, flushed before they overflow.
-    Packed,
+gpu_harness::steps! {
+    /// The steps of the byte histogram, in the chapter's order.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ByteStep {
+        /// 1. One global atomic per byte.
+        GlobalAtomics => "global-atomics",
+        /// 2. A copy of the bins per block in shared memory, merged into the global bins once.
+        SharedAtomics => "shared-atomics",
+        /// 3. Step 2 with 16-byte loads, two in flight per thread.
+        VectorLoads => "vector-loads",
+        /// 4a. One copy of the bins per warp.
+        PerWarp => "per-warp",
+        /// 4b. One copy per lane, interleaved so that each lane has its own bank.
+        LaneCopies => "lane-copies",
+        /// 4c. Lane copies, and 16 equal bytes added with one atomic.
+        Runs => "runs",
+        /// 4d. Step 4c with the address arithmetic written out: two instructions per byte, not
+        /// four.
+        Addresses => "addresses",
+        /// 4e (an extra). Lane copies in 16-bit counters, two per word, flushed before they
+        /// overflow.
+        Packed => "packed",
+    }
 }
 
 impl ByteStep {
-    /// Every step, in order.
-    pub const ALL: [ByteStep; 8] = [
-        ByteStep::GlobalAtomics,
-        ByteStep::SharedAtomics,
-        ByteStep::VectorLoads,
-        ByteStep::PerWarp,
-        ByteStep::LaneCopies,
-        ByteStep::Runs,
-        ByteStep::Addresses,
-        ByteStep::Packed,
-    ];
-
-    /// Its name in the registry, the tables and the charts.
-    pub fn name(self) -> &'static str {
-        match self {
-            ByteStep::GlobalAtomics => "global-atomics",
-            ByteStep::SharedAtomics => "shared-atomics",
-            ByteStep::VectorLoads => "vector-loads",
-            ByteStep::PerWarp => "per-warp",
-            ByteStep::LaneCopies => "lane-copies",
-            ByteStep::Runs => "runs",
-            ByteStep::Packed => "packed",
-            ByteStep::Addresses => "addresses",
-        }
-    }
-
     /// Its kernel in `cuda/histogram.cu`.
     pub fn kernel(self) -> &'static str {
         match self {

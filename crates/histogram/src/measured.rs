@@ -19,20 +19,14 @@ const CRATE: &str = env!("CARGO_PKG_NAME");
 pub fn steps() -> Vec<StepEntry> {
     let bytes = |name, step| StepEntry::new(CRATE, name, move |d, c, s| byte_step(d, c, s, step));
     let even = |name, step| StepEntry::new(CRATE, name, move |d, c, s| even_step(d, c, s, step));
-    vec![
-        bytes("global-atomics", ByteStep::GlobalAtomics),
-        bytes("shared-atomics", ByteStep::SharedAtomics),
-        bytes("vector-loads", ByteStep::VectorLoads),
-        bytes("per-warp", ByteStep::PerWarp),
-        bytes("lane-copies", ByteStep::LaneCopies),
-        bytes("runs", ByteStep::Runs),
-        bytes("addresses", ByteStep::Addresses),
-        bytes("packed", ByteStep::Packed),
+    let mut entries: Vec<StepEntry> = ByteStep::ALL.map(|s| bytes(s.name(), s)).into();
+    entries.extend([
         even("even-f32-one-copy", EvenStep::OneCopy),
         even("even-f32", EvenStep::LaneCopies),
         StepEntry::new(CRATE, "cub-bytes", cub_bytes),
         StepEntry::new(CRATE, "cub-even-f32", cub_even),
-    ]
+    ]);
+    entries
 }
 
 /// The bins of the f32 cases: 256 over [0, 1).

@@ -94,33 +94,22 @@ impl Norm {
 }
 
 // ANCHOR: step
-/// A step of the ladder (each for both norms).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// Step 1: a block per row; the mean, the variance of the deviations, the write: the row read
-    /// three times (an RMS norm's twice).
-    TwoPass,
-    /// Step 2: a block per row; the row in registers, Chan's combine: the row read once.
-    OnePass,
-    /// Step 3: a warp per row for short rows, a few for longer ones (see [`warps_per_row`]),
-    /// 16-byte loads.
-    ByLength,
+gpu_harness::steps! {
+    /// A step of the ladder (each for both norms).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Step {
+        /// Step 1: a block per row; the mean, the variance of the deviations, the write: the row
+        /// read three times (an RMS norm's twice).
+        TwoPass => "two-pass",
+        /// Step 2: a block per row; the row in registers, Chan's combine: the row read once.
+        OnePass => "one-pass",
+        /// Step 3: a warp per row for short rows, a few for longer ones (see [`warps_per_row`]),
+        /// 16-byte loads.
+        ByLength => "by-length",
+    }
 }
 
 impl Step {
-    /// Every step, in the chapter's order.
-    pub const ALL: [Step; 3] = [Step::TwoPass, Step::OnePass, Step::ByLength];
-
-    /// The step's name in the registry (`course.toml`) for a layer norm, tables and charts; an RMS
-    /// norm's is `rms-` and this.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Step::TwoPass => "two-pass",
-            Step::OnePass => "one-pass",
-            Step::ByLength => "by-length",
-        }
-    }
-
     /// Its kernel in `cuda/norms.cu` for `norm` on f32 rows (the bf16 one ends in `_bf16`); step 3
     /// has two more, for rows that fill every lane ([`Step::full_row_kernel`]) and for rows longer
     /// than its lanes hold ([`Step::long_row_kernel`]).

@@ -61,49 +61,34 @@ pub const MAX_SIDE: usize = i32::MAX as usize;
 pub const MAX_BLOCKS: usize = i32::MAX as usize;
 
 // ANCHOR: step
-/// A step of the softmax ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// Step 1: three kernels (max, sum of exponentials, normalise), a block per row each.
-    ThreePass,
-    /// Step 2: the three passes in one kernel, a block per row.
-    Fused,
-    /// Step 3: online softmax, the max and the sum in one sweep, then the write.
-    Online,
-    /// Step 4: a warp per row, 16-byte loads.
-    WarpRows,
-    /// Step 5: several blocks per row, and a second kernel that merges and writes.
-    SplitRows,
-    /// Step 6: the row read once and held in registers, by a warp or a block sized to it
-    /// ([`on_chip_group`]); longer rows go through [`Step::SplitRows`]'s kernels.
-    OnChip,
-    /// Step 7: rows longer than a block holds (at 32 f32 or 64 bf16 elements a thread), held in the
-    /// registers of a thread block cluster ([`cluster_shape`]), the blocks exchanging their max and
-    /// sum through
-    /// distributed shared memory; shorter rows as [`Step::OnChip`], longer ones through
-    /// [`Step::SplitRows`]'s kernels. Clusters need compute capability 9.0: on an older GPU the
-    /// step runs as [`Step::OnChip`].
-    ClusterRows,
+gpu_harness::steps! {
+    /// A step of the softmax ladder.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Step {
+        /// Step 1: three kernels (max, sum of exponentials, normalise), a block per row each.
+        ThreePass => "three-pass",
+        /// Step 2: the three passes in one kernel, a block per row.
+        Fused => "fused",
+        /// Step 3: online softmax, the max and the sum in one sweep, then the write.
+        Online => "online",
+        /// Step 4: a warp per row, 16-byte loads.
+        WarpRows => "warp-rows",
+        /// Step 5: several blocks per row, and a second kernel that merges and writes.
+        SplitRows => "split-rows",
+        /// Step 6: the row read once and held in registers, by a warp or a block sized to it
+        /// ([`on_chip_group`]); longer rows go through [`Step::SplitRows`]'s kernels.
+        OnChip => "on-chip",
+        /// Step 7: rows longer than a block holds (at 32 f32 or 64 bf16 elements a thread), held in
+        /// the registers of a thread block cluster ([`cluster_shape`]), the blocks exchanging their
+        /// max and sum through
+        /// distributed shared memory; shorter rows as [`Step::OnChip`], longer ones through
+        /// [`Step::SplitRows`]'s kernels. Clusters need compute capability 9.0: on an older GPU the
+        /// step runs as [`Step::OnChip`].
+        ClusterRows => "cluster-rows",
+    }
 }
 
 impl Step {
-    /// Every step, in the chapter's order.
-    pub const ALL: [Step; 7] =
-        [Step::ThreePass, Step::Fused, Step::Online, Step::WarpRows, Step::SplitRows, Step::OnChip, Step::ClusterRows];
-
-    /// The step's name in the registry (`course.toml`), tables and charts.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Step::ThreePass => "three-pass",
-            Step::Fused => "fused",
-            Step::Online => "online",
-            Step::WarpRows => "warp-rows",
-            Step::SplitRows => "split-rows",
-            Step::OnChip => "on-chip",
-            Step::ClusterRows => "cluster-rows",
-        }
-    }
-
     /// Its kernels in `cuda/softmax.cu` for f32 rows, or for bf16 rows (whose names then end in
     /// `_bf16`), in launch order; the on-chip step launches the one of its nine for the row's
     /// group, or split rows' two for rows too long for it; the cluster step one of its three for

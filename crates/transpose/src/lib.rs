@@ -5,16 +5,14 @@
 //!
 //! | [`Step`] | kernel | what changes |
 //! |---|---|---|
-//! | (step 1, [`TileCopy`]) | `transpose_copy` | not a transpose: a copy with the same access
-//! pattern, the ceiling | | [`Step::Naive`] | `transpose_naive` | one element per thread: reads
-//! coalesced, writes strided | | [`Step::Tiled`] | `transpose_tiled` | a 32 x 32 tile in shared
-//! memory: both sides coalesced | | [`Step::Padded`] | `transpose_padded` | the tile padded to 33
-//! columns: no bank conflicts | | [`Step::FourPerThread`] | `transpose_four_per_thread` | 32 x 8
-//! threads per tile, four elements each | | [`Step::Swizzled`] | `transpose_swizzled` | (extra)
-//! step 5 with an XOR-swizzled tile instead of padding | | [`Step::WideTiles`] |
-//! `transpose_wide_tiles` | 64 x 64 tiles, 32 x 16 threads, eight elements each | |
-//! [`Step::ColumnOrder`] | `transpose_column_order` | step 6 with the grid turned: the blocks
-//! running at once go down a column of tiles and write whole output rows |
+//! | ([`TileCopy`]) | `transpose_copy` | step 1, not a transpose: a copy, the ceiling |
+//! | [`Step::Naive`] | `transpose_naive` | one element a thread: reads coalesced, writes not |
+//! | [`Step::Tiled`] | `transpose_tiled` | a 32 x 32 tile in shared memory: both coalesced |
+//! | [`Step::Padded`] | `transpose_padded` | the tile padded to 33 columns: no bank conflicts |
+//! | [`Step::FourPerThread`] | `transpose_four_per_thread` | 32 x 8 threads, four elements each |
+//! | [`Step::Swizzled`] | `transpose_swizzled` | (extra) step 5's tile swizzled, not padded |
+//! | [`Step::WideTiles`] | `transpose_wide_tiles` | 64 x 64 tiles, eight elements a thread |
+//! | [`Step::ColumnOrder`] | `transpose_column_order` | step 6 with the grid turned |
 //!
 //! A transpose only moves bits, so the kernels move 4-byte words and one kernel serves every
 //! 4-byte type ([`Word`]: `f32`, `i32`, `u32`), NaN payloads and `-0.0` included. Any shape works,
@@ -81,51 +79,29 @@ pub const MAX_SIDE: usize = i32::MAX as usize;
 pub const MAX_TILES_DOWN: usize = 65_535;
 
 // ANCHOR: step
-/// A step of the ladder that transposes (step 1, the copy, is [`TileCopy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Step {
-    /// Step 2: one element per thread, reads coalesced, writes strided.
-    Naive,
-    /// Step 3: a 32 x 32 tile through shared memory, with 32-way bank conflicts on its columns.
-    Tiled,
-    /// Step 4: the tile padded to 33 columns: no bank conflicts.
-    Padded,
-    /// Step 5: 32 x 8 threads per tile, four elements each.
-    FourPerThread,
-    /// Extra beside step 5: its tile swizzled (XOR) instead of padded.
-    Swizzled,
-    /// Step 6: 64 x 64 tiles, 32 x 16 threads, eight elements each.
-    WideTiles,
-    /// Step 7: step 6 with the grid turned, `gridDim.x` down the tile rows: the blocks running at
-    /// once write whole output rows.
-    ColumnOrder,
+gpu_harness::steps! {
+    /// A step of the ladder that transposes (step 1, the copy, is [`TileCopy`]).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Step {
+        /// Step 2: one element per thread, reads coalesced, writes strided.
+        Naive => "naive",
+        /// Step 3: a 32 x 32 tile through shared memory, with 32-way bank conflicts on its columns.
+        Tiled => "tiled",
+        /// Step 4: the tile padded to 33 columns: no bank conflicts.
+        Padded => "padded",
+        /// Step 5: 32 x 8 threads per tile, four elements each.
+        FourPerThread => "four-per-thread",
+        /// Extra beside step 5: its tile swizzled (XOR) instead of padded.
+        Swizzled => "swizzled",
+        /// Step 6: 64 x 64 tiles, 32 x 16 threads, eight elements each.
+        WideTiles => "wide-tiles",
+        /// Step 7: step 6 with the grid turned, `gridDim.x` down the tile rows: the blocks running
+        /// at once write whole output rows.
+        ColumnOrder => "column-order",
+    }
 }
 
 impl Step {
-    /// Every step, in the chapter's order.
-    pub const ALL: [Step; 7] = [
-        Step::Naive,
-        Step::Tiled,
-        Step::Padded,
-        Step::FourPerThread,
-        Step::Swizzled,
-        Step::WideTiles,
-        Step::ColumnOrder,
-    ];
-
-    /// The step's name in the registry (`course.toml`), tables and charts.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Step::Naive => "naive",
-            Step::Tiled => "tiled",
-            Step::Padded => "padded",
-            Step::FourPerThread => "four-per-thread",
-            Step::Swizzled => "swizzled",
-            Step::WideTiles => "wide-tiles",
-            Step::ColumnOrder => "column-order",
-        }
-    }
-
     /// Its kernel in `cuda/transpose.cu`.
     pub const fn kernel(self) -> &'static str {
         match self {

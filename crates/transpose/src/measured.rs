@@ -24,22 +24,14 @@ pub fn steps() -> Vec<StepEntry> {
             measure(d, c, s, true, |_, _| Ok(Box::new(move |i, r, c, o| transposer.transpose(i, r, c, o))))
         })
     };
-    vec![
-        StepEntry::new(CRATE, "copy", |d, c, s| {
-            let copy = TileCopy::new(d)?;
-            measure(d, c, s, false, |_, _| Ok(Box::new(move |i, r, c, o| copy.copy(i, r, c, o))))
-        }),
-        step("naive", Step::Naive),
-        step("tiled", Step::Tiled),
-        step("padded", Step::Padded),
-        step("four-per-thread", Step::FourPerThread),
-        step("swizzled", Step::Swizzled),
-        step("wide-tiles", Step::WideTiles),
-        step("column-order", Step::ColumnOrder),
-        StepEntry::new(CRATE, "cublas-geam", |d, c, s| {
-            measure(d, c, s, true, |input, output| geam(d, c, input, output))
-        }),
-    ]
+    let copy = StepEntry::new(CRATE, "copy", |d, c, s| {
+        let copy = TileCopy::new(d)?;
+        measure(d, c, s, false, |_, _| Ok(Box::new(move |i, r, c, o| copy.copy(i, r, c, o))))
+    });
+    let geam = StepEntry::new(CRATE, "cublas-geam", |d, c, s| {
+        measure(d, c, s, true, |input, output| geam(d, c, input, output))
+    });
+    [copy].into_iter().chain(Step::ALL.map(|s| step(s.name(), s))).chain([geam]).collect()
 }
 
 /// What is timed: one launch of a step's kernel (`input`, rows, columns, `output`), or one call.
