@@ -32,6 +32,7 @@ pub fn run(command: &CourseCommand) -> bool {
         }
         CourseCommand::Check { crates } => check(&root, crates),
         CourseCommand::Count { crates, json } => count_command(crates, json),
+        CourseCommand::Pictures { crates, dest } => pictures_command(&root, crates, dest),
     };
     match result {
         Ok(ok) => ok,
@@ -343,4 +344,17 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
         }
     }
     Ok(ok)
+}
+
+/// `cargo course pictures`: the pictures of the chosen chapters drawn from this workspace's
+/// kernels, each above the reference's, written into `dest`.
+fn pictures_command(root: &Path, crates: &[String], dest: &Path) -> Result<bool, String> {
+    let files = crate::pictures::student_pictures(root, crates)?;
+    std::fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
+    for (file, svg) in files {
+        let path = dest.join(file);
+        std::fs::write(&path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(true)
 }

@@ -14,6 +14,7 @@
 mod classroom;
 mod cli;
 mod counting;
+mod pictures;
 mod steps;
 
 use std::path::Path;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
     let ok = match &options.command {
         Some(command) => classroom::run(command),
         None if options.charts => render_book(),
+        None if options.pictures => draw_pictures(&options.crates),
         None => tour(&options),
     };
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
@@ -289,6 +291,33 @@ fn render_book() -> bool {
             continue;
         }
         match write_file(&path, &text) {
+            Ok(()) => println!("wrote {}", path.display()),
+            Err(e) => {
+                eprintln!("tour: cannot write {}: {e}", path.display());
+                ok = false;
+            }
+        }
+    }
+    ok
+}
+
+/// Redraws the book's pictures of the chosen chapters (all when none is chosen) from their kernels,
+/// on the CPU simulator.
+fn draw_pictures(chapters: &[String]) -> bool {
+    let root = report::workspace_root();
+    let files = match pictures::book_pictures(&root, chapters) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("tour: cannot draw the pictures: {e}");
+            return false;
+        }
+    };
+    let mut ok = true;
+    for (path, svg) in files {
+        if std::fs::read_to_string(&path).is_ok_and(|old| old == svg) {
+            continue;
+        }
+        match write_file(&path, &svg) {
             Ok(()) => println!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("tour: cannot write {}: {e}", path.display());
