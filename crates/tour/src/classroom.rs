@@ -8,7 +8,7 @@ use course::classroom::{
     ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json, grade, grade_json,
     grade_table, overlay_submission, read_counts, speed, starter_files, sync_tree, tests_digest, write_starter,
 };
-use course::optimisation::{Optimisation, StepCounts, graded_steps, score};
+use course::optimisation::{Optimisation, StepCounts, StepScore, graded_steps, score};
 use gpu_harness::Device;
 
 use crate::cli::CourseCommand;
@@ -259,9 +259,23 @@ fn optimisation(graded: &Graded, crate_name: &str, grade: &Grade) -> Option<Opti
         }),
     };
     Some(match counted.and_then(|(student, reference)| score(course::registry(), crate_name, &student, &reference)) {
-        Ok(steps) => Optimisation::Scored(steps),
+        Ok(steps) => Optimisation::Scored(steps.into_iter().map(|step| with_picture(crate_name, step)).collect()),
         Err(e) => Optimisation::NotScored(e),
     })
+}
+
+/// `step`, whose advice also names the pictures that draw it (`cargo course pictures`), where the
+/// book has one.
+fn with_picture(crate_name: &str, mut step: StepScore) -> StepScore {
+    let files = crate::pictures::files_showing(crate_name, &step.step);
+    if !files.is_empty() {
+        step.see = format!(
+            "{}; `cargo course pictures --crates {crate_name}` draws your kernel beside the reference in target/pictures/{}",
+            step.see,
+            files.join(", ")
+        );
+    }
+    step
 }
 
 /// The student's counts of `crate_name`: this workspace's counting code, built with the student's

@@ -265,31 +265,11 @@ pub fn student_pictures(root: &Path, chapters: &[String]) -> Result<Vec<(String,
     Ok(files)
 }
 
-/// The picture files that show `crate_name`'s kernels, for the grader's advice.
-pub fn files_of(crate_name: &str) -> Vec<&'static str> {
-    pictures().into_iter().filter(|p| p.chapter == crate_name).map(|p| p.file).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_picture_names_steps_of_the_registry_and_its_chapter() {
-        let course = course::registry();
-        for picture in pictures() {
-            assert!(course.crates().any(|c| c == picture.chapter), "{}: no chapter {}", picture.file, picture.chapter);
-            for panel in &picture.panels {
-                assert!(
-                    course.steps().any(|s| s.crate_name == panel.crate_name && s.name() == panel.step),
-                    "{}: no step {}/{}",
-                    picture.file,
-                    panel.crate_name,
-                    panel.step
-                );
-                assert_eq!(panel.access.is_some(), picture.kind != Kind::Lanes, "{}", picture.file);
-                panel.case.parse::<Case>().expect("a case");
-            }
-        }
-    }
+/// The pictures of `crate_name`'s chapter that draw its step `step`, for the grader's advice.
+pub fn files_showing(crate_name: &str, step: &str) -> Vec<&'static str> {
+    pictures()
+        .into_iter()
+        .filter(|p| p.chapter == crate_name && p.panels.iter().any(|q| q.crate_name == crate_name && q.step == step))
+        .map(|p| p.file)
+        .collect()
 }
