@@ -520,6 +520,8 @@ pub(crate) struct Block<'a> {
     budget: u64,
     /// The trace being recorded, when the launch is traced ([`Machine::set_tracing`]).
     pub(crate) recorder: Option<Box<Recorder>>,
+    /// Whether the running block is recorded (set when it starts running).
+    pub(crate) recording: bool,
     /// Warp instructions the running block runs before [`Block::run`] returns
     /// [`Turn::Paused`] to let another launch's block run ([`Machine::launch_together`]);
     /// `u64::MAX` in a launch on its own, which never pauses.
@@ -729,6 +731,7 @@ impl<'a> Block<'a> {
             trace: Trace::default(),
             budget: machine.instruction_budget,
             recorder: None,
+            recording: false,
             turn: u64::MAX,
         }
     }
@@ -933,6 +936,8 @@ impl Block<'_> {
     /// the cluster barrier, or it has run its turn ([`Block::turn`]; the round of warps in which
     /// it ends is completed, so that every warp has had its slice).
     fn run(&mut self) -> Result<Turn, LaneFault> {
+        let block = self.linear_block();
+        self.recording = self.recorder.as_ref().is_some_and(|r| r.records(block));
         let nwarps = self.warps.len();
         let mut steps = self.steps;
         let pause_at = steps.saturating_add(self.turn);
@@ -1117,7 +1122,7 @@ impl Block<'_> {
         if !self.trace.shared.is_empty() || !self.trace.global.is_empty() || !self.trace.shared_atomics.is_empty() {
             self.account_memory();
         }
-        if self.recorder.is_some() {
+        if self.recording {
             self.record_step(w, pc, active, exec, exec != 0 && matches!(inst.kind, Kind::Barrier | Kind::NamedBarrier));
         }
         Ok(true)
@@ -1129,7 +1134,7 @@ impl Block<'_> {
         x as u64 + nx as u64 * (y as u64 + ny as u64 * z as u64)
     }
 
-    /// Records warp `w`'s instruction at `pc` that has just run, if its block is traced.
+    /// Records warp `w`'s instruction at `pc` that has just run (its block is traced).
     #[cold]
     fn record_step(&mut self, w: usize, pc: u32, active: u32, exec: u32, barrier: bool) {
         let block = self.linear_block();
@@ -1926,7 +1931,7 @@ impl Block<'_> {
                 [address; 32]
             }
         };
-        if self.recorder.is_some() {
+        if self.recording {
             let kind = if m.load { AccessKind::Load } else { AccessKind::Store };
             for l in lanes(exec) {
                 self.record_lane(w * 32 + l, m.space, addrs[l], total, kind);

@@ -638,7 +638,7 @@ impl Block<'_> {
         let addr = self.address(t, mem)?;
         let total = size * i.vec;
         let base = self.resolve(i.space, addr, total, true)?;
-        if self.recorder.is_some() {
+        if self.recording {
             let kind = if i.op == Op::Ld { AccessKind::Load } else { AccessKind::Store };
             self.record_lane(t, i.space, addr, total, kind);
         }
@@ -672,7 +672,7 @@ impl Block<'_> {
         // Atomics are counted as atomics, not as memory requests: the access is not traced.
         let loc = self.resolve(i.space, addr, size, false)?;
         self.count_atomic(loc);
-        if self.recorder.is_some() {
+        if self.recording {
             self.record_lane(t, i.space, addr, size, AccessKind::Atomic);
         }
         let old = self.load(loc, size as usize);

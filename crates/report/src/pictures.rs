@@ -4,7 +4,8 @@
 //!
 //! - [`lanes_picture`]: a block's threads across, its barrier phases (the rounds of a tree) down;
 //!   each lane coloured by whether it did the phase's memory work, idled while its warp did it
-//!   (divergence: the warp issues for lanes that do nothing), or belonged to a warp that skipped it;
+//!   (divergence: the warp issues for lanes that do nothing), or belonged to a warp that skipped
+//!   it;
 //! - [`banks_picture`]: one warp-level shared access, its words in the 32 banks, one row per turn
 //!   the banks take (extra rows are bank conflicts);
 //! - [`sectors_picture`]: one warp-level global access, its lanes and the 32-byte sectors they
@@ -44,11 +45,14 @@ struct Svg {
     body: String,
     width: f64,
     y: f64,
+    /// The right edge of the widest text so far (estimated for a wide face): the canvas grows to
+    /// hold it.
+    right: f64,
 }
 
 impl Svg {
     fn new(width: f64) -> Svg {
-        Svg { body: String::new(), width, y: MARGIN }
+        Svg { body: String::new(), width, y: MARGIN, right: 0.0 }
     }
 
     fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: RGBColor) {
@@ -74,6 +78,12 @@ impl Svg {
 
     /// Text whose baseline is at `y`, anchored `start`, `middle` or `end` at `x`.
     fn text(&mut self, x: f64, y: f64, px: u32, anchor: &str, text: &str) {
+        let w = text_width(text, px);
+        self.right = self.right.max(match anchor {
+            "start" => x + w,
+            "middle" => x + w / 2.0,
+            _ => x,
+        });
         let _ = writeln!(
             self.body,
             r#"<text x="{x:.2}" y="{y:.2}" font-family="sans-serif" font-size="{px}" text-anchor="{anchor}" fill="{}">{}</text>"#,
@@ -117,7 +127,7 @@ impl Svg {
     }
 
     fn finish(self) -> String {
-        let (w, h) = (self.width.ceil(), (self.y + MARGIN).ceil());
+        let (w, h) = (self.width.max(self.right + MARGIN).ceil(), (self.y + MARGIN).ceil());
         format!(
             "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\">\n\
              <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#ffffff\"/>\n{}</svg>\n",
