@@ -1139,18 +1139,17 @@ impl Block<'_> {
     fn record_step(&mut self, w: usize, pc: u32, active: u32, exec: u32, barrier: bool) {
         let block = self.linear_block();
         let warps = self.warps.len();
-        if let Some(recorder) = self.recorder.as_deref_mut().filter(|r| r.records(block)) {
+        if let Some(recorder) = self.recorder.as_deref_mut() {
             recorder.step(block, w as u32, warps, pc, active, exec, barrier);
         }
     }
 
     /// Records thread `t`'s access of `bytes` bytes at `addr` in `space` for the running warp
-    /// instruction, if the launch is traced and its block is recorded: shared (by byte offset) and
-    /// global accesses; others (parameters, another CTA's shared memory) are not recorded.
+    /// instruction (its block is traced): shared (by byte offset) and global accesses; others
+    /// (parameters, another CTA's shared memory) are not recorded.
     #[cold]
     pub(crate) fn record_lane(&mut self, t: usize, space: Space, addr: u64, bytes: u32, kind: AccessKind) {
-        let block = self.linear_block();
-        let Some(recorder) = self.recorder.as_deref_mut().filter(|r| r.records(block)) else { return };
+        let Some(recorder) = self.recorder.as_deref_mut() else { return };
         let shared_offset = |offset: u64| (offset < CLUSTER_WINDOW).then_some((AccessSpace::Shared, offset));
         let at = match space {
             Space::Shared | Space::SharedCluster => shared_offset(addr),

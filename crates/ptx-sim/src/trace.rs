@@ -8,6 +8,8 @@
 //! (in order of their linear index) are recorded, and at most [`TraceOptions::max_steps`] warp
 //! instructions, so a trace of a large launch stays small.
 
+use std::collections::BTreeMap;
+
 use crate::stats::{bank_conflicts, sectors, shared_atomic_conflicts};
 
 /// What a traced launch records.
@@ -165,10 +167,8 @@ impl Access {
 pub(crate) struct Recorder {
     pub options: TraceOptions,
     pub trace: LaunchTrace,
-    /// Barriers passed, per warp of the running block.
-    pub phases: Vec<u32>,
-    /// The block whose warps `phases` counts.
-    pub phase_block: u64,
+    /// Barriers passed, per recorded block and warp (the blocks of a cluster run interleaved).
+    pub phases: BTreeMap<u64, Vec<u32>>,
     /// The access of the warp instruction being run.
     pub pending: Option<Access>,
 }
@@ -190,8 +190,7 @@ impl Recorder {
                 steps: Vec::new(),
                 truncated: false,
             },
-            phases: Vec::new(),
-            phase_block: u64::MAX,
+            phases: BTreeMap::new(),
             pending: None,
         }
     }
@@ -220,14 +219,11 @@ impl Recorder {
         executed: u32,
         barrier: bool,
     ) {
-        if self.phase_block != block {
-            self.phase_block = block;
-            self.phases = vec![0; warps];
-        }
+        let phases = self.phases.entry(block).or_insert_with(|| vec![0; warps]);
         let access = self.pending.take();
-        let phase = self.phases[warp as usize];
+        let phase = phases[warp as usize];
         if barrier {
-            self.phases[warp as usize] += 1;
+            phases[warp as usize] += 1;
         }
         if self.trace.steps.len() >= self.options.max_steps {
             self.trace.truncated = true;

@@ -58,7 +58,7 @@ pub(crate) const TEXT: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
 /// The course's steps.
 pub(crate) const BAR: RGBColor = RGBColor(0x3b, 0x6e, 0xa8);
 /// Peers: NVIDIA's libraries, the seeds' kernels.
-pub(crate) const PEER_BAR: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
+const PEER_BAR: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
 pub(crate) const COPY_LINE: RGBColor = RGBColor(0xb3, 0x47, 0x00);
 const READ_LINE: RGBColor = RGBColor(0x1b, 0x7a, 0x3a);
 const PEAK_LINE: RGBColor = RGBColor(0x5b, 0x3a, 0x8c);

@@ -17,7 +17,7 @@ mod counting;
 mod pictures;
 mod steps;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -278,46 +278,37 @@ fn progress_bar(ticks: u64) -> ProgressBar {
 /// Redraws everything the book and the README show from the registry and the committed data.
 fn render_book() -> bool {
     let root = report::workspace_root();
-    let outputs = match report::render_book(course::registry(), &root) {
-        Ok(outputs) => outputs,
+    match report::render_book(course::registry(), &root) {
+        Ok(outputs) => write_changed(outputs),
         Err(e) => {
             eprintln!("tour: cannot render the book: {e}");
-            return false;
-        }
-    };
-    let mut ok = true;
-    for (path, text) in outputs {
-        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
-            continue;
-        }
-        match write_file(&path, &text) {
-            Ok(()) => println!("wrote {}", path.display()),
-            Err(e) => {
-                eprintln!("tour: cannot write {}: {e}", path.display());
-                ok = false;
-            }
+            false
         }
     }
-    ok
 }
 
 /// Redraws the book's pictures of the chosen chapters (all when none is chosen) from their kernels,
 /// on the CPU simulator.
 fn draw_pictures(chapters: &[String]) -> bool {
     let root = report::workspace_root();
-    let files = match pictures::book_pictures(&root, chapters) {
-        Ok(files) => files,
+    match pictures::book_pictures(&root, chapters) {
+        Ok(files) => write_changed(files),
         Err(e) => {
             eprintln!("tour: cannot draw the pictures: {e}");
-            return false;
+            false
         }
-    };
+    }
+}
+
+/// Writes each `(path, text)` whose file does not already hold it, saying so; false if one
+/// cannot be written.
+fn write_changed(files: Vec<(PathBuf, String)>) -> bool {
     let mut ok = true;
-    for (path, svg) in files {
-        if std::fs::read_to_string(&path).is_ok_and(|old| old == svg) {
+    for (path, text) in files {
+        if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
             continue;
         }
-        match write_file(&path, &svg) {
+        match write_file(&path, &text) {
             Ok(()) => println!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("tour: cannot write {}: {e}", path.display());
