@@ -364,6 +364,15 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
 /// kernels, each above the reference's, written into `dest`.
 fn pictures_command(root: &Path, crates: &[String], dest: &Path) -> Result<bool, String> {
     let files = crate::pictures::student_pictures(root, crates)?;
+    if files.is_empty() {
+        let mut drawn: Vec<&str> = crate::pictures::pictures().iter().map(|p| p.chapter).collect();
+        drawn.dedup();
+        return Err(format!(
+            "no picture draws {} (the chapters with pictures: {})",
+            crates.join(", "),
+            drawn.join(", ")
+        ));
+    }
     std::fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
     for (file, svg) in files {
         let path = dest.join(file);

@@ -9,7 +9,8 @@
 //! prints each chapter's table and each family's summary, writes one results file per crate into
 //! `book/src/data/<gpu>/`, and redraws the book's tables and charts. Without a GPU it runs every
 //! step on the CPU simulator and prints what each launch did. `--charts` only redraws the book from
-//! the committed data.
+//! the committed data; `--pictures` only redraws the book's pictures of what a warp does, from the
+//! chapters' kernels on the CPU simulator.
 
 mod classroom;
 mod cli;
