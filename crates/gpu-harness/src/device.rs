@@ -217,6 +217,25 @@ impl Device {
         }
     }
 
+    /// On the CPU simulator, traces the launches that follow with `options` (what the warps of
+    /// their first blocks did, instruction by instruction: `ptx_sim::LaunchTrace`), or stops
+    /// (`None`); the counters are the same either way. Shared with every device of the simulated
+    /// memory (forks, a world's devices). On a GPU nothing is traced.
+    pub fn trace_launches(&self, options: Option<ptx_sim::TraceOptions>) {
+        if let Backend::Cpu(cpu) = &self.inner.backend {
+            lock(&cpu.machine).set_tracing(options);
+        }
+    }
+
+    /// The traces of the launches traced since the last call (on the simulated memory this device
+    /// shares), in launch order, and forgets them; empty on a GPU.
+    pub fn take_traces(&self) -> Vec<ptx_sim::LaunchTrace> {
+        match &self.inner.backend {
+            Backend::Cpu(cpu) => lock(&cpu.machine).take_traces(),
+            Backend::Cuda(_) => Vec::new(),
+        }
+    }
+
     /// Loads kernel `name` from `source`, compiled for this device (cached per process).
     pub fn kernel(&self, source: &KernelSource, name: &str) -> Result<Kernel> {
         self.kernel_with_defines(source, name, &[])

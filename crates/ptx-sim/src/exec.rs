@@ -23,6 +23,7 @@ use crate::lane::{f32_result, f64_result, sext};
 use crate::memory::{CLUSTER_WINDOW, GlobalMemory, RANK_STRIDE, SHARED_WINDOW, read_le, write_le};
 use crate::ptx::{Instr, Kernel, MemBase, Module, Operand, Space, Special, Symbol, Type};
 use crate::stats::{LaunchStats, bank_conflicts, sectors, shared_atomic_conflicts};
+use crate::trace::{AccessKind, AccessSpace, LaunchTrace, Recorder, TraceOptions};
 
 /// The default budget of warp instructions per block: 2^26, about 67 million.
 ///
@@ -83,12 +84,21 @@ impl ParamValue {
 pub struct Machine {
     global: GlobalMemory,
     instruction_budget: u64,
+    /// What [`Machine::launch`] records, when it traces ([`Machine::set_tracing`]).
+    tracing: Option<TraceOptions>,
+    /// The traces recorded since [`Machine::take_traces`].
+    traces: Vec<LaunchTrace>,
 }
 
 impl Default for Machine {
     /// A machine with no allocations and the instruction budget of [`Machine::new`].
     fn default() -> Machine {
-        Machine { global: GlobalMemory::default(), instruction_budget: budget_from_environment() }
+        Machine {
+            global: GlobalMemory::default(),
+            instruction_budget: budget_from_environment(),
+            tracing: None,
+            traces: Vec::new(),
+        }
     }
 }
 
@@ -127,6 +137,19 @@ impl Machine {
     /// [`DEFAULT_INSTRUCTION_BUDGET`] for the default and how it was chosen.
     pub fn set_instruction_budget(&mut self, warp_instructions: u64) {
         self.instruction_budget = warp_instructions.max(1);
+    }
+
+    /// Traces the launches that follow ([`Machine::launch`]; not [`Machine::launch_together`])
+    /// with `options`, or stops tracing (`None`, the default). A traced launch counts exactly what
+    /// an untraced one does; its record ([`LaunchTrace`]) waits in the machine for
+    /// [`Machine::take_traces`], even when the launch faults.
+    pub fn set_tracing(&mut self, options: Option<TraceOptions>) {
+        self.tracing = options;
+    }
+
+    /// The traces of the launches traced since the last call, in launch order, and forgets them.
+    pub fn take_traces(&mut self) -> Vec<LaunchTrace> {
+        std::mem::take(&mut self.traces)
     }
 
     /// Allocates `bytes` zeroed bytes of global memory; returns the device address.
@@ -179,17 +202,28 @@ impl Machine {
         let (param_buf, param_offsets) = pack_params(k, params)?;
         let mut stats = LaunchStats::default();
         let (cx, cy, cz) = k.cluster;
+        let recorder = self.tracing.map(|options| Box::new(Recorder::new(options, k, grid, block)));
         let mut ctx = Block::new(k, grid, block, shared_bytes, (&param_buf, &param_offsets), &mut stats, self);
-        for z in (0..grid.2).step_by(cz as usize) {
-            for y in (0..grid.1).step_by(cy as usize) {
-                for x in (0..grid.0).step_by(cx as usize) {
-                    ctx.start_cluster((x, y, z));
-                    ctx.run_cluster().map_err(|f| ctx.site(f))?;
-                    ctx.count_finished_ctas();
+        ctx.recorder = recorder;
+        let mut run = || {
+            for z in (0..grid.2).step_by(cz as usize) {
+                for y in (0..grid.1).step_by(cy as usize) {
+                    for x in (0..grid.0).step_by(cx as usize) {
+                        ctx.start_cluster((x, y, z));
+                        ctx.run_cluster().map_err(|f| ctx.site(f))?;
+                        ctx.count_finished_ctas();
+                    }
                 }
             }
+            Ok(())
+        };
+        let result = run();
+        let recorder = ctx.recorder.take();
+        drop(ctx);
+        if let Some(recorder) = recorder {
+            self.traces.push(recorder.trace);
         }
-        Ok(stats)
+        result.map(|()| stats)
     }
 
     /// Runs `params.len()` launches of `kernel` at the same time, one per parameter list, all over
@@ -484,6 +518,10 @@ pub(crate) struct Block<'a> {
     pub(crate) stats: &'a mut LaunchStats,
     trace: Trace,
     budget: u64,
+    /// The trace being recorded, when the launch is traced ([`Machine::set_tracing`]).
+    pub(crate) recorder: Option<Box<Recorder>>,
+    /// Whether the running block is recorded (set when it starts running).
+    pub(crate) recording: bool,
     /// Warp instructions the running block runs before [`Block::run`] returns
     /// [`Turn::Paused`] to let another launch's block run ([`Machine::launch_together`]);
     /// `u64::MAX` in a launch on its own, which never pauses.
@@ -692,6 +730,8 @@ impl<'a> Block<'a> {
             stats,
             trace: Trace::default(),
             budget: machine.instruction_budget,
+            recorder: None,
+            recording: false,
             turn: u64::MAX,
         }
     }
@@ -896,6 +936,8 @@ impl Block<'_> {
     /// the cluster barrier, or it has run its turn ([`Block::turn`]; the round of warps in which
     /// it ends is completed, so that every warp has had its slice).
     fn run(&mut self) -> Result<Turn, LaneFault> {
+        let block = self.linear_block();
+        self.recording = self.recorder.as_ref().is_some_and(|r| r.records(block));
         let nwarps = self.warps.len();
         let mut steps = self.steps;
         let pause_at = steps.saturating_add(self.turn);
@@ -1080,7 +1122,47 @@ impl Block<'_> {
         if !self.trace.shared.is_empty() || !self.trace.global.is_empty() || !self.trace.shared_atomics.is_empty() {
             self.account_memory();
         }
+        if self.recording {
+            self.record_step(w, pc, active, exec, exec != 0 && matches!(inst.kind, Kind::Barrier | Kind::NamedBarrier));
+        }
         Ok(true)
+    }
+
+    /// The running block's linear index (x fastest).
+    fn linear_block(&self) -> u64 {
+        let ((x, y, z), (nx, ny, _)) = (self.ctaid, self.nctaid);
+        x as u64 + nx as u64 * (y as u64 + ny as u64 * z as u64)
+    }
+
+    /// Records warp `w`'s instruction at `pc` that has just run (its block is traced).
+    #[cold]
+    fn record_step(&mut self, w: usize, pc: u32, active: u32, exec: u32, barrier: bool) {
+        let block = self.linear_block();
+        let warps = self.warps.len();
+        if let Some(recorder) = self.recorder.as_deref_mut() {
+            recorder.step(block, w as u32, warps, pc, active, exec, barrier);
+        }
+    }
+
+    /// Records thread `t`'s access of `bytes` bytes at `addr` in `space` for the running warp
+    /// instruction (its block is traced): shared (by byte offset) and global accesses; others
+    /// (parameters, another CTA's shared memory) are not recorded.
+    #[cold]
+    pub(crate) fn record_lane(&mut self, t: usize, space: Space, addr: u64, bytes: u32, kind: AccessKind) {
+        let Some(recorder) = self.recorder.as_deref_mut() else { return };
+        let shared_offset = |offset: u64| (offset < CLUSTER_WINDOW).then_some((AccessSpace::Shared, offset));
+        let at = match space {
+            Space::Shared | Space::SharedCluster => shared_offset(addr),
+            Space::Global => Some((AccessSpace::Global, addr)),
+            Space::Generic if (SHARED_WINDOW..SHARED_WINDOW + (1 << 32)).contains(&addr) => {
+                shared_offset(addr - SHARED_WINDOW)
+            }
+            Space::Generic => Some((AccessSpace::Global, addr)),
+            _ => None,
+        };
+        if let Some((space, address)) = at {
+            recorder.lane(space, kind, (t % 32) as u32, address, bytes);
+        }
     }
 
     fn account_memory(&mut self) {
@@ -1848,6 +1930,12 @@ impl Block<'_> {
                 [address; 32]
             }
         };
+        if self.recording {
+            let kind = if m.load { AccessKind::Load } else { AccessKind::Store };
+            for l in lanes(exec) {
+                self.record_lane(w * 32 + l, m.space, addrs[l], total, kind);
+            }
+        }
         if matches!(m.space, Space::Shared | Space::Global) {
             if let Some(region) = self.warp_region(m.space, &addrs, exec, total) {
                 self.memory_in_region(w, m, exec, &addrs, region);

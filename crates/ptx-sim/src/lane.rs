@@ -9,6 +9,7 @@ use crate::exec::{Block, Lane, lanes};
 use crate::half::{self, HalfFormat};
 use crate::memory::SHARED_WINDOW;
 use crate::ptx::{Instr, Op, Operand, Space, Type};
+use crate::trace::AccessKind;
 
 /// PTX's canonical NaN results.
 const NAN32: u32 = 0x7fff_ffff;
@@ -637,6 +638,10 @@ impl Block<'_> {
         let addr = self.address(t, mem)?;
         let total = size * i.vec;
         let base = self.resolve(i.space, addr, total, true)?;
+        if self.recording {
+            let kind = if i.op == Op::Ld { AccessKind::Load } else { AccessKind::Store };
+            self.record_lane(t, i.space, addr, total, kind);
+        }
         let items: Vec<Operand> = match data {
             Operand::Vector(v) => v.clone(),
             other => vec![other.clone()],
@@ -667,6 +672,9 @@ impl Block<'_> {
         // Atomics are counted as atomics, not as memory requests: the access is not traced.
         let loc = self.resolve(i.space, addr, size, false)?;
         self.count_atomic(loc);
+        if self.recording {
+            self.record_lane(t, i.space, addr, size, AccessKind::Atomic);
+        }
         let old = self.load(loc, size as usize);
         let b = self.get(t, arg(i, first_src)?, ty)?;
         let bits = ty.bits();

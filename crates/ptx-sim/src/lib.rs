@@ -13,6 +13,10 @@
 //!   cluster), shared-memory bank conflicts, accesses to other blocks' shared memory, global-memory
 //!   coalescing, atomics (global and shared, and the bank conflicts of shared atomics), blocks, the
 //!   longest block and the busiest warp (module `stats`).
+//! - on request ([`Machine::set_tracing`]), a launch also records what its first blocks' warps did,
+//!   instruction by instruction ([`LaunchTrace`]: active lanes, and each memory access's lanes,
+//!   addresses, banks and sectors; module `trace`), which the book's pictures of a warp are drawn
+//!   from; off by default, and the counters are the same either way.
 //!
 //! Execution model: the blocks of a grid run one after another in order, so single-pass kernels
 //! that wait on earlier blocks make progress. Inside a block, warps of 32 lanes run in lockstep
@@ -65,9 +69,13 @@ mod memory;
 mod parser;
 mod ptx;
 mod stats;
+mod trace;
 
 pub use error::{Fault, FaultSite, SimError};
 pub use exec::{DEFAULT_INSTRUCTION_BUDGET, INSTRUCTION_BUDGET_VAR, Machine, ParamValue};
 pub use parser::parse;
 pub use ptx::{Kernel, Module, Param};
 pub use stats::LaunchStats;
+pub use trace::{
+    Access, AccessKind, AccessSpace, BANKS, LaneAccess, LaunchTrace, SECTOR_BYTES, TraceOptions, WarpStep,
+};

@@ -54,16 +54,16 @@ const LEGEND_PX: u32 = 12;
 const LINE_LABEL_PX: u32 = 12;
 
 const BACKGROUND: RGBColor = WHITE;
-const TEXT: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
+pub(crate) const TEXT: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
 /// The course's steps.
-const BAR: RGBColor = RGBColor(0x3b, 0x6e, 0xa8);
+pub(crate) const BAR: RGBColor = RGBColor(0x3b, 0x6e, 0xa8);
 /// Peers: NVIDIA's libraries, the seeds' kernels.
 const PEER_BAR: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
-const COPY_LINE: RGBColor = RGBColor(0xb3, 0x47, 0x00);
+pub(crate) const COPY_LINE: RGBColor = RGBColor(0xb3, 0x47, 0x00);
 const READ_LINE: RGBColor = RGBColor(0x1b, 0x7a, 0x3a);
 const PEAK_LINE: RGBColor = RGBColor(0x5b, 0x3a, 0x8c);
-const GRID: RGBColor = RGBColor(0xe3, 0xe3, 0xe3);
-const AXIS: RGBColor = RGBColor(0x55, 0x55, 0x55);
+pub(crate) const GRID: RGBColor = RGBColor(0xe3, 0xe3, 0xe3);
+pub(crate) const AXIS: RGBColor = RGBColor(0x55, 0x55, 0x55);
 
 /// Why a chart could not be drawn.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -9,6 +9,8 @@
 //! - [`book`]: every generated page of the book and the README, from the registry and the data;
 //! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones;
 //! - [`accuracy`]: the accuracy studies (relative error against n) and their charts;
+//! - [`pictures`]: pictures of what a warp does (lanes, banks, sectors), drawn from a simulator
+//!   trace of a real kernel;
 //! - [`torch`]: PyTorch's ops as peers, read from `scripts/torch_reductions.py`'s output.
 
 pub mod accuracy;
@@ -17,6 +19,7 @@ pub mod charts;
 pub mod data;
 pub mod headline;
 pub mod multi_gpu;
+pub mod pictures;
 pub mod prose;
 pub mod torch;
 

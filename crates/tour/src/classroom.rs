@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use classroom::optimisation::{Optimisation, StepCounts, graded_steps, score};
+use classroom::optimisation::{Optimisation, StepCounts, StepScore, graded_steps, score};
 use classroom::{
     ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json, grade, grade_json,
     grade_table, overlay_submission, read_counts, speed, starter_files, sync_tree, tests_digest, write_starter,
@@ -32,6 +32,7 @@ pub fn run(command: &CourseCommand) -> bool {
         }
         CourseCommand::Check { crates } => check(&root, crates),
         CourseCommand::Count { crates, json } => count_command(crates, json),
+        CourseCommand::Pictures { crates, dest } => pictures_command(&root, crates, dest),
     };
     match result {
         Ok(ok) => ok,
@@ -258,9 +259,23 @@ fn optimisation(graded: &Graded, crate_name: &str, grade: &Grade) -> Option<Opti
         }),
     };
     Some(match counted.and_then(|(student, reference)| score(course::registry(), crate_name, &student, &reference)) {
-        Ok(steps) => Optimisation::Scored(steps),
+        Ok(steps) => Optimisation::Scored(steps.into_iter().map(|step| with_picture(crate_name, step)).collect()),
         Err(e) => Optimisation::NotScored(e),
     })
+}
+
+/// `step`, whose advice also names the pictures that draw it (`cargo course pictures`), where the
+/// book has one.
+fn with_picture(crate_name: &str, mut step: StepScore) -> StepScore {
+    let files = crate::pictures::files_showing(crate_name, &step.step);
+    if !files.is_empty() {
+        step.see = format!(
+            "{}; `cargo course pictures --crates {crate_name}` draws your kernel beside the reference in target/pictures/{}",
+            step.see,
+            files.join(", ")
+        );
+    }
+    step
 }
 
 /// The student's counts of `crate_name`: this workspace's counting code, built with the student's
@@ -343,4 +358,26 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
         }
     }
     Ok(ok)
+}
+
+/// `cargo course pictures`: the pictures of the chosen chapters drawn from this workspace's
+/// kernels, each above the reference's, written into `dest`.
+fn pictures_command(root: &Path, crates: &[String], dest: &Path) -> Result<bool, String> {
+    let files = crate::pictures::student_pictures(root, crates)?;
+    if files.is_empty() {
+        let mut drawn: Vec<&str> = crate::pictures::pictures().iter().map(|p| p.chapter).collect();
+        drawn.dedup();
+        return Err(format!(
+            "no picture draws {} (the chapters with pictures: {})",
+            crates.join(", "),
+            drawn.join(", ")
+        ));
+    }
+    std::fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
+    for (file, svg) in files {
+        let path = dest.join(file);
+        std::fs::write(&path, svg).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(true)
 }

@@ -40,6 +40,11 @@ pub struct Options {
     /// committed data (no GPU needed).
     #[arg(long, conflicts_with_all = ["crates", "families", "cases", "no_charts"])]
     pub charts: bool,
+
+    /// Only redraw the book's pictures of what a warp does (book/src/pictures/), from the
+    /// chapters' kernels run on the CPU simulator (no GPU needed); `--crates` picks chapters.
+    #[arg(long, conflicts_with_all = ["families", "cases", "no_charts", "charts", "out"])]
+    pub pictures: bool,
 }
 
 /// Course mode: hand out the kernels with the technique removed, and grade them with the same
@@ -81,6 +86,16 @@ pub enum CourseCommand {
         /// Refuse to grade unless the tests are the instructor's (the digest a starter wrote).
         #[arg(long, value_name = "HEX")]
         tests_digest: Option<String>,
+    },
+    /// Draw the pictures of what a warp does from the kernels of this workspace (your starter
+    /// copy), each above the book's picture of the reference solution, into DEST.
+    Pictures {
+        /// Only these chapters' pictures (default: all).
+        #[arg(long, value_name = "CRATES", value_delimiter = ',')]
+        crates: Vec<String>,
+        /// Where to write them.
+        #[arg(long, value_name = "DIR", default_value = "target/pictures")]
+        dest: PathBuf,
     },
     /// CI's contract for every crate with solution regions: with the stubs in place the workspace
     /// builds and every kernel compiles, and each crate's graded tests fail.
@@ -154,6 +169,10 @@ mod tests {
         let options = parse(&["count", "--crates", "reduce-naive", "--json", "/tmp/c.json"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Count { .. })));
         assert_eq!(parse(&["grade", "--speed"]).unwrap_err().kind(), ErrorKind::MissingRequiredArgument);
+        let options = parse(&["pictures", "--crates", "reduce-naive"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Pictures { .. })));
+        let options = parse(&["--pictures", "--crates", "transpose"]).unwrap();
+        assert!(options.pictures && options.wants("transpose", "transpose"));
         let options = parse(&["starter", "/tmp/x"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Starter { .. })));
     }

@@ -9,14 +9,16 @@
 //! script's output beside ours. It prints each chapter's table and each family's summary, writes
 //! one results file per crate into `book/src/data/<gpu>/`, and redraws the book's tables and
 //! charts. Without a GPU it runs every step on the CPU simulator and prints what each launch did.
-//! `--charts` only redraws the book from the committed data.
+//! `--charts` only redraws the book from the committed data; `--pictures` only redraws the book's
+//! pictures of what a warp does, from the chapters' kernels on the CPU simulator.
 
 mod classroom;
 mod cli;
 mod counting;
+mod pictures;
 mod steps;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let ok = match &options.command {
         Some(command) => classroom::run(command),
         None if options.charts => render_book(),
+        None if options.pictures => draw_pictures(&options.crates),
         None => tour(&options),
     };
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
@@ -276,15 +279,33 @@ fn progress_bar(ticks: u64) -> ProgressBar {
 /// Redraws everything the book and the README show from the registry and the committed data.
 fn render_book() -> bool {
     let root = measuring::workspace_root();
-    let outputs = match report::render_book(course::registry(), &root) {
-        Ok(outputs) => outputs,
+    match report::render_book(course::registry(), &root) {
+        Ok(outputs) => write_changed(outputs),
         Err(e) => {
             eprintln!("tour: cannot render the book: {e}");
-            return false;
+            false
         }
-    };
+    }
+}
+
+/// Redraws the book's pictures of the chosen chapters (all when none is chosen) from their kernels,
+/// on the CPU simulator.
+fn draw_pictures(chapters: &[String]) -> bool {
+    let root = measuring::workspace_root();
+    match pictures::book_pictures(&root, chapters) {
+        Ok(files) => write_changed(files),
+        Err(e) => {
+            eprintln!("tour: cannot draw the pictures: {e}");
+            false
+        }
+    }
+}
+
+/// Writes each `(path, text)` whose file does not already hold it, saying so; false if one
+/// cannot be written.
+fn write_changed(files: Vec<(PathBuf, String)>) -> bool {
     let mut ok = true;
-    for (path, text) in outputs {
+    for (path, text) in files {
         if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
             continue;
         }

@@ -70,8 +70,21 @@ pub fn run_partials(
     grid: u32,
     shared: u32,
 ) -> (Vec<f32>, ptx_sim::LaunchStats) {
+    run_partials_traced(module, kernel, input, grid, shared, None)
+}
+
+/// [`run_partials`], the launch traced with `tracing` (`None`: not traced).
+pub fn run_partials_traced(
+    module: &ptx_sim::Module,
+    kernel: &str,
+    input: &[f32],
+    grid: u32,
+    shared: u32,
+    tracing: Option<ptx_sim::TraceOptions>,
+) -> (Vec<f32>, ptx_sim::LaunchStats) {
     use ptx_sim::{Machine, ParamValue};
     let mut m = Machine::new();
+    m.set_tracing(tracing);
     let inp = m.alloc(input.len() * 4).expect("alloc");
     m.write(inp, &f32_bytes(input)).expect("write");
     let out = m.alloc(grid as usize * 4).expect("alloc");
