@@ -11,7 +11,7 @@ use gpu_harness::{Case, Device};
 use report::pictures::{
     Access, AccessKind, AccessSpace, LaunchTrace, TraceOptions, banks_picture, lanes_picture, sectors_picture,
 };
-use report::session::find_entry;
+use measuring::session::find_entry;
 
 /// The folder of the book's pictures, under the workspace root.
 pub const FOLDER: &str = "book/src/pictures";

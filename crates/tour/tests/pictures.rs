@@ -119,7 +119,7 @@ fn idle_lanes(trace: &LaunchTrace) -> usize {
 
 fn divergent_submission_beside_reference() -> TestResult {
     let reference = std::fs::read_to_string(root().join("cuda/reduce_interleaved.cu"))?;
-    let regions = course::regions::regions(&reference)?;
+    let regions = classroom::regions::regions(&reference)?;
     let sequential = regions.last().expect("sequential addressing's region").solution.join("\n");
     assert!(reference.contains(&sequential));
     let student = reference.replace(&sequential, DIVERGENT_MODULO);
