@@ -138,6 +138,7 @@ fn main() -> Result<()> {
         time("streamed", bytes, || reducer.streamed(host, BUDGET))?;
         time("cpu-pinned", bytes, || Ok(cpu_sum(host, threads)))?;
         if bytes == GIB {
+            println!("# sweep {bytes} bytes, pinned, a ring of one chunk buffer per stream");
             for streams in [2, 3] {
                 for chunk_mib in [1, 2, 4, 8, 16, 32, 64] {
                     let chunk = (chunk_mib << 20) / 4;

@@ -65,6 +65,7 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
     }
     outputs.extend(accuracy_files(&data)?);
     outputs.extend(multi_gpu_files(&data)?);
+    outputs.extend(host_files(&data)?);
     outputs.extend(headline_files(course, &gpus, &data)?);
     outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
     outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
@@ -226,6 +227,22 @@ fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     }
     let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((data.join(FRAGMENTS).join("reduce-multi-gpu.md"), tabbed("reduce-multi-gpu", &borrowed)));
+    Ok(files)
+}
+
+/// reduce-host's chart in each GPU's folder (`<gpu>/reduce-host.svg`) and the fragment that shows
+/// it with its tables, one tab per GPU (`measured/reduce-host.md`).
+fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let mut files = Vec::new();
+    let mut tabs = Vec::new();
+    for session in crate::host::load_sessions(data)? {
+        let (svg, body) = crate::host::section(&session)?;
+        files.push((data.join(&session.slug).join(crate::host::CHART), svg));
+        let name = session.fact("device").to_string();
+        tabs.push((Gpu { slug: session.slug, name, folder: PathBuf::new(), results: Vec::new() }, body));
+    }
+    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    files.push((data.join(FRAGMENTS).join("reduce-host.md"), tabbed("reduce-host", &borrowed)));
     Ok(files)
 }
 

@@ -10,12 +10,14 @@
 //! - [`book`]: every generated page of the book and the README, from the registry and the data;
 //! - [`prose`]: the check that numbers quoted in the chapters' prose are the measured ones;
 //! - [`accuracy`]: the accuracy studies (relative error against n) and their charts;
-//! - [`torch`]: PyTorch's ops as peers, read from `scripts/torch_reductions.py`'s output.
+//! - [`torch`]: PyTorch's ops as peers, read from `scripts/torch_reductions.py`'s output;
+//! - [`host`]: reduce-host's sessions (data that starts in host memory), their chart and tables.
 
 pub mod accuracy;
 pub mod book;
 pub mod charts;
 pub mod headline;
+pub mod host;
 pub mod multi_gpu;
 pub mod prose;
 pub mod results;
