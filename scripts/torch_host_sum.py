@@ -38,9 +38,9 @@ def median_ms(call) -> float:
 
 
 def bench_input(n: int) -> np.ndarray:
-    i = np.arange(n, dtype=np.int64)
-    magnitude = (i % 16).astype(np.float32) + 0.5
-    return np.where((i // 16) % 2 == 0, magnitude, -magnitude).astype(np.float32)
+    """Element i is +-(i mod 16 + 0.5), the sign flipping every 16 (n a multiple of 32)."""
+    half = np.arange(16, dtype=np.float32) + 0.5
+    return np.tile(np.concatenate([half, -half]), n // 32)
 
 
 def main() -> None:

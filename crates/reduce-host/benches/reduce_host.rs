@@ -10,8 +10,8 @@
 //!   pageable or pinned memory;
 //! - `copy-then-reduce` (step 1, pageable), `pinned` (step 2), `chunked` (step 3, pinned, the input
 //!   kept on the device), `streamed` (step 4, pinned, a device budget of [`BUDGET`] bytes),
-//!   `streamed-pageable` (step 4 from pageable memory);
-//! - `cpu` (step 5, every thread of the host), `cpu-1` (one thread, to 1 GiB);
+//!   `streamed-pageable` (step 4 from pageable memory, to 1 GiB);
+//! - `cpu` (step 5, every thread of the host), `cpu-1` (one thread, to 256 MiB);
 //! - `on-device`: the same sum of the array once it is on the device (the kernel alone).
 //!
 //! Also `pin <bytes> <ms>` (page-locking an existing array, `cuMemHostRegister`), `unpin`, and
@@ -112,9 +112,11 @@ fn main() -> Result<()> {
             Ok(0.0)
         })?;
         time("copy-then-reduce", bytes, || reducer.copy_then_reduce(&host))?;
-        time("streamed-pageable", bytes, || reducer.streamed(&host, BUDGET))?;
-        time("cpu", bytes, || Ok(cpu_sum(&host, threads)))?;
         if bytes <= GIB {
+            time("streamed-pageable", bytes, || reducer.streamed(&host, BUDGET))?;
+        }
+        time("cpu", bytes, || Ok(cpu_sum(&host, threads)))?;
+        if bytes <= GIB / 4 {
             time("cpu-1", bytes, || Ok(cpu_sum(&host, 1)))?;
         }
         time("on-device", bytes, || on_device.sum(copy_target.view(..n)?))?;

@@ -100,7 +100,7 @@ fn main() -> std::process::ExitCode {
             // The course's own chunk size, an input of several chunks, budgets of one chunk to far more
             // than the input: the same sum, the same bits (the chunks' sums are added in one order).
             let mut rng = TestRng::new();
-            let n = test_size(device, (5 << 21) + 12_345, 3 * (1 << 16) + 7);
+            let n = test_size(device, reduce_host::CHUNK_BYTES / 4 * 5 / 2 + 12_345, 3 * (1 << 16) + 7);
             let chunk = test_size(device, reduce_host::CHUNK_BYTES / 4, 1 << 16);
             let host = device.pin(rng.uniform_f32(n, -1.0, 1.0))?;
             let mut reducer = HostReduce::new(device)?;
@@ -209,10 +209,10 @@ fn main() -> std::process::ExitCode {
         })
         .cpu("illustration::plans", || {
             let mut lines = Vec::new();
-            for n in [0usize, 1, 1000, 1 << 21, (1 << 21) + 1, 1 << 28, 3 << 30] {
+            for n in [0usize, 1, 1000, 1 << 23, (1 << 23) + 1, 1 << 28, 3 << 30] {
                 lines.push(plan(n, None)?.to_string());
             }
-            for budget in [8 << 20, (16 << 20) - 1, 16 << 20, 1 << 30] {
+            for budget in [32 << 20, (64 << 20) - 1, 64 << 20, 1 << 30] {
                 lines.push(format!("budget {budget}: {}", plan(3 << 30, Some(budget))?));
             }
             lines.push(format!("budget 40: {}", plan(10, Some(40))?));
