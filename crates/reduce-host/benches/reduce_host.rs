@@ -16,8 +16,8 @@
 //!
 //! Also `pin <bytes> <ms>` (page-locking an existing array, `cuMemHostRegister`), `unpin`, and
 //! `alloc-pinned` / `alloc-pageable` (new memory, zeroed), and `chunk <bytes> <streams> <ms>`: the
-//! streamed step at 1 GiB with other chunk sizes and stream counts (what [`reduce_host::CHUNK_BYTES`]
-//! was chosen from).
+//! streamed step at 1 GiB with other chunk sizes and stream counts (what
+//! [`reduce_host::CHUNK_BYTES`] was chosen from).
 //!
 //! Prints `<method> <bytes> <ms>` lines after `#` lines naming the machine;
 //! `book/src/data/nvidia-h200/reduce-host.txt` holds what a run printed, with

@@ -18,7 +18,8 @@
 //! 5. [`cpu_sum`]: the same sum on the host's cores (`std::thread`, independent accumulators the
 //!    compiler vectorises), measured beside them.
 //!
-//! The semantics are reduce-atomic's f32 sum: the sum of nothing is 0, NaN and infinities propagate.
+//! The semantics are reduce-atomic's f32 sum: the sum of nothing is 0, NaN and infinities
+//! propagate.
 
 use std::fmt;
 
@@ -55,7 +56,9 @@ pub struct PipelinePlan {
 /// they land in place.
 pub fn pipeline_plan(n: usize, chunk: usize, streams: usize, budget: Option<usize>) -> Result<PipelinePlan> {
     if chunk == 0 || streams == 0 {
-        return Err(GpuError::BadInput(format!("chunks of {chunk} elements on {streams} streams: both must be at least 1")));
+        return Err(GpuError::BadInput(format!(
+            "chunks of {chunk} elements on {streams} streams: both must be at least 1"
+        )));
     }
     let chunk = chunk.min(n);
     let chunks = if n == 0 { 0 } else { n.div_ceil(chunk) };
@@ -163,7 +166,8 @@ impl HostReduce {
     }
 
     /// Fills the input buffer, the chunks' sums and every lane's buffer and scratch with
-    /// [`POISON_WORD`] (NaN), so that a chunk never copied or a sum never written shows in the result.
+    /// [`POISON_WORD`] (NaN), so that a chunk never copied or a sum never written shows in the
+    /// result.
     pub fn poison(&mut self) -> Result<()> {
         self.input.fill_words(POISON_WORD)?;
         self.sums.fill_words(POISON_WORD)?;

@@ -76,13 +76,15 @@ fn main() -> std::process::ExitCode {
             let mut reducer = HostReduce::new(device)?;
             for n in boundary_sizes(CHUNK, 7) {
                 let host = rng.uniform_f32(n, -1.0, 1.0);
-                check_every_step(device, &mut reducer, &host, CHUNK).map_err(|e| rng.fail(e.message().unwrap_or("")))?;
+                check_every_step(device, &mut reducer, &host, CHUNK)
+                    .map_err(|e| rng.fail(e.message().unwrap_or("")))?;
             }
             Ok(())
         })
         .gpu("odd_offsets_and_random_sizes", |device| {
             // Slices that start 1 to 3 elements into a buffer: the host side of every copy starts
-            // off 16-byte alignment, the device side never does (a chunk lands at its range's start).
+            // off 16-byte alignment, the device side never does (a chunk lands at its range's
+            // start).
             let mut rng = TestRng::new();
             let mut reducer = HostReduce::new(device)?;
             for _ in 0..4 {
@@ -90,15 +92,17 @@ fn main() -> std::process::ExitCode {
                 let host = rng.uniform_f32(n + 3, -1.0, 1.0);
                 for offset in 1..=3 {
                     let chunk = rng.size_in(1..=2 * CHUNK);
-                    check_every_step(device, &mut reducer, &host[offset..offset + n - 1.min(n)], chunk)
-                        .map_err(|e| rng.fail(format!("offset {offset}, chunk {chunk}: {}", e.message().unwrap_or(""))))?;
+                    check_every_step(device, &mut reducer, &host[offset..offset + n - 1.min(n)], chunk).map_err(
+                        |e| rng.fail(format!("offset {offset}, chunk {chunk}: {}", e.message().unwrap_or(""))),
+                    )?;
                 }
             }
             Ok(())
         })
         .gpu("the_course_plan_on_inputs_bigger_than_the_budget", |device| {
-            // The course's own chunk size, an input of several chunks, budgets of one chunk to far more
-            // than the input: the same sum, the same bits (the chunks' sums are added in one order).
+            // The course's own chunk size, an input of several chunks, budgets of one chunk to far
+            // more than the input: the same sum, the same bits (the chunks' sums are added in one
+            // order).
             let mut rng = TestRng::new();
             let n = test_size(device, reduce_host::CHUNK_BYTES / 4 * 5 / 2 + 12_345, 3 * (1 << 16) + 7);
             let chunk = test_size(device, reduce_host::CHUNK_BYTES / 4, 1 << 16);
@@ -171,7 +175,8 @@ fn main() -> std::process::ExitCode {
             messages.push(bad_input(reducer.chunked(&host, &ring))?);
             messages.push(bad_input(reducer.streamed_with(&host, &in_place))?);
             messages.push(bad_input(reducer.chunked(&host[1..], &in_place))?);
-            // A budget below one chunk of a small input is an error too, and one chunk's worth runs.
+            // A budget below one chunk of a small input is an error too, and one chunk's worth
+            // runs.
             messages.push(bad_input(reducer.streamed(&host[..10], 39))?);
             let sum = reducer.streamed(&host[..10], 40)?;
             if sum != 10.0 {
@@ -226,7 +231,9 @@ fn main() -> std::process::ExitCode {
                     let p: PipelinePlan = pipeline_plan(n, CHUNK, streams, Some(CHUNK * 4 * 2))?;
                     let covered: Vec<usize> = (0..p.chunks).flat_map(|k| p.range(k)).collect();
                     if covered != (0..n).collect::<Vec<_>>() || p.streams > streams || p.streams > 2 {
-                        return Err(format!("{p}: covers {} of {n} elements, or too many streams", covered.len()).into());
+                        return Err(
+                            format!("{p}: covers {} of {n} elements, or too many streams", covered.len()).into()
+                        );
                     }
                 }
             }

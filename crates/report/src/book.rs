@@ -68,7 +68,8 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
     outputs.extend(host_files(&data)?);
     outputs.extend(headline_files(course, &gpus, &data)?);
     outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
-    outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
+    let host = crate::host::readme_table(&crate::host::load_sessions(&data)?);
+    outputs.push((root.join("README.md"), readme_status(course, &gpus, &host, &root.join("README.md"))?));
     Ok(outputs)
 }
 
@@ -315,8 +316,9 @@ fn table_of_contents(course: &Course, path: &Path) -> Result<String, BookError> 
 }
 
 /// The README with its status table (between [`BEGIN`] and [`END`]) rendered from the registry and
-/// the data: one row per step and peer, its share of its roof on each GPU at the summary case.
-fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, BookError> {
+/// the data: one row per step and peer, its share of its roof on each GPU at the summary case; then
+/// `host`, reduce-host's table ([`crate::host::readme_table`]).
+fn readme_status(course: &Course, gpus: &[Gpu], host: &str, path: &Path) -> Result<String, BookError> {
     let mut generated = String::new();
     for family in &course.families {
         let case = &family.summary_case.label;
@@ -348,6 +350,7 @@ fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, B
         }
         generated += "\n";
     }
+    generated += host;
     replace_generated(path, generated.trim_end())
 }
 

@@ -10,29 +10,34 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use plotters::prelude::*;
-
-use crate::charts::{ChartError, draw_lines, drawing};
-use crate::multi_gpu::size_label;
+use crate::charts::ChartError;
+use crate::multi_gpu::{size_label, size_lines_chart};
 
 /// The data file's name in a GPU's folder.
 pub const FILE: &str = "reduce-host.txt";
 /// The chart's name beside it.
 pub const CHART: &str = "reduce-host.svg";
 
-/// The methods the chart and the main table show, in order, with their names there: the roofs,
-/// the peer, the chapter's steps and the CPU.
-pub const METHODS: [(&str, &str); 9] = [
+/// The methods the main table shows, in order, with their names there: the roofs, the peers, the
+/// chapter's steps, the CPU, and the sum of the array once it is on the GPU.
+pub const METHODS: [(&str, &str); 11] = [
     ("copy-pinned", "pinned copy (roof)"),
     ("copy-pageable", "pageable copy (roof)"),
     ("torch", "torch"),
+    ("torch-pinned", "torch, pinned"),
     ("copy-then-reduce", "1 copy then reduce"),
     ("pinned", "2 pinned"),
     ("chunked", "3 chunked"),
     ("streamed", "4 streamed"),
     ("cpu", "5 CPU threads"),
+    ("cpu-1", "5 CPU, one thread"),
     ("on-device", "already on the GPU"),
 ];
+
+/// The methods the chart draws (one colour each): the roofs, torch from pageable memory, steps 1,
+/// 2 and 4 (step 3 and torch from pinned memory lie on step 2's line) and the CPU's threads.
+pub const CHART_METHODS: [&str; 7] =
+    ["copy-pinned", "copy-pageable", "torch", "copy-then-reduce", "pinned", "streamed", "cpu"];
 
 /// One measurement line.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,14 +192,16 @@ pub fn table(file: &HostFile) -> String {
 /// The costs of pinning and the chunk sweep: what page-locking costs, and the streamed step at
 /// other chunk sizes and stream counts.
 pub fn costs_table(file: &HostFile) -> String {
-    let mut out = String::from("| size | pin in place (ms) | unpin (ms) | pin, GB/s |\n| ---: | ---: | ---: | ---: |\n");
+    let mut out =
+        String::from("| size | pin in place (ms) | unpin (ms) | pin, GB/s |\n| ---: | ---: | ---: | ---: |\n");
     for pin in file.rows_of("pin") {
         let unpin = file.row("unpin", pin.bytes).map_or("-".into(), |r| format!("{:.2}", r.ms));
         let _ = writeln!(out, "| {} | {:.2} | {unpin} | {:.1} |", size_label(pin.bytes), pin.ms, pin.gbs());
     }
     let allocs: Vec<&Row> = file.rows_of("alloc-pinned").collect();
     if !allocs.is_empty() {
-        out += "\n| size | new pinned memory, zeroed (ms) | new pageable memory, touched (ms) |\n| ---: | ---: | ---: |\n";
+        out +=
+            "\n| size | new pinned memory, zeroed (ms) | new pageable memory, touched (ms) |\n| ---: | ---: | ---: |\n";
         for alloc in allocs {
             let pageable = file.row("alloc-pageable", alloc.bytes).map_or("-".into(), |r| format!("{:.2}", r.ms));
             let _ = writeln!(out, "| {} | {:.2} | {pageable} |", size_label(alloc.bytes), alloc.ms);
@@ -203,7 +210,14 @@ pub fn costs_table(file: &HostFile) -> String {
     let sweeps: Vec<&str> = ["chunk-2", "chunk-3"].into_iter().filter(|m| file.rows_of(m).next().is_some()).collect();
     if !sweeps.is_empty() {
         let at = file.fact("sweep");
-        let _ = write!(out, "\nStep 4 at {at} with other chunks (GB/s):\n\n| chunk |");
+        let (array_bytes, how) = at.split_once(' ').unwrap_or((at, ""));
+        let array_bytes: u64 = array_bytes.parse().unwrap_or(0);
+        let how = how.trim_start_matches("bytes").trim_start_matches(',').trim();
+        let _ = write!(
+            out,
+            "\nStep 4 over {} ({how}) with other chunk sizes (GB/s):\n\n| chunk |",
+            size_label(array_bytes)
+        );
         for sweep in &sweeps {
             let _ = write!(out, " {} streams |", &sweep[6..]);
         }
@@ -212,11 +226,12 @@ pub fn costs_table(file: &HostFile) -> String {
         out += "\n";
         let mut chunks: Vec<u64> = file.rows_of(sweeps[0]).map(|r| r.bytes).collect();
         chunks.sort_unstable();
-        let array_bytes: f64 = at.split_whitespace().next().and_then(|b| b.parse().ok()).unwrap_or(0.0);
         for chunk in chunks {
             let _ = write!(out, "| {} |", size_label(chunk));
             for sweep in &sweeps {
-                let cell = file.row(sweep, chunk).map_or("-".into(), |r| format!("{:.1}", array_bytes / (r.ms * 1e-3) / 1e9));
+                let cell = file
+                    .row(sweep, chunk)
+                    .map_or("-".into(), |r| format!("{:.1}", array_bytes as f64 / (r.ms * 1e-3) / 1e9));
                 let _ = write!(out, " {cell} |");
             }
             out += "\n";
@@ -225,53 +240,19 @@ pub fn costs_table(file: &HostFile) -> String {
     out
 }
 
-/// The chart: GB/s against the array's size (log2), a line per method of [`METHODS`] but the sum
-/// of data already on the GPU (an order of magnitude above the others; the table gives it).
+/// The chart: GB/s against the array's size (log2), a line per method of [`CHART_METHODS`].
 pub fn chart(file: &HostFile) -> Result<String, ChartError> {
     let series: Vec<(String, Vec<(f64, f64)>)> = METHODS
         .iter()
-        .filter(|(method, _)| *method != "on-device")
+        .filter(|(method, _)| CHART_METHODS.contains(method))
         .map(|&(method, name)| {
             let points = file.rows_of(method).map(|r| ((r.bytes as f64).log2(), r.gbs())).collect();
             (name.to_string(), points)
         })
         .filter(|(_, points): &(String, Vec<(f64, f64)>)| !points.is_empty())
         .collect();
-    let all = || series.iter().flat_map(|(_, p)| p.iter());
-    let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
-        return Err(ChartError::NoBars);
-    };
-    let top = all().map(|p| p.1).fold(0.0, f64::max) * 1.15;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, crate::charts::SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(drawing)?;
-        let title = format!("The sum of an f32 array in host memory, {}", file.fact("device"));
-        let font = |px: f64| ("sans-serif", px * 1.24).into_font();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, font(15.0))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x_min - 0.3..x_max + 0.3, 0.0..top)
-            .map_err(drawing)?;
-        chart
-            .configure_mesh()
-            .x_desc("array size")
-            .y_desc("GB/s to the answer on the host")
-            .x_labels(series[0].1.len())
-            .x_label_formatter(&|x| size_label(2f64.powf(x.round()) as u64))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style(font(10.0))
-            .axis_desc_style(font(11.0))
-            .light_line_style(TRANSPARENT)
-            .draw()
-            .map_err(drawing)?;
-        draw_lines(&mut chart, &series, SeriesLabelPosition::UpperLeft)?;
-        root.present().map_err(drawing)?;
-    }
-    Ok(svg)
+    let title = format!("The sum of an f32 array in host memory, {}", file.fact("device"));
+    size_lines_chart(&title, "array size", "GB/s to the answer on the host", &series)
 }
 
 /// One GPU's part of the chapter: its facts, the chart, the tables.
@@ -291,4 +272,51 @@ pub fn section(file: &HostFile) -> Result<(String, String), ChartError> {
         costs_table(file)
     );
     Ok((svg, body))
+}
+
+/// The steps and peers the README's table shows, with what they do.
+const README_ROWS: [(&str, &str, &str); 7] = [
+    ("copy-then-reduce", "copy-then-reduce", "one copy from pageable memory, then reduce-atomic's kernel"),
+    ("pinned", "pinned", "the same from pinned memory"),
+    ("chunked", "chunked", "chunks on two streams, overlapping copies and kernels; the array stays on the GPU"),
+    ("streamed", "streamed", "the same through a ring of chunk buffers within a device budget"),
+    ("cpu", "cpu", "the host's threads, 16 accumulators each"),
+    ("torch", "peer: torch", "`torch.from_numpy(x).cuda().sum()`"),
+    ("torch-pinned", "peer: torch pinned", "`x.pin_memory()` once, then `.cuda(non_blocking=True).sum()`"),
+];
+
+/// The README's table of reduce-host (empty without sessions): each step's and peer's share of
+/// the pinned copy's bandwidth at 1 GiB and 8 GiB on every GPU measured.
+pub fn readme_table(sessions: &[HostFile]) -> String {
+    if sessions.is_empty() {
+        return String::new();
+    }
+    const SIZES: [u64; 2] = [1 << 30, 8 << 30];
+    let mut out = String::from(
+        "**Data on the host** (the sum of an f32 array in host memory, to the answer on the host: % of the \
+         pinned host-to-device copy's bandwidth in the same run; measured by `cargo bench -p reduce-host` and \
+         `scripts/torch_host_sum.py`, from `book/src/data/<gpu>/reduce-host.txt`)\n\n| crate | step | what it does |",
+    );
+    for session in sessions {
+        for bytes in SIZES {
+            let _ = write!(out, " {} {} |", session.fact("device"), size_label(bytes));
+        }
+    }
+    out += "\n|---|---|---|";
+    out += &"---:|".repeat(sessions.len() * SIZES.len());
+    out += "\n";
+    for (method, step, what) in README_ROWS {
+        let _ = write!(out, "| `reduce-host` | {step} | {what} |");
+        for session in sessions {
+            for bytes in SIZES {
+                let cell = match (session.row(method, bytes), session.row("copy-pinned", bytes)) {
+                    (Some(row), Some(roof)) => format!("{:.1}%", 100.0 * row.gbs() / roof.gbs()),
+                    _ => "-".into(),
+                };
+                let _ = write!(out, " {cell} |");
+            }
+        }
+        out += "\n";
+    }
+    out
 }

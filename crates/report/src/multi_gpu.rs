@@ -220,6 +220,18 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
         })
         .filter(|(_, points): &(String, Vec<(f64, f64)>)| !points.is_empty())
         .collect();
+    let title = format!("All-reduce of f32 on {gpus} GPUs: bus bandwidth, {}", file.fact("device"));
+    size_lines_chart(&title, "size per GPU", "bus bandwidth (GB/s)", &series)
+}
+
+/// A line chart of `series` against a size in bytes on a log2 axis (`x` is log2 of the size), the
+/// legend top left: the multi-GPU and host-data charts.
+pub(crate) fn size_lines_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String, ChartError> {
     let all = || series.iter().flat_map(|(_, p)| p.iter());
     let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
         return Err(ChartError::NoBars);
@@ -229,7 +241,6 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
     {
         let root = SVGBackend::with_string(&mut svg, crate::charts::SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(drawing)?;
-        let title = format!("All-reduce of f32 on {gpus} GPUs: bus bandwidth, {}", file.fact("device"));
         let font = |px: f64| ("sans-serif", px * 1.24).into_font();
         let mut chart = ChartBuilder::on(&root)
             .caption(title, font(15.0))
@@ -241,8 +252,8 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .map_err(drawing)?;
         chart
             .configure_mesh()
-            .x_desc("size per GPU")
-            .y_desc("bus bandwidth (GB/s)")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .x_labels(series[0].1.len())
             .x_label_formatter(&|x| size_label(2f64.powf(x.round()) as u64))
             .y_label_formatter(&|y| format!("{y:.0}"))
@@ -251,7 +262,7 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        draw_lines(&mut chart, &series, SeriesLabelPosition::UpperLeft)?;
+        draw_lines(&mut chart, series, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)

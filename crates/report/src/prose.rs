@@ -16,10 +16,11 @@
 //! <kind>/<method> <gpus> <bytes> <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `us`,
 //! `ratio:<method>` (this bus bandwidth over that method's) or `speedup` (one GPU's time over this
 //! one's). reduce-host's come from `data/<gpu>/reduce-host.txt`: `data host <gpu> <method> <bytes>
-//! <value>` ([`crate::host::lookup`]). The rendered page does not show the comment; [`check_book`] checks that the number
-//! before it, rounded as written, equals the data. A number written as a measurement (followed by
-//! `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry such a comment, or
-//! `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the seeds).
+//! <value>` ([`crate::host::lookup`]). The rendered page does not show the comment; [`check_book`]
+//! checks that the number before it, rounded as written, equals the data. A number written as a
+//! measurement (followed by `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry
+//! such a comment, or `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the
+//! seeds).
 
 use std::path::{Path, PathBuf};
 

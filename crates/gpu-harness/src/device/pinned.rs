@@ -6,8 +6,8 @@
 //! [`Device::pin`] page-locks the memory of a `Vec` the caller already has (and
 //! [`PinnedBuffer::into_vec`] gives it back). Copies from it are the ordinary ones:
 //! [`Device::copy_from_host`] (or [`crate::DeviceBuffer::write_at`]) of a slice of pinned memory is
-//! queued on a stream and returns at once. So that no copy ever reads memory that was freed or is being written, the
-//! buffer waits for its device's queued work before it is written through
+//! queued on a stream and returns at once. So that no copy ever reads memory that was freed or is
+//! being written, the buffer waits for its device's queued work before it is written through
 //! [`PinnedBuffer::as_mut_slice`], given back or dropped.
 //!
 //! On the CPU simulator a pinned buffer is an ordinary `Vec` (its copies are host copies).
@@ -97,7 +97,9 @@ impl Device {
             )));
         }
         if !self.shares_memory_with(&dst.device) {
-            return Err(GpuError::BadInput("a copy from the host queued on a device that does not hold its buffer".into()));
+            return Err(GpuError::BadInput(
+                "a copy from the host queued on a device that does not hold its buffer".into(),
+            ));
         }
         if host.is_empty() {
             return Ok(());
