@@ -102,7 +102,7 @@ fn main() -> Result<()> {
         let n = bytes / 4;
         let host = input(n, threads);
         if copy_target.len() < n {
-            copy_target = device.alloc(0)?;
+            drop(std::mem::replace(&mut copy_target, device.alloc(0)?)); // free the old one first
             copy_target = device.alloc(n)?;
         }
         // Pageable memory.

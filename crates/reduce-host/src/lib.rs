@@ -73,7 +73,8 @@ pub fn pipeline_plan(n: usize, chunk: usize, streams: usize, budget: Option<usiz
                      give at least {chunk_bytes} bytes, or plan smaller chunks"
                 )));
             }
-            Some(if chunk_bytes == 0 { streams } else { (bytes / chunk_bytes).min(streams) })
+            // An empty input has chunks of no bytes: any budget holds one per stream.
+            Some(bytes.checked_div(chunk_bytes).map_or(streams, |fit| fit.min(streams)))
         }
     };
     // The ring's buffers bound the streams too: one buffer per stream, reused in stream order.

@@ -195,7 +195,8 @@ fn main() -> std::process::ExitCode {
             }
             allocated.as_mut_slice()?.copy_from_slice(&values);
             let registered = device.pin(values.clone())?;
-            if !device.is_simulated() && !(allocated.is_pinned() && registered.is_pinned()) {
+            let both_pinned = allocated.is_pinned() && registered.is_pinned();
+            if !device.is_simulated() && !both_pinned {
                 return Err("a GPU's pinned buffers say they are not pinned".into());
             }
             let mut reducer = HostReduce::new(device)?;

@@ -221,22 +221,24 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
         .filter(|(_, points): &(String, Vec<(f64, f64)>)| !points.is_empty())
         .collect();
     let title = format!("All-reduce of f32 on {gpus} GPUs: bus bandwidth, {}", file.fact("device"));
-    size_lines_chart(&title, "size per GPU", "bus bandwidth (GB/s)", &series)
+    size_lines_chart(&title, "size per GPU", "bus bandwidth (GB/s)", &series, 1.15)
 }
 
 /// A line chart of `series` against a size in bytes on a log2 axis (`x` is log2 of the size), the
-/// legend top left: the multi-GPU and host-data charts.
+/// legend top left, the y axis up to `headroom` times the highest point (room for the legend above
+/// the lines): the multi-GPU and host-data charts.
 pub(crate) fn size_lines_chart(
     title: &str,
     x_desc: &str,
     y_desc: &str,
     series: &[(String, Vec<(f64, f64)>)],
+    headroom: f64,
 ) -> Result<String, ChartError> {
     let all = || series.iter().flat_map(|(_, p)| p.iter());
     let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
         return Err(ChartError::NoBars);
     };
-    let top = all().map(|p| p.1).fold(0.0, f64::max) * 1.15;
+    let top = all().map(|p| p.1).fold(0.0, f64::max) * headroom;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, crate::charts::SIZE).into_drawing_area();

@@ -8,7 +8,8 @@
 //! [`Device::copy_from_host`] (or [`crate::DeviceBuffer::write_at`]) of a slice of pinned memory is
 //! queued on a stream and returns at once. So that no copy ever reads memory that was freed or is
 //! being written, the buffer waits for its device's queued work before it is written through
-//! [`PinnedBuffer::as_mut_slice`], given back or dropped.
+//! [`PinnedBuffer::as_mut_slice`], given back or dropped (its device's: copy from it on another
+//! GPU only after that GPU's `synchronize`).
 //!
 //! On the CPU simulator a pinned buffer is an ordinary `Vec` (its copies are host copies).
 
