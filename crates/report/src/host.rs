@@ -321,3 +321,38 @@ pub fn readme_table(sessions: &[HostFile]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SESSION: &str = "# device NVIDIA H200\n# sweep 1024 bytes, pinned\ncopy-pinned 1024 0.5\nstreamed 1024 1.0\n\
+                           torch 1024 4.0\ncopy-pinned 2048 1.0\nchunk-2 256 2.0\n";
+
+    #[test]
+    fn a_session_reads_back_as_bandwidths_shares_and_speed_ups() {
+        let file = parse("gpu", SESSION).unwrap();
+        assert_eq!(file.fact("device"), "NVIDIA H200");
+        assert_eq!(file.sizes(), vec![1024, 2048]);
+        let sessions = [file];
+        let value = |spec: &str| lookup(&spec.split_whitespace().collect::<Vec<_>>(), &sessions);
+        assert_eq!(value("gpu streamed 1024 gbs").unwrap(), 1024.0 / 1e-3 / 1e9);
+        assert_eq!(value("gpu streamed 1024 roof%").unwrap(), 50.0);
+        assert_eq!(value("gpu streamed 1024 speedup:torch").unwrap(), 4.0);
+        assert!(value("gpu streamed 2048 ms").is_err());
+        assert!(value("other streamed 1024 ms").is_err());
+        assert!(value("gpu streamed 1024 furlongs").is_err());
+        let costs = costs_table(&sessions[0]);
+        assert!(costs.contains("Step 4 over 1 KiB (pinned)"), "{costs}");
+        assert!(readme_table(&sessions).contains("| `reduce-host` | streamed |"));
+        assert_eq!(readme_table(&[]), "");
+    }
+
+    #[test]
+    fn bad_lines_are_errors_that_name_them() {
+        for bad in ["streamed 1024", "streamed x 1.0", "streamed 1024 0", "streamed 1024 -1"] {
+            let error = parse("gpu", bad).unwrap_err();
+            assert!(error.contains("line 1") && error.contains(bad), "{error}");
+        }
+    }
+}
