@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::charts::ChartError;
-use crate::multi_gpu::{size_label, size_lines_chart};
+use crate::multi_gpu::{fact, facts_and_lines, size_label, size_lines_chart};
 
 /// The data file's name in a GPU's folder.
 pub const FILE: &str = "reduce-host.txt";
@@ -65,7 +65,7 @@ pub struct HostFile {
 
 impl HostFile {
     pub fn fact(&self, name: &str) -> &str {
-        self.facts.iter().find(|(n, _)| n == name).map_or("?", |(_, v)| v.as_str())
+        fact(&self.facts, name)
     }
 
     pub fn row(&self, method: &str, bytes: u64) -> Option<&Row> {
@@ -89,15 +89,9 @@ impl HostFile {
 /// Parses a session file.
 pub fn parse(slug: &str, text: &str) -> Result<HostFile, String> {
     let mut file = HostFile { slug: slug.to_string(), ..HostFile::default() };
-    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(fact) = line.strip_prefix("# ") {
-            let (name, value) = fact.split_once(' ').unwrap_or((fact, ""));
-            file.facts.push((name.to_string(), value.to_string()));
-            continue;
-        }
+    let (facts, lines) = facts_and_lines(text);
+    file.facts = facts;
+    for (number, line) in lines {
         let bad = |why: &str| format!("{slug}/{FILE} line {number}: {why}: `{line}`");
         let words: Vec<&str> = line.split_whitespace().collect();
         let [method, bytes, ms] = words[..] else { return Err(bad("expected 3 words")) };

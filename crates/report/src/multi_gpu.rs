@@ -70,7 +70,7 @@ pub struct MachineFile {
 
 impl MachineFile {
     pub fn fact(&self, name: &str) -> &str {
-        self.facts.iter().find(|(n, _)| n == name).map_or("?", |(_, v)| v.as_str())
+        fact(&self.facts, name)
     }
 
     /// The all-reduce row of `method` on `gpus` GPUs at `bytes`.
@@ -95,18 +95,36 @@ impl MachineFile {
     }
 }
 
+/// A session file's facts: `(name, value)` in file order.
+pub(crate) type Facts = Vec<(String, String)>;
+
+/// The `# name value` lines of a session file (multi-GPU or host data) as facts, in order, and
+/// its other non-empty lines with their line numbers (from 1), trimmed.
+pub(crate) fn facts_and_lines(text: &str) -> (Facts, Vec<(usize, &str)>) {
+    let mut facts = Vec::new();
+    let mut lines = Vec::new();
+    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+        if let Some(fact) = line.strip_prefix("# ") {
+            let (name, value) = fact.split_once(' ').unwrap_or((fact, ""));
+            facts.push((name.to_string(), value.to_string()));
+        } else if !line.is_empty() {
+            lines.push((number, line));
+        }
+    }
+    (facts, lines)
+}
+
+/// The value of the fact `name`, or `?`.
+pub(crate) fn fact<'a>(facts: &'a [(String, String)], name: &str) -> &'a str {
+    facts.iter().find(|(n, _)| n == name).map_or("?", |(_, v)| v.as_str())
+}
+
 /// Parses a machine file.
 pub fn parse(slug: &str, text: &str) -> Result<MachineFile, String> {
     let mut file = MachineFile { slug: slug.to_string(), ..MachineFile::default() };
-    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(fact) = line.strip_prefix("# ") {
-            let (name, value) = fact.split_once(' ').unwrap_or((fact, ""));
-            file.facts.push((name.to_string(), value.to_string()));
-            continue;
-        }
+    let (facts, lines) = facts_and_lines(text);
+    file.facts = facts;
+    for (number, line) in lines {
         let words: Vec<&str> = line.split_whitespace().collect();
         let bad = |why: &str| format!("{slug}.txt line {number}: {why}: `{line}`");
         let [kind, method, gpus, bytes, ms] = words[..] else { return Err(bad("expected 5 words")) };
