@@ -27,10 +27,12 @@ use gpu_harness::{Device, DeviceBuffer, Event, GpuError, Result};
 use reduce_atomic::DeterministicReduce;
 use reduction::{FullReduction, POISON_WORD, ReduceOp};
 
-/// The bytes of one chunk, chosen by measurement: the bench's sweep of 1 to 64 MiB on 2 and 3
-/// streams at 1 GiB on an H200 (`book/src/data/nvidia-h200/reduce-host.txt`, lines `chunk-...`).
-/// Each chunk costs about 8 µs beyond its copy, and the overlap can hide no more than the kernel's
-/// time, so the chunks are as large as keeps that cost small: 32 chunks per GiB.
+/// The bytes of one chunk, chosen by measurement: the bench's sweep of 1 to 64 MiB chunks on 2 and
+/// 3 streams over 1 GiB on an H200 (lines `chunk-2` and `chunk-3` of
+/// `book/src/data/nvidia-h200/reduce-host.txt`; the first session's, which chose it, is in
+/// `scripts/lab/reduce-host/`). Each chunk costs about 3 µs beyond its copy, and the overlap can
+/// hide no more than the kernel's time, so the chunks are as large as keeps that cost small: 16 to
+/// 64 MiB were level with one copy of the whole GiB; 32 chunks per GiB.
 pub const CHUNK_BYTES: usize = 32 << 20;
 /// Streams the chunks go round: one copies while another reduces.
 pub const STREAMS: usize = 2;
