@@ -17,6 +17,7 @@
 //! - `device/multi_gpu.rs`: what only reduce-multi-gpu uses: GPUs by ordinal, simulated worlds
 //!   (devices sharing one simulated memory), forks, peer access, [`Event`]s across devices, copies
 //!   between GPUs.
+//! - `device/pinned.rs`: [`PinnedBuffer`], page-locked host memory the copy engines read directly.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -31,6 +32,7 @@ mod buffer;
 mod facts;
 mod launch;
 mod multi_gpu;
+mod pinned;
 mod timing;
 
 pub use buffer::{DeviceBuffer, DeviceView, Element};
@@ -38,6 +40,7 @@ pub use facts::{DeviceFacts, GpuShape};
 use launch::KernelBackend;
 pub use launch::{Kernel, KernelArg, Launch, LaunchConfig, launch_together};
 pub use multi_gpu::{Event, Transfers};
+pub use pinned::PinnedBuffer;
 
 /// A handle to a CUDA GPU (the first, unless opened by ordinal): its context, the one stream all
 /// work queued through this handle goes to, its facts and the kernels loaded on it. Cheap to clone.

@@ -36,7 +36,7 @@ pub mod workload;
 pub use compile::KernelSource;
 pub use device::{
     Device, DeviceBuffer, DeviceFacts, DeviceView, Element, Event, GpuShape, Kernel, KernelArg, Launch, LaunchConfig,
-    LaunchCounters, Transfers, launch_together,
+    LaunchCounters, PinnedBuffer, Transfers, launch_together,
 };
 pub use error::{GpuError, PIP_INSTALL_NVRTC, Result};
 pub use workload::{Case, Checked, Measured, Prepared, Shape, Stateful, StepEntry};

@@ -63,9 +63,11 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
     }
     outputs.extend(accuracy_files(&data)?);
     outputs.extend(multi_gpu_files(&data)?);
+    outputs.extend(host_files(&data)?);
     outputs.extend(headline_files(course, &gpus, &data)?);
     outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
-    outputs.push((root.join("README.md"), readme_status(course, &gpus, &root.join("README.md"))?));
+    let host = crate::host::readme_table(&crate::host::load_sessions(&data)?);
+    outputs.push((root.join("README.md"), readme_status(course, &gpus, &host, &root.join("README.md"))?));
     Ok(outputs)
 }
 
@@ -224,6 +226,22 @@ fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     Ok(files)
 }
 
+/// reduce-host's chart in each GPU's folder (`<gpu>/reduce-host.svg`) and the fragment that shows
+/// it with its tables, one tab per GPU (`measured/reduce-host.md`).
+fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let mut files = Vec::new();
+    let mut tabs = Vec::new();
+    for session in crate::host::load_sessions(data)? {
+        let (svg, body) = crate::host::section(&session)?;
+        files.push((data.join(&session.slug).join(crate::host::CHART), svg));
+        let name = session.fact("device").to_string();
+        tabs.push((Gpu { slug: session.slug, name, folder: PathBuf::new(), results: Vec::new() }, body));
+    }
+    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    files.push((data.join(FRAGMENTS).join("reduce-host.md"), tabbed("reduce-host", &borrowed)));
+    Ok(files)
+}
+
 /// The front page's headline (`measured/headline.md`, included by `introduction.md`) and its chart
 /// (`measured/headline.svg`): each family's final step beside its peers on every GPU, and the
 /// all-reduce across GPUs beside NCCL and PyTorch on every machine.
@@ -293,8 +311,9 @@ fn table_of_contents(course: &Course, path: &Path) -> Result<String, BookError> 
 }
 
 /// The README with its status table (between [`BEGIN`] and [`END`]) rendered from the registry and
-/// the data: one row per step and peer, its share of its roof on each GPU at the summary case.
-fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, BookError> {
+/// the data: one row per step and peer, its share of its roof on each GPU at the summary case; then
+/// `host`, reduce-host's table ([`crate::host::readme_table`]).
+fn readme_status(course: &Course, gpus: &[Gpu], host: &str, path: &Path) -> Result<String, BookError> {
     let mut generated = String::new();
     for family in &course.families {
         let case = &family.summary_case.label;
@@ -326,6 +345,7 @@ fn readme_status(course: &Course, gpus: &[Gpu], path: &Path) -> Result<String, B
         }
         generated += "\n";
     }
+    generated += host;
     replace_generated(path, generated.trim_end())
 }
 

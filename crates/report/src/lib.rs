@@ -11,13 +11,15 @@
 //! - [`accuracy`]: the accuracy studies (relative error against n) and their charts;
 //! - [`pictures`]: pictures of what a warp does (lanes, banks, sectors), drawn from a simulator
 //!   trace of a real kernel;
-//! - [`torch`]: PyTorch's ops as peers, read from `scripts/torch_reductions.py`'s output.
+//! - [`torch`]: PyTorch's ops as peers, read from `scripts/torch_reductions.py`'s output;
+//! - [`host`]: reduce-host's sessions (data that starts in host memory), their chart and tables.
 
 pub mod accuracy;
 pub mod book;
 pub mod charts;
 pub mod data;
 pub mod headline;
+pub mod host;
 pub mod multi_gpu;
 pub mod pictures;
 pub mod prose;

@@ -67,7 +67,7 @@ pub struct MachineFile {
 
 impl MachineFile {
     pub fn fact(&self, name: &str) -> &str {
-        self.facts.iter().find(|(n, _)| n == name).map_or("?", |(_, v)| v.as_str())
+        fact(&self.facts, name)
     }
 
     /// The all-reduce row of `method` on `gpus` GPUs at `bytes`.
@@ -92,18 +92,36 @@ impl MachineFile {
     }
 }
 
+/// A session file's facts: `(name, value)` in file order.
+pub(crate) type Facts = Vec<(String, String)>;
+
+/// The `# name value` lines of a session file (multi-GPU or host data) as facts, in order, and
+/// its other non-empty lines with their line numbers (from 1), trimmed.
+pub(crate) fn facts_and_lines(text: &str) -> (Facts, Vec<(usize, &str)>) {
+    let mut facts = Vec::new();
+    let mut lines = Vec::new();
+    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+        if let Some(fact) = line.strip_prefix("# ") {
+            let (name, value) = fact.split_once(' ').unwrap_or((fact, ""));
+            facts.push((name.to_string(), value.to_string()));
+        } else if !line.is_empty() {
+            lines.push((number, line));
+        }
+    }
+    (facts, lines)
+}
+
+/// The value of the fact `name`, or `?`.
+pub(crate) fn fact<'a>(facts: &'a [(String, String)], name: &str) -> &'a str {
+    facts.iter().find(|(n, _)| n == name).map_or("?", |(_, v)| v.as_str())
+}
+
 /// Parses a machine file.
 pub fn parse(slug: &str, text: &str) -> Result<MachineFile, String> {
     let mut file = MachineFile { slug: slug.to_string(), ..MachineFile::default() };
-    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(fact) = line.strip_prefix("# ") {
-            let (name, value) = fact.split_once(' ').unwrap_or((fact, ""));
-            file.facts.push((name.to_string(), value.to_string()));
-            continue;
-        }
+    let (facts, lines) = facts_and_lines(text);
+    file.facts = facts;
+    for (number, line) in lines {
         let words: Vec<&str> = line.split_whitespace().collect();
         let bad = |why: &str| format!("{slug}.txt line {number}: {why}: `{line}`");
         let [kind, method, gpus, bytes, ms] = words[..] else { return Err(bad("expected 5 words")) };
@@ -217,16 +235,29 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
         })
         .filter(|(_, points): &(String, Vec<(f64, f64)>)| !points.is_empty())
         .collect();
+    let title = format!("All-reduce of f32 on {gpus} GPUs: bus bandwidth, {}", file.fact("device"));
+    size_lines_chart(&title, "size per GPU", "bus bandwidth (GB/s)", &series, 1.15)
+}
+
+/// A line chart of `series` against a size in bytes on a log2 axis (`x` is log2 of the size), the
+/// legend top left, the y axis up to `headroom` times the highest point (room for the legend above
+/// the lines): the multi-GPU and host-data charts.
+pub(crate) fn size_lines_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    headroom: f64,
+) -> Result<String, ChartError> {
     let all = || series.iter().flat_map(|(_, p)| p.iter());
     let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
         return Err(ChartError::NoBars);
     };
-    let top = all().map(|p| p.1).fold(0.0, f64::max) * 1.15;
+    let top = all().map(|p| p.1).fold(0.0, f64::max) * headroom;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, crate::charts::SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(drawing)?;
-        let title = format!("All-reduce of f32 on {gpus} GPUs: bus bandwidth, {}", file.fact("device"));
         let font = |px: f64| ("sans-serif", px * 1.24).into_font();
         let mut chart = ChartBuilder::on(&root)
             .caption(title, font(15.0))
@@ -238,8 +269,8 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .map_err(drawing)?;
         chart
             .configure_mesh()
-            .x_desc("size per GPU")
-            .y_desc("bus bandwidth (GB/s)")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .x_labels(series[0].1.len())
             .x_label_formatter(&|x| size_label(2f64.powf(x.round()) as u64))
             .y_label_formatter(&|y| format!("{y:.0}"))
@@ -248,7 +279,7 @@ pub fn all_reduce_chart(file: &MachineFile, gpus: usize) -> Result<String, Chart
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        draw_lines(&mut chart, &series, SeriesLabelPosition::UpperLeft)?;
+        draw_lines(&mut chart, series, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)

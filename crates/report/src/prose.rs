@@ -15,10 +15,12 @@
 //! numbers come from its sessions (`data/multi-gpu/<machine>.txt`): `data multi-gpu <machine>
 //! <kind>/<method> <gpus> <bytes> <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `us`,
 //! `ratio:<method>` (this bus bandwidth over that method's) or `speedup` (one GPU's time over this
-//! one's). The rendered page does not show the comment; [`check_book`] checks that the number
-//! before it, rounded as written, equals the data. A number written as a measurement (followed by
-//! `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry such a comment, or
-//! `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the seeds).
+//! one's). reduce-host's come from `data/<gpu>/reduce-host.txt`: `data host <gpu> <method> <bytes>
+//! <value>` ([`crate::host::lookup`]). The rendered page does not show the comment; [`check_book`]
+//! checks that the number before it, rounded as written, equals the data. A number written as a
+//! measurement (followed by `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry
+//! such a comment, or `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the
+//! seeds).
 
 use std::path::{Path, PathBuf};
 
@@ -173,6 +175,10 @@ fn lookup(spec: &str, data: &[(PathBuf, Vec<Results>)], machines: &[MachineFile]
     let words: Vec<&str> = spec.split_whitespace().collect();
     if let Some(("multi-gpu", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
         return lookup_multi_gpu(rest, machines);
+    }
+    if let Some(("host", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
+        let sessions = crate::host::load_sessions(&crate::data::book_data_dir()).map_err(|e| e.to_string())?;
+        return crate::host::lookup(rest, &sessions);
     }
     // A case may name its input after its size (`2^30 all-equal`): every word between the step and
     // the value is the case's.

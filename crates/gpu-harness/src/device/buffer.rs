@@ -24,7 +24,7 @@ macro_rules! elements {
 elements!(f32, f64, i32, u32, i64, u64, u8, u16);
 
 /// The bytes of a slice of plain numeric elements.
-fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
+pub(super) fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
     // Elements are sealed plain numeric types: no padding, every byte initialised.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
 }
