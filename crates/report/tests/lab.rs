@@ -46,20 +46,28 @@ fn chapters() -> String {
         .collect()
 }
 
+/// The lab's programs: every file in a technique's folder but its README and its outputs (`.txt`).
+fn programs() -> Vec<PathBuf> {
+    let lab = root().join("scripts/lab");
+    let programs: Vec<PathBuf> = files(&lab)
+        .into_iter()
+        .filter(|file| {
+            let name = file.file_name().unwrap().to_string_lossy();
+            let folder = file.parent().unwrap();
+            name != "README.md" && !name.ends_with(".txt") && folder != lab && folder != lab.join("common")
+        })
+        .collect();
+    assert!(programs.len() >= 10, "found only {} lab programs under {}", programs.len(), lab.display());
+    programs
+}
+
 #[test]
 fn every_lab_program_is_cited_by_a_chapter() {
-    let lab = root().join("scripts/lab");
     let chapters = chapters();
-    let mut programs = 0;
     let mut uncited = Vec::new();
-    for file in files(&lab) {
+    for file in programs() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let folder = file.parent().unwrap();
-        let outputs = name == "README.md" || name.ends_with(".txt");
-        if outputs || folder == lab || folder == lab.join("common") {
-            continue;
-        }
-        programs += 1;
         let path = relative(&file);
         let readme = folder.join("README.md");
         let through_readme = chapters.contains(&relative(&readme))
@@ -68,7 +76,6 @@ fn every_lab_program_is_cited_by_a_chapter() {
             uncited.push(path);
         }
     }
-    assert!(programs >= 10, "found only {programs} lab programs under {}", lab.display());
     assert!(
         uncited.is_empty(),
         "lab programs no chapter cites (by path, or by its folder's README):\n{}",
@@ -78,14 +85,10 @@ fn every_lab_program_is_cited_by_a_chapter() {
 
 #[test]
 fn every_lab_folder_has_a_readme_naming_its_programs() {
-    let lab = root().join("scripts/lab");
     let mut problems = Vec::new();
-    for file in files(&lab) {
+    for file in programs() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let folder = file.parent().unwrap();
-        if name == "README.md" || name.ends_with(".txt") || folder == lab || folder == lab.join("common") {
-            continue;
-        }
         match std::fs::read_to_string(folder.join("README.md")) {
             Ok(text) if text.contains(&format!("## `{name}`")) => {}
             Ok(_) => problems.push(format!("{}: its README has no `## `{name}`` entry", relative(&file))),
