@@ -411,9 +411,8 @@ extern "C" __global__ void batch_stats_coalesced_bf16(const unsigned short* in, 
 // one launch does it all. The combination is a warp's where there are 32 partials or fewer (lane
 // i takes partial i, then a warp reduction), as there are for 17 channels or more on 132 SMs (528
 // blocks / 17 = 31 slices): no barrier, where a block reduction over THREADS threads would
-// wait at one with `slices` of them holding a partial (measured at 256 x 64 x 56 x 56 on an H100:
-// 86.5% of the read roof where the block's made 85.3% for bf16, 94.1% against 93.2% for f32;
-// scripts/batch-stats-tuning.cu). More partials (a few channels) take the block: thread t
+// wait at one with `slices` of them holding a partial (about a point faster on an H100:
+// scripts/lab/batch-stats/README.md). More partials (a few channels) take the block: thread t
 // combines partials t, t + THREADS, ..., then a block reduction.
 __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict__ partial,
                                                unsigned int* __restrict__ ticket, unsigned int slices,
@@ -623,10 +622,8 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // What it leaves slow: what step 4 left where DRAM is the limit: the folds' instructions and the
 // finish (every block's ticket, then the last block's work). bf16's tensor, half of f32's bytes,
 // falls furthest short: at 256 x 64 x 56 x 56 by about 13% of the read roof on an H100 and 17% on
-// an H200, f32 by 7 to 9%. On the H200 the walk with its loads only (each value added once, a
-// bound) makes 90.9% of the read roof with the finish and 95.8% without, where step 5 makes 84.0%
-// and 89.5% (scripts/batch-stats-timeline.cu, whose stamps also find every block started within
-// 0.3 us).
+// an H200, f32 by 7 to 9%. On the H200 the folds cost about 7 points of the read roof and the
+// finish about 5; no block starts late and none straggles (scripts/lab/batch-stats/README.md).
 //
 // The kernels are step 4's `vectors` and step 3's `split` with FLAT: the run counted in vectors
 // (batch x H x W / V), and walk_flat for walk.
@@ -654,8 +651,8 @@ __device__ __forceinline__ void next_load(const Word*& p, unsigned int& r, unsig
     }
 }
 
-// (BLOCK_WARPS: the warps of the block, WARPS in every kernel here; a tuning program walks with
-// blocks of another size.)
+// (BLOCK_WARPS: the warps of the block, WARPS in every kernel here; a lab program,
+// scripts/lab/batch-stats/cheaper-finish.cu, walks with blocks of another size.)
 template <class E, int V, int K, bool ONE_CARRY, int BLOCK_WARPS = WARPS>
 __device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __restrict__ in, unsigned int c,
                                                   unsigned int channels, unsigned int plane, unsigned int first,

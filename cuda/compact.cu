@@ -320,14 +320,14 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // read: look_back_pause_ns). Then the kept elements are staged in shared memory in order, and the
 // block writes them out as one contiguous run: consecutive threads write consecutive words, so
 // every store is coalesced, whichever elements were kept. The last tile's block stores the total.
-// Loading tile blockIdx.x while the ticket is on its way (the scan's early loads) is a guess that
-// loses here: tickets go in the order the blocks' atomics reach the L2, not in blockIdx order,
-// and ncu on an H100 (2^24, half kept by a test) counted 83% of the blocks loading a second time:
-// the first tile's bytes of use to its own block only through the L2, the second's wait in full.
-// Loading after the ticket, CUB's time over the single pass's was 1.01x to 1.20x where the guess
-// gave 0.92x to 1.08x (at 2^24 and 2^28, by a test and by a mask; scripts/compact-bulk-tuning.cu,
-// its ninth and tenth runs). Without the guess, nvcc's ptxas took 51 to 57 registers there, two
-// blocks an SM, and lost the gain: the entry points ask for COMPACT_BLOCKS_PER_SM.
+// The tile is loaded after the ticket: loading tile blockIdx.x while the ticket is on its way (the
+// scan's early loads) is a guess that loses here, as tickets go in the order the blocks' atomics
+// reach the L2, not in blockIdx order, and most blocks then load a second tile. Without the guess
+// ptxas takes more registers, two blocks an SM, which loses the gain: the entry points ask for
+// COMPACT_BLOCKS_PER_SM (measured: scripts/lab/compact/README.md).
+// What it leaves slow: the look-back. A tile's place waits for its predecessors' published counts,
+// a chain of round trips to L2 that the loads do not hide: the same tiles with no look-back (wrong
+// on purpose) run faster than CUB (scripts/lab/compact/README.md).
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>

@@ -249,9 +249,9 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile, unsign
 // lines its predecessors are about to publish to; after a pause, one read usually finds a prefix.
 // On a small grid the chain of prefixes is most of the launch, and a pause only lengthens it. The
 // numbers are CUB's for DeviceSelect::If on sm_90 (fixed_delay_constructor_t<76, 1150>, applied
-// from 500 tiles), not ours: measured here on an H100, grids of 128 and 171 tiles lose with the
-// pause and grids of thousands gain (scripts/compact-bulk-tuning.cu, sixth and seventh runs;
-// scripts/scan-pipeline-tuning.cu, second run); between, nothing was measured.
+// from 500 tiles), not ours: on an H100, grids of 128 and 171 tiles lose with the pause and grids
+// of thousands gain; between, nothing was measured (scripts/lab/compact/README.md and
+// scripts/lab/scan/README.md).
 #define LOOK_BACK_PAUSE_NS 1150u
 #define LOOK_BACK_PAUSE_MIN_TILES 512u
 __device__ __forceinline__ unsigned look_back_pause_ns()

@@ -728,11 +728,9 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 // norm's takes its statistics unscaled first (unscaled_full_lanes, below).
 // The row's 16-byte loads and the output's 16-byte stores are marked as streaming (__ldcs and
 // __stcs: ld.global.cs, st.global.cs, evict first), except a long row's first read of a chunk,
-// which it reads again. Measured, not derived: on an H200 the bf16 RMS norm of rows of 4096 went
-// from 91.6% of the copy to 96.0% with both marked, the f32 layer norm from 91.2% to 95.4%, where
-// either alone lost a little on a kernel of the tuning program's own (scripts/norms-bf16-tuning.cu,
-// twelfth run). A guess at why: w and b, which every row reads again, stay in the L1 when the
-// rows' bytes do not.
+// which it reads again. Measured, not derived: on an H200 both marks together gain about four
+// points of the copy where either alone lost a little (scripts/lab/norms/README.md). A guess at
+// why: w and b, which every row reads again, stay in the L1 when the rows' bytes do not.
 //
 // What it leaves slow: rows longer than eight warps' registers (8192 elements) are read twice, a
 // chunk at a time, by one block per row; and the weights and bias are read again for every row
@@ -755,9 +753,9 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 // 16-byte boundary. The vectors are kept as loaded, and an element is widened where it is used
 // (Vectors::get): for f32 that is the register itself; for bf16 a shift or a mask each time, which
 // holds a lane's 32 elements in 16 registers instead of 32, so that more rows share an SM.
-// (`v` is a Vectors<E> here; scripts/norms-bf16-tuning.cu passes other holdings of its `q`.)
-// With STREAM (every read but the first of a row read twice, and but unscaled_full_lanes' second
-// read of a failing row, which is rare), the 16-byte loads are marked as streaming
+// (`v` is a Vectors<E> here; scripts/lab/norms/bf16-packed-lanes.cu passes other holdings of its
+// `q`.) With STREAM (every read but the first of a row read twice, and but unscaled_full_lanes'
+// second read of a failing row, which is rare), the 16-byte loads are marked as streaming
 // (ld.global.cs, __ldcs): evict first, from the L1 and the L2.
 template <class E, bool STREAM = true, class Slots>
 __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
@@ -782,9 +780,9 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
 }
 
 // The write of a chunk from a lane's elements: `v` holds them (v.get(s), Slots::N of them; a
-// Vectors<E> here, other holdings in scripts/norms-bf16-tuning.cu). With STREAM, the 16-byte
-// stores are marked as streaming (st.global.cs, __stcs): nothing reads y again. With FULL (the
-// caller knows it), every vector of the lane is inside len and whole: no test, no other path.
+// Vectors<E> here, other holdings in scripts/lab/norms/bf16-packed-lanes.cu). With STREAM, the
+// 16-byte stores are marked as streaming (st.global.cs, __stcs): nothing reads y again. With FULL
+// (the caller knows it), every vector of the lane is inside len and whole: no test, no other path.
 template <class E, class N, bool STREAM = true, bool FULL = false, class Slots>
 __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, unsigned int lane,
                                               unsigned int lanes, bool whole,
@@ -877,7 +875,8 @@ __device__ __forceinline__ LaneOfRow lane_of_row(unsigned int rows, unsigned int
     return at;
 }
 
-// STREAM is the chapter's (true): scripts/norms-bf16-tuning.cu turns it off to measure without it.
+// STREAM is the chapter's (true): scripts/lab/norms/bf16-packed-lanes.cu turns it off to measure
+// without it.
 template <class E, class N, RowFit FIT, bool STREAM = true>
 __device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
                           const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
@@ -949,9 +948,8 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 // barrier and read after the next. At 48 registers ptxas -v (nvcc 13.0, sm_90) reports 168 bytes
 // of spill stores, which the SASS shows in the failing rows' path, not in the passing rows'.
 // (Written inside by_length's full lanes, with one write for both paths, or with the unscaled
-// sweep in a function of its own, about the same instructions made 79% and 89% of the copy on an
-// H200, where this form makes 91.5%: the twelfth run's notes in norms-bf16-tuning.txt;
-// scripts/norms-bf16-tuning.cu also turns STREAM off.)
+// sweep in a function of its own, about the same instructions measured slower on an H200:
+// scripts/lab/norms/README.md.)
 //
 // MomentsOp::combine's path for equal counts at one scale, without the others' code: the merge of
 // unscaled_full_lanes (below), whose warps' states all hold as many elements at e = 0.
@@ -1046,7 +1044,7 @@ __device__ void unscaled_full_lanes(const typename E::Word* x, const typename E:
 // for 32 elements), five blocks fit. Left to itself, ptxas (NVRTC 13.5, sm_90) gave the layer
 // norm's 80 registers, three blocks per SM; at four, with the elements widened to f32 as they
 // came, 64 registers: 87.7% of the copy at 8192 x 4096 where five blocks of the packed lanes make
-// 90.7% (scripts/norms-bf16-tuning.cu; norms-bf16-tuning.txt).
+// 90.7% (scripts/lab/norms/bf16-packed-lanes.cu; norms-bf16-tuning.txt).
 #define BF16_BLOCKS_PER_SM 5
 
 // The entry points: <norm>_by_length_full for rows that fill every lane, <norm>_by_length for other
@@ -1054,7 +1052,7 @@ __device__ void unscaled_full_lanes(const typename E::Word* x, const typename E:
 // <norm>_by_length_chunks for longer ones. Three kernels, not one with every path: the chunks'
 // loop would take registers from the register-resident path (ptxas spilled the bf16 layer norm's
 // at five blocks an SM), and so would the general merges beside the full lanes' (58 to 174 bytes,
-// scripts/norms-bf16-tuning.cu).
+// scripts/lab/norms/bf16-packed-lanes.cu).
 extern "C" __global__ void __launch_bounds__(THREADS)
 layer_norm_by_length_full(const float* x, const float* w, const float* b, float* y, unsigned int rows,
                           unsigned int cols, float eps, unsigned int warps)

@@ -10,6 +10,13 @@
 //   (found with an atomic ticket counter, after a memory fence) reduces the partials in a fixed
 //   order. The result is bit-identical from run to run.
 //
+// What changed from reduce-multi-level: no second launch. The block values are combined in the
+// same kernel, by an atomic or by the last block, instead of by a second pass.
+//
+// What it leaves slow: at large sizes nothing beyond the loads (both finishes reach the read
+// roof); the deterministic finish's last block reads the partials alone, after every other block
+// has finished, a few microseconds that weigh most on mid-sized inputs.
+//
 // Launch: blockDim.x = 256, no dynamic shared memory, gridDim.x at most 2^31 - 1 (the launcher uses
 // 8 blocks per SM); n is 64-bit. reduce_atomic needs *result set to the operation's identity
 // before the launch; reduce_last_block needs *ticket = 0 (it leaves it 0 again).

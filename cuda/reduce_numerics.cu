@@ -4,6 +4,13 @@
 // 16-byte grid-stride loads, a block reduction, the last block finishing in a fixed order), with a
 // different value accumulated.
 //
+// What changed from reduce-atomic: only the value each thread accumulates (a widened half, a sum
+// and its error, a (count, mean, m2) state) and how two of them combine.
+//
+// What it leaves slow: the moments of halves, where eight values a 16-byte load and a combination
+// with a division every four of them are more arithmetic per byte than a fast memory leaves time
+// for; the compensated sum's extra additions the memory hides.
+//
 // Launch: blockDim.x = 256, no dynamic shared memory, gridDim.x at most 2^31 - 1 (the launcher uses
 // 8 blocks per SM); n is 64-bit; *ticket = 0 before the launch (the last block leaves it 0).
 #include "block_reduce.cuh"

@@ -213,6 +213,8 @@ __device__ __forceinline__ void add_tile_prefixes(T* data, const T* __restrict__
 // reduction chapters) and writes the sum: the input is read, and nothing of size n is written.
 // The launcher scans the sums, then scan_tiles_with_prefix reads the input again and writes each
 // tile's scan with the sum of the tiles before it added: 3n accesses instead of 4n.
+// What it leaves slow (both forms): the second pass over memory (4n or 3n accesses where 2n would
+// do) and a launch per pass; step 4 makes one pass in one launch.
 // Launch: ceil(n / 2048) blocks of 1024 threads.
 template <class T>
 __device__ __forceinline__ void reduce_tiles(const T* __restrict__ input, T* __restrict__ tile_sums, unsigned long long n)
@@ -430,8 +432,8 @@ struct WideLookBack {
 //
 // Launch: ceil(n / (THREADS * ITEMS)) blocks of THREADS threads; `counter` 0 before the first
 // launch; `status` one word per tile; `epoch` different from the previous launch's (1 .. 2^29 - 1).
-// SLEEP_NS: a __nanosleep between look-back polls, tried by scripts/scan-tuning.cu (no measurable
-// change); 0, no sleep, in every kernel here.
+// SLEEP_NS: a __nanosleep between look-back polls, tried by scripts/lab/scan/tile-shape.cu (no
+// measurable change); 0, no sleep, in every kernel here.
 template <class IO, int THREADS, int ITEMS, bool INCLUSIVE, class Form, int SLEEP_NS = 0>
 __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, unsigned* counter, unsigned long long n)
 {

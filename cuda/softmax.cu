@@ -952,7 +952,7 @@ softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsig
 // partial results, two floats each, through distributed shared memory instead of DRAM and a second
 // launch. One exchange, not one for the max and one for the sum: a cluster barrier is a round trip
 // between SMs, and the blocks wait at it with nothing to load (measured at 768 x 2^16 on blocks of
-// 256: 92% of the copy roof with one, 87% with two; scripts/softmax-cluster-tuning.cu).
+// 256: 92% of the copy roof with one, 87% with two; scripts/lab/softmax/cluster-shape.cu).
 //
 // What it leaves slow: the block waits at the exchange with nothing of its own in flight (and once
 // more before it leaves, behind its stores: its slots must outlive the others' reads of them);

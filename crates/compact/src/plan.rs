@@ -22,8 +22,8 @@ pub struct CompactTile {
 
 /// 512 threads of 16 elements: 8192 elements, 32 KiB of f32 staged in shared memory per block.
 /// The fastest of 15 shapes from 128 x 24 to 1024 x 8 timed on an H200
-/// (`scripts/compact-tuning.cu`; `book/src/data/nvidia-h200/compact-tuning.txt`): larger tiles
-/// mean fewer tiles to look back over, up to where shared memory and registers cut the blocks
+/// (`scripts/lab/compact/tile-shape.cu`; `book/src/data/nvidia-h200/compact-tuning.txt`): larger
+/// tiles mean fewer tiles to look back over, up to where shared memory and registers cut the blocks
 /// per SM.
 pub const COMPACT_TILE: CompactTile = CompactTile { threads: 512, items: 16 };
 // ANCHOR_END: tile

@@ -225,7 +225,7 @@ pub struct TileShape {
 
 /// The tile of the single-pass scans: 128 threads of 24 elements (a 12 KiB tile of 4-byte
 /// values, as CUB's tuning for Hopper); the bulk copy's tile of 48 elements a thread (24 KiB of
-/// shared memory; 96 measured slower on an H100, scripts/scan-pipeline-tuning.cu); and a
+/// shared memory; 96 measured slower on an H100, scripts/lab/scan/persistent-pipeline.cu); and a
 /// look-back of 4 x 32 tiles per round trip.
 pub const SINGLE_PASS_TILE: TileShape = TileShape { threads: 128, items: 24, bulk_items: 48, look_back_per_lane: 4 };
 

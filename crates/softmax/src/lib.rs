@@ -228,8 +228,8 @@ pub const ON_CHIP_MIN_GROUP: usize = 16;
 /// [`ON_CHIP_VALUES`] elements each, a power of two from [`ON_CHIP_MIN_GROUP`] to
 /// [`ON_CHIP_MAX_GROUP`]; each thread with as many elements as the row then needs (a power of
 /// two from 8 to 64). `None` for an empty row or one longer than 512 x 64 (32,768 elements): the
-/// step then runs split rows. (scripts/softmax-tuning.cu measured the shapes this picks beside
-/// others; book/src/data/nvidia-h100-80gb-hbm3/softmax-tuning.txt.)
+/// step then runs split rows. (scripts/lab/softmax/group-shape.cu measured the shapes this picks
+/// beside others; book/src/data/nvidia-h100-80gb-hbm3/softmax-tuning.txt.)
 pub fn on_chip_group(cols: usize) -> Option<OnChipGroup> {
     if cols == 0 || cols > ON_CHIP_MAX_GROUP * 64 {
         return None;
@@ -270,7 +270,7 @@ pub const CLUSTER_MAX_BLOCKS: usize = 8;
 /// on 8 blocks of 512 (two per SM). `None` for rows one block of step 6 holds (512 threads of 32
 /// f32, 16,384; of 64 bf16, 32,768: the step runs them as step 6 does) and for rows longer than
 /// 8 x 512 of them (131,072 f32, 262,144 bf16; split rows).
-/// (scripts/softmax-cluster-tuning.cu and softmax-bf16-tuning.cu measured these shapes beside
+/// (scripts/lab/softmax/cluster-shape.cu and bf16-instructions.cu measured these shapes beside
 /// others: book/src/data/nvidia-h100-80gb-hbm3/softmax-cluster-tuning.txt and
 /// softmax-bf16-tuning.txt.)
 pub fn cluster_shape(cols: usize, bf16: bool) -> Option<ClusterShape> {

@@ -5,7 +5,7 @@
 // (CUDA events on GPU 0 joined with every GPU, 20 calls after 3 warm-up calls). Its output beside
 // it was measured when the meetings' flags were 32-bit words; they are 64-bit now.
 //
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o two-shot-grid two-shot-grid.cu && ./two-shot-grid
+//   nvcc -O3 -arch=sm_90 -std=c++17 -o two-shot-grid scripts/lab/reduce-multi-gpu/two-shot-grid.cu && ./two-shot-grid
 #include <cstdio>
 #include <cstdlib>
 #include <vector>

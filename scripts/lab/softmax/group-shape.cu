@@ -7,8 +7,8 @@
 // the simulator, so never a step). Every variant is checked against step 6's kernel first; times
 // are the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o softmax-tuning scripts/softmax-tuning.cu && ./softmax-tuning
-#include "../cuda/softmax.cu"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o group-shape scripts/lab/softmax/group-shape.cu && ./group-shape
+#include "../../../cuda/softmax.cu"
 
 #include <cmath>
 #include <cstdio>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // The group's result of Op, for GROUP threads: a butterfly over min(GROUP, 32) lanes, then the
 // warps' results through shared memory, behind the block's barrier or the group's named one.

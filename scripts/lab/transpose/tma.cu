@@ -24,9 +24,9 @@
 //
 // Built and run from the repository's root (the build command is one line):
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90a -o transpose-tma-tuning
-//        scripts/transpose-tma-tuning.cu -lcublas -lcuda
-//   ./transpose-tma-tuning              (or ./transpose-tma-tuning 16384 8192)
+//   nvcc -O3 -std=c++17 -arch=sm_90a -o tma
+//        scripts/lab/transpose/tma.cu -lcublas -lcuda
+//   ./tma              (or ./tma 16384 8192)
 //
 // The kernels alone also compile with NVRTC (which defines __CUDACC_RTC__ and sees no host code):
 // the RTC-only list of instantiations near the end of the device part makes it compile each one.
@@ -43,7 +43,7 @@
 #include <utility>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 #else
 // NVRTC has no <cuda.h>; the device code only needs the tensor map's size and alignment.
 struct alignas(64) CUtensorMap {
@@ -51,7 +51,7 @@ struct alignas(64) CUtensorMap {
 };
 #endif
 
-#include "../cuda/transpose.cu"
+#include "../../../cuda/transpose.cu"
 
 // ---------------------------------------------------------------------------------------------
 // The instructions, as inline PTX (sm_90).

@@ -1,6 +1,7 @@
-// Shared by the tuning programs (scripts/*-tuning.cu): a CUDA error check, the median time of a
-// piece of GPU work as the tour takes it (CUDA events around batches of repeats, enough for about a
-// second, the median of 15 batches), bf16 on the host, and a launch on thread block clusters.
+// Shared by the lab programs (scripts/lab/<technique>/*.cu): a CUDA error check, the median time
+// of a piece of GPU work as the tour takes it (CUDA events around batches of repeats, enough for
+// about a second, the median of 15 batches), bf16 on the host, and a launch on thread block
+// clusters.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -51,11 +51,11 @@
 // DRAM sets the time and costs 5 to 7% in the H200's L2 (f32 32 x 64 x 56 x 56: 0.0101 -> 0.0106 ms;
 // bf16 256 x 128 x 28 x 28, 51 MB: 0.0176 -> 0.0188 ms). The chapter keeps step 5 as it is.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-finish-tuning scripts/batch-stats-finish-tuning.cu
-//   ./batch-stats-finish-tuning
-#include "../cuda/batch_stats.cu"
-#include "read-roof.cuh"
-#include "../cuda/look_back.cuh" // load_status / store_status: one 64-bit word, relaxed at GPU scope
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o cheaper-finish scripts/lab/batch-stats/cheaper-finish.cu
+//   ./cheaper-finish
+#include "../../../cuda/batch_stats.cu"
+#include "../common/read-roof.cuh"
+#include "../../../cuda/look_back.cuh" // load_status / store_status: one 64-bit word, relaxed at GPU scope
 
 #include <cmath>
 #include <cstdio>
@@ -65,7 +65,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 enum : int { NO_FINISH = 0, POSTED = 1, EARLY_TICKET = 2 };
 

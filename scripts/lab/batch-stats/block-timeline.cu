@@ -4,7 +4,7 @@
 // 256 x 64 x 56 x 56 on an H200, 83% of the read roof where the f32 tensor, twice the bytes, makes
 // 91%); and what three ways of keeping more bytes in flight while a lane folds would give.
 //
-// Why. batch-stats-finish-tuning.cu measured step 5 without its finish at 88.4% of the read roof on
+// Why. cheaper-finish.cu measured step 5 without its finish at 88.4% of the read roof on
 // an H200, so even a free finish misses 90%. A cost that does not shrink with the bytes could be at
 // the start (the blocks' first loads), at the end (a tail of blocks that finish late), between
 // launches, or in the walk itself. Timestamps say which: thread 0 of every block reads the GPU's
@@ -36,10 +36,10 @@
 // the H200); pipelining spills at four blocks an SM (49%) and at three is level with the
 // unpipelined walk there (82.2% against 82.3%), both below step 5.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-timeline scripts/batch-stats-timeline.cu
-//   ./batch-stats-timeline
-#include "../cuda/batch_stats.cu"
-#include "read-roof.cuh"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o block-timeline scripts/lab/batch-stats/block-timeline.cu
+//   ./block-timeline
+#include "../../../cuda/batch_stats.cu"
+#include "../common/read-roof.cuh"
 
 #include <algorithm>
 #include <cmath>

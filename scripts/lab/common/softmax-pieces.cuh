@@ -1,7 +1,7 @@
-// What cluster_rows (cuda/softmax.cu) does with a block's share, in pieces the softmax tuning
-// programs reuse (softmax-cluster-tuning.cu, softmax-persistent-tuning.cu): this thread's max over
-// its VALUES slots, and this thread's sum of e = exp(x - shift) (e kept in place of x where the
-// slot has room). Include after ../cuda/softmax.cu.
+// What cluster_rows (cuda/softmax.cu) does with a block's share, in pieces the softmax lab
+// programs reuse (scripts/lab/softmax/cluster-shape.cu and persistent-exchange.cu): this thread's
+// max over its VALUES slots, and this thread's sum of e = exp(x - shift) (e kept in place of x
+// where the slot has room). Include after cuda/softmax.cu.
 #pragma once
 
 template <class E, int VALUES, class Share>

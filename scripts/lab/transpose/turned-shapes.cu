@@ -1,5 +1,5 @@
 // Can the turned grid (the transpose chapter's step 7) reach 1.03x cuBLAS on an H100? On the H200
-// step 7 runs 1.04x cuBLAS's Sgeam at 16384^2; on the H100 it ran 1.01x (scripts/transpose-ceiling.cu),
+// step 7 runs 1.04x cuBLAS's Sgeam at 16384^2; on the H100 it ran 1.01x (scripts/lab/transpose/copy-ceiling.cu),
 // where 1.03x is about 98.6% of cudaMemcpy. This program times, in one run beside cuBLAS's Sgeam,
 // cudaMemcpy and the chapter's steps 6 and 7, tiles in the turned order in other shapes:
 //
@@ -27,16 +27,16 @@
 // flat tiles (32 x 256 down to 8 x 512, each input row read 1 or 2 KiB at a time): all lost
 // (0.959x to 0.998x geam).
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o transpose-turned-tuning scripts/transpose-turned-tuning.cu -lcublas
-//   ./transpose-turned-tuning [rows cols]
-#include "../cuda/transpose.cu"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o turned-shapes scripts/lab/transpose/turned-shapes.cu -lcublas
+//   ./turned-shapes [rows cols]
+#include "../../../cuda/transpose.cu"
 
 #include <cublas_v2.h>
 
 #include <functional>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 template <int V> struct Vector;
 template <> struct Vector<1> { typedef word type; };

@@ -6,7 +6,7 @@
 // MIN_BLOCKS blocks share an SM; the chapter's kernels (their shape compiled in) run with a plain
 // launch. The fourth run adds persistent clusters that copy their next row's parts into shared
 // memory by bulk copies while they finish the current one (prefetched); the fifth, clusters of 2
-// (every SM takes them, where clusters of 4 and 8 run on 124 of 132: cluster-sms-probe.cu); the
+// (every SM takes them, where clusters of 4 and 8 run on 124 of 132: cluster-sms.cu); the
 // sixth, clusters of 2 whose blocks hold half their part in shared memory (halves); the seventh,
 // rows held in shared memory only, brought by bulk copies (in_shared); the eighth, the chapter's
 // clusters prefetching into the L2 the row they will take a wave later (prefetching); the ninth,
@@ -14,10 +14,10 @@
 // Every variant is checked against split rows first; times are the median of 15 batches of
 // CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o softmax-cluster-tuning scripts/softmax-cluster-tuning.cu
-//   ./softmax-cluster-tuning          every variant
-//   ./softmax-cluster-tuning WORD     the variants whose name holds WORD, beside the first three
-#include "../cuda/softmax.cu"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o cluster-shape scripts/lab/softmax/cluster-shape.cu
+//   ./cluster-shape          every variant
+//   ./cluster-shape WORD     the variants whose name holds WORD, beside the first three
+#include "../../../cuda/softmax.cu"
 
 #include <cmath>
 #include <cstdio>
@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "softmax-pieces.cuh"
-#include "tuning.cuh"
+#include "../common/softmax-pieces.cuh"
+#include "../common/tuning.cuh"
 
 // What cluster_rows does with a block's share: thread_max and thread_sum_exp (softmax-pieces.cuh),
 // and the exchange of the blocks' (m, s) through `slots` (this block's pair, which the cluster's
@@ -686,7 +686,7 @@ int main(int argc, char** argv)
     variants.push_back(prefetched_variant<8, 256, 16, 32, 4>("8x256x16 prefetched 4/SM"));
     variants.push_back(prefetched_variant<4, 256, 32, 32, 4>("4x256x32 prefetched 4/SM"));
     variants.push_back(prefetched_variant<8, 128, 64, 64, 4>("8x128x64 prefetched 4/SM"));
-    // The fifth run: clusters of 2, which (scripts/cluster-sms-probe.cu) every SM of an H200 takes,
+    // The fifth run: clusters of 2, which (scripts/lab/softmax/cluster-sms.cu) every SM of an H200 takes,
     // where clusters of 4 and 8 run on 124 of its 132.
     variants.push_back(cluster_variant<2, 1024, 32, 1>("2x1024x32 1/SM one exchange"));
     variants.push_back(cluster_variant<2, 512, 64, 1>("2x512x64 1/SM one exchange"));

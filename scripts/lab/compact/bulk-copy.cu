@@ -4,7 +4,7 @@
 // the chapter's), beside the chapter's single pass and CUB's DeviceSelect::If and ::Flagged, in one run. Every variant is checked against a CPU compaction (bit for bit) before it is timed; times are
 // the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o compact-bulk-tuning scripts/compact-bulk-tuning.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o bulk-copy scripts/lab/compact/bulk-copy.cu
 #include <cub/device/device_select.cuh>
 
 #include <algorithm>
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/bulk_copy.cuh"
-#include "../cuda/compact.cu"
+#include "../../../cuda/bulk_copy.cuh"
+#include "../../../cuda/compact.cu"
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 template <int THREADS, int ITEMS, bool MASKED>
 __global__ void __launch_bounds__(THREADS)

@@ -13,9 +13,9 @@
 // Every variant is checked against the chapter's kernel (within a bf16 ulp, or 2^-20 for f32);
 // times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o norms-bf16-tuning scripts/norms-bf16-tuning.cu
-//   ./norms-bf16-tuning
-#include "../cuda/norms.cu"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o bf16-packed-lanes scripts/lab/norms/bf16-packed-lanes.cu
+//   ./bf16-packed-lanes
+#include "../../../cuda/norms.cu"
 
 #include <cmath>
 #include <cstdio>
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // A lane's ELEMENTS (LANE_ELEMENTS unless said) as the loaded 16-byte vectors; get(s) widens
 // element s. With 64, a row of 4096 is two warps' (128 bytes a lane, as an f32 lane holds).

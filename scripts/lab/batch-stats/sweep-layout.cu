@@ -4,7 +4,7 @@
 //
 // Why. Step 5 gives each block a run of one channel's planes (C x slices blocks, one wave) and
 // reaches about 83% of the read roof for bf16 at 256 x 64 x 56 x 56 on an H200 and 87% on an H100,
-// where f32 reaches 91 to 92%. batch-stats-tuning.cu showed that most of the gap is not the fold
+// where f32 reaches 91 to 92%. bytes-in-flight.cu showed that most of the gap is not the fold
 // (with the fold taken out, "loads only", the H100 still made 87.7%) and that the finish is about
 // 1.7 us on the H200. What is left is the access pattern itself: at any moment step 5's 512 blocks
 // read from 512 places spread over the tensor, where the roof's grid-stride loop has the whole grid
@@ -53,10 +53,10 @@
 // finish at all: its finish (up to 15 partials a channel, where step 5 has 8) costs about 7
 // points. The chapter keeps step 5.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o batch-stats-sweep scripts/batch-stats-sweep.cu
-//   ./batch-stats-sweep
-#include "../cuda/batch_stats.cu"
-#include "read-roof.cuh"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o sweep-layout scripts/lab/batch-stats/sweep-layout.cu
+//   ./sweep-layout
+#include "../../../cuda/batch_stats.cu"
+#include "../common/read-roof.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -66,7 +66,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // The geometry, shared by the kernels and the host's emulation.

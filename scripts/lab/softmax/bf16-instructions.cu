@@ -17,9 +17,9 @@
 // torch's subnormals). Every variant is checked against the chapter's kernel first (within a bf16
 // ulp); times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o softmax-bf16-tuning scripts/softmax-bf16-tuning.cu
-//   ./softmax-bf16-tuning
-#include "../cuda/softmax.cu"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o bf16-instructions scripts/lab/softmax/bf16-instructions.cu
+//   ./bf16-instructions
+#include "../../../cuda/softmax.cu"
 
 #include <cmath>
 #include <cstdio>
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // The pack by one cvt.rn.bf16x2.f32 a pair: the chapter's BF16 since the second run (bf16.cuh's
 // float2_to_bf16x2_cvt), so "cvt" is BF16 itself now.

@@ -4,7 +4,7 @@
 // current one. Each variant is checked against a CPU scan of i32 (bit for bit) before it is timed;
 // times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o scan-pipeline-tuning scripts/scan-pipeline-tuning.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o persistent-pipeline scripts/lab/scan/persistent-pipeline.cu
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/scan.cu"
+#include "../../../cuda/scan.cu"
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 __device__ __forceinline__ unsigned smem_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 

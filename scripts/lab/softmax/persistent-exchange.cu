@@ -6,7 +6,7 @@
 // each block holding its part of the row in registers and trading its (max, sum) with the others
 // through distributed shared memory. On an H200 that reaches 84.2 to 84.8% of the copy at
 // 768 x 2^16 f32 (92.7% on an H100), and clusters of 4 or 8 blocks run on only 124 of the H200's
-// 132 SMs (cluster-sms-probe.cu, cluster-sms.txt). softmax-cluster-tuning.cu tried clusters of 2,
+// 132 SMs (cluster-sms.cu, cluster-sms.txt). cluster-shape.cu tried clusters of 2,
 // which every SM takes, and persistent clusters that prefetch their next row: both slower on the
 // H200. Here the cluster goes away altogether and the exchange goes through L2 instead:
 //
@@ -70,7 +70,7 @@
 // the parts and the items); the compiler asked for registers for 2, 3 and 4 blocks an SM
 // (__launch_bounds__' minimum blocks); waiting lanes spinning flat out or sleeping between reads.
 // Against: cudaMemcpyAsync device to device of the same bytes, and the chapter's kernel as
-// softmax-cluster-tuning.cu's "chapter (cluster_shape)" launches it (for rows of 2^14, which
+// cluster-shape.cu's "chapter (cluster_shape)" launches it (for rows of 2^14, which
 // cluster_shape leaves to step 6, the on-chip kernel on_chip_group picks: 512 x 32). Times are
 // tuning.cuh's median_ms.
 // Checks: every variant's output against the chapter kernel's on the same input, f32 within 1e-6
@@ -80,10 +80,10 @@
 // first, one on it again, no synchronisation between): a read of a stale slot, or a counter not
 // set back, shows there as a WRONG (or as a launch that never ends: run it under `timeout`).
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o softmax-persistent-tuning softmax-persistent-tuning.cu
+//   nvcc -O3 -std=c++17 -arch=sm_90 -Xptxas -v -o persistent-exchange scripts/lab/softmax/persistent-exchange.cu
 //   timeout 300 ./softmax-persistent-tuning
-#include "../cuda/softmax.cu"
-#include "../cuda/look_back.cuh"
+#include "../../../cuda/softmax.cu"
+#include "../../../cuda/look_back.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -93,8 +93,8 @@
 #include <string>
 #include <vector>
 
-#include "softmax-pieces.cuh"
-#include "tuning.cuh"
+#include "../common/softmax-pieces.cuh"
+#include "../common/tuning.cuh"
 
 // The threads of a block of every persistent variant.
 #define BLOCK 256
@@ -308,7 +308,7 @@ static Variant persistent_variant(const std::string& name)
     return v;
 }
 
-// The chapter's kernel for the shapes timed here, launched as softmax-cluster-tuning.cu's "chapter
+// The chapter's kernel for the shapes timed here, launched as cluster-shape.cu's "chapter
 // (cluster_shape)" launches it (a plain launch, the cluster compiled in), and, for rows of 2^14
 // (which cluster_shape leaves to step 6), the on-chip kernel on_chip_group picks (512 x 32).
 static Variant chapter_variant()

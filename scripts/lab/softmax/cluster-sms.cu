@@ -5,11 +5,11 @@
 // (softmax's step 7 runs clusters of 4 and 8 blocks of 256, four an SM:
 // book/src/softmax/softmax.md, *On the H200*.)
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o cluster-sms-probe scripts/cluster-sms-probe.cu
-//   ./cluster-sms-probe
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o cluster-sms scripts/lab/softmax/cluster-sms.cu
+//   ./cluster-sms
 #include <set>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 __global__ void __launch_bounds__(256) stay(unsigned* smid)
 {

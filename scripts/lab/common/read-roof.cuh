@@ -1,8 +1,9 @@
-// The read roof of the batch-statistics tuning programs: the faster of cuda/roofs.cu's two
-// streaming reads (four or eight 16-byte loads in flight a thread) over the same bytes, each on
-// eight blocks of 256 an SM and timed by tuning.cuh's median_ms. Included in place of roofs.cu.
+// The read roof of the batch-statistics lab programs (scripts/lab/batch-stats/): the faster of
+// cuda/roofs.cu's two streaming reads (four or eight 16-byte loads in flight a thread) over the
+// same bytes, each on eight blocks of 256 an SM and timed by tuning.cuh's median_ms. Included in
+// place of roofs.cu.
 #pragma once
-#include "../cuda/roofs.cu"
+#include "../../../cuda/roofs.cu"
 
 #include <algorithm>
 #include <cmath>

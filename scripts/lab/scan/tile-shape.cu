@@ -3,7 +3,7 @@
 // scan of i32 (bit for bit) before it is timed; times are the median of 15 batches of CUDA-event
 // timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o scan-tuning scripts/scan-tuning.cu && ./scan-tuning
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o tile-shape scripts/lab/scan/tile-shape.cu && ./tile-shape
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/scan.cu"
+#include "../../../cuda/scan.cu"
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // A form of the single pass: predecessors per lane of the look-back, loads before the ticket.
 template <int PER_LANE_, bool EARLY_LOADS_>

@@ -3,7 +3,7 @@
 // staged writes were chosen. Every variant is checked against a CPU compaction (bit for bit) before
 // it is timed; times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o compact-tuning scripts/compact-tuning.cu && ./compact-tuning
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o tile-shape scripts/lab/compact/tile-shape.cu && ./tile-shape
 #include <cub/device/device_select.cuh>
 
 #include <algorithm>
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/compact.cu"
+#include "../../../cuda/compact.cu"
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // The single pass of cuda/compact.cu with two switches: kept elements staged in shared memory and
 // written as one run (STAGED), or written from registers to their places; loads before the ticket

@@ -13,11 +13,11 @@
 // Every variant is checked against the chapter's kernel (means and variances within 1e-5
 // relative); times are the median of 15 batches of CUDA-event timings, as in the tour.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-tuning scripts/batch-stats-tuning.cu
-//   ./batch-stats-tuning
-#include "../cuda/batch_stats.cu"
-#include "read-roof.cuh"
-#include "../cuda/bulk_copy.cuh"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o bytes-in-flight scripts/lab/batch-stats/bytes-in-flight.cu
+//   ./bytes-in-flight
+#include "../../../cuda/batch_stats.cu"
+#include "../common/read-roof.cuh"
+#include "../../../cuda/bulk_copy.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // The same for bf16 pieces of 32 x K (K = 32 or 64), the lane's vectors kept as loaded (K / 2
 // registers) and widened 16 values at a time, each 16 folded by moments_of<16> and combined.

@@ -21,18 +21,18 @@
 // With NCU_RUN set the program only launches ours (step 6), geam, the one-wave copy kernel, step 7
 // and the one-vector-a-thread copy, six times each:
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o transpose-ceiling scripts/transpose-ceiling.cu -lcublas
-//   ./transpose-ceiling [rows cols]
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o copy-ceiling scripts/lab/transpose/copy-ceiling.cu -lcublas
+//   ./copy-ceiling [rows cols]
 //   NCU_RUN=1 ncu --clock-control none --kernel-id :::4 --section SpeedOfLight \
 //       --section MemoryWorkloadAnalysis ./transpose-ceiling [rows cols]
-#include "../cuda/transpose.cu"
+#include "../../../cuda/transpose.cu"
 
 #include <cublas_v2.h>
 
 #include <functional>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 // A copy of n 16-byte vectors, grid-stride, as a kernel (ncu profiles kernels; cudaMemcpy's copy
 // is timed beside it for reference).

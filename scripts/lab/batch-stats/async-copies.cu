@@ -29,10 +29,10 @@
 // two slots, 73.1% with three, and 85.9% for three slots with no finish at all; f32: 93.8% against
 // 84.8%. The copies themselves cost more than the folds they overlap: the chapter keeps its loads.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o batch-stats-async-tuning scripts/batch-stats-async-tuning.cu
-//   ./batch-stats-async-tuning
-#include "../cuda/batch_stats.cu"
-#include "read-roof.cuh"
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o async-copies scripts/lab/batch-stats/async-copies.cu
+//   ./async-copies
+#include "../../../cuda/batch_stats.cu"
+#include "../common/read-roof.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -42,7 +42,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning.cuh"
+#include "../common/tuning.cuh"
 
 __device__ __forceinline__ void copy_async_16(uint4* to, const void* from)
 {
