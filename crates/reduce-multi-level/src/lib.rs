@@ -16,6 +16,8 @@
 //! Scratch buffers follow the plan of the largest input seen (see [`plan`]), so a timed loop that
 //! was warmed up never allocates.
 
+pub mod operators;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
