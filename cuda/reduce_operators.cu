@@ -84,6 +84,8 @@ typedef All<unsigned char> All_u8;
 OPERATOR_KERNELS(reduce_all_u8, reduce_all_u8_later, All_u8)
 typedef All<float> All_f32;
 OPERATOR_KERNELS(reduce_all_f32, reduce_all_f32_later, All_f32)
+typedef All<double> All_f64;
+OPERATOR_KERNELS(reduce_all_f64, reduce_all_f64_later, All_f64)
 typedef All<int> All_i32;
 OPERATOR_KERNELS(reduce_all_i32, reduce_all_i32_later, All_i32)
 typedef All<unsigned int> All_u32;
@@ -94,6 +96,8 @@ typedef Any<unsigned char> Any_u8;
 OPERATOR_KERNELS(reduce_any_u8, reduce_any_u8_later, Any_u8)
 typedef Any<float> Any_f32;
 OPERATOR_KERNELS(reduce_any_f32, reduce_any_f32_later, Any_f32)
+typedef Any<double> Any_f64;
+OPERATOR_KERNELS(reduce_any_f64, reduce_any_f64_later, Any_f64)
 typedef Any<int> Any_i32;
 OPERATOR_KERNELS(reduce_any_i32, reduce_any_i32_later, Any_i32)
 typedef Any<unsigned int> Any_u32;
