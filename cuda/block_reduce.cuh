@@ -102,12 +102,29 @@ __device__ __forceinline__ typename Op::Value warp_reduce(typename Op::Value val
 }
 // ANCHOR_END: warp_reduce
 
+// For operators that are not commutative: a warp reduction that keeps the lanes' order. Offsets
+// grow (1, 2, 4, 8, 16), so lane 0 first combines lanes (0, 1), then (0-1, 2-3), and so on: at
+// every level the left operand holds the lower lanes. (warp_reduce's shrinking offsets combine lane
+// 0 with lane 16 first, which only a commutative operator allows.)
+template <class Op>
+__device__ __forceinline__ typename Op::Value warp_reduce_in_order(typename Op::Value value)
+{
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        value = Op::combine(value, shuffle_down(value, offset));
+    }
+    return value;
+}
+
 // ANCHOR: block_reduce
 // Reduces one value per thread to one value per block, valid in thread 0. blockDim.x must be a
 // multiple of 32 (at most 1024). Each warp reduces its values with shuffles, lane 0 of each warp
 // parks the result in one shared slot per warp, and warp 0 reduces those slots: one barrier in
 // all. Calling it twice in one kernel needs a __syncthreads() in between (the slots are reused).
-template <class Op>
+// With InOrder, both warp reductions keep the lanes' order (warp_reduce_in_order), and so the
+// block's value combines thread 0's, thread 1's, ... in that order: for operators that are not
+// commutative (operators.cuh).
+template <class Op, bool InOrder = false>
 __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value value)
 {
     typedef typename Op::Value Value;
@@ -115,7 +132,7 @@ __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value va
     const unsigned int lane = threadIdx.x % 32;
     const unsigned int warp = threadIdx.x / 32;
 
-    value = warp_reduce<Op>(value);
+    value = InOrder ? warp_reduce_in_order<Op>(value) : warp_reduce<Op>(value);
     if (lane == 0) {
         warp_results[warp] = value;
     }
@@ -123,7 +140,7 @@ __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value va
 
     if (warp == 0) {
         value = (lane < blockDim.x / 32) ? warp_results[lane] : Op::identity();
-        value = warp_reduce<Op>(value);
+        value = InOrder ? warp_reduce_in_order<Op>(value) : warp_reduce<Op>(value);
     }
     return value;
 }

@@ -144,42 +144,13 @@ struct Commutative<Op, decltype(void(Op::commutative))> {
 };
 
 // ANCHOR: in_order
-// For operators that are not commutative: a warp reduction that keeps the lanes' order. Offsets
-// grow (1, 2, 4, 8, 16), so lane 0 first combines lanes (0, 1), then (0-1, 2-3), and so on: at
-// every level the left operand holds the lower lanes. (warp_reduce's shrinking offsets combine lane
-// 0 with lane 16 first, which only a commutative operator allows.)
-template <class Op>
-__device__ __forceinline__ typename Op::Value warp_reduce_in_order(typename Op::Value value)
-{
-#pragma unroll
-    for (int offset = 1; offset < 32; offset <<= 1) {
-        value = Op::combine(value, shuffle_down(value, offset));
-    }
-    return value;
-}
-
-// block_reduce with warp_reduce_in_order: warp w's result is slot w, and warp 0 combines the slots
-// in order. Valid in thread 0.
-template <class Op>
-__device__ __forceinline__ typename Op::Value block_reduce_in_order(typename Op::Value value)
-{
-    typedef typename Op::Value Value;
-    __shared__ Value warp_results[32];
-    const unsigned int lane = threadIdx.x % 32;
-    const unsigned int warp = threadIdx.x / 32;
-
-    value = warp_reduce_in_order<Op>(value);
-    if (lane == 0) {
-        warp_results[warp] = value;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        value = (lane < blockDim.x / 32) ? warp_results[lane] : Op::identity();
-        value = warp_reduce_in_order<Op>(value);
-    }
-    return value;
-}
-
+// For operators that are not commutative, block_reduce.cuh's warp_reduce_in_order and
+// block_reduce<Op, true> keep the lanes' order:
+//
+//     for (int offset = 1; offset < 32; offset <<= 1) {
+//         value = Op::combine(value, shuffle_down(value, offset));
+//     }
+//
 // Each warp of the grid takes one contiguous span of input[0, n) (a multiple of 32 elements long,
 // spans in the order of the warps); lane l reads element base + l of each 32 (coalesced 4-byte or
 // 8-byte loads), the warp combines those 32 in order, and lane 0 appends them to the span's value.
@@ -218,7 +189,7 @@ __device__ __forceinline__ void first_pass(const typename Op::Input* __restrict_
     if constexpr (Commutative<Op>::value) {
         value = block_reduce<Op>(thread_reduce_vec4<Op>(input, n));
     } else {
-        value = block_reduce_in_order<Op>(range_reduce_in_order<Op>(input, n));
+        value = block_reduce<Op, true>(range_reduce_in_order<Op>(input, n));
     }
     if (threadIdx.x == 0) {
         output[blockIdx.x] = value;
@@ -241,7 +212,7 @@ __device__ __forceinline__ void later_pass(const typename Op::Value* __restrict_
                                            typename Op::Value* __restrict__ output, unsigned long long n)
 {
     typedef OnValues<Op> Values;
-    const typename Op::Value value = block_reduce_in_order<Values>(range_reduce_in_order<Values>(input, n));
+    const typename Op::Value value = block_reduce<Values, true>(range_reduce_in_order<Values>(input, n));
     if (threadIdx.x == 0) {
         output[blockIdx.x] = value;
     }

@@ -30,7 +30,7 @@ use gpu_harness::{
 };
 use reduction::{POISON_WORD, PassPlan, ReductionPlan};
 
-use crate::{plan, queue_passes};
+use crate::{plan, queue_passes, scratch_needed};
 
 const SOURCE: KernelSource = kernel_source!("reduce_operators.cu");
 
@@ -234,19 +234,7 @@ macro_rules! integer_element {
         }
     };
 }
-const INTEGER_OPERATORS: &[Operator] = &[
-    Operator::Sum,
-    Operator::Product,
-    Operator::Min,
-    Operator::Max,
-    Operator::ArgMin,
-    Operator::ArgMax,
-    Operator::All,
-    Operator::Any,
-    Operator::BitAnd,
-    Operator::BitOr,
-    Operator::BitXor,
-];
+const INTEGER_OPERATORS: &[Operator] = &Operator::ALL;
 const U64_OPERATORS: &[Operator] = &[
     Operator::Sum,
     Operator::Product,
@@ -339,12 +327,6 @@ impl Scratch {
     }
 }
 
-/// Scratch values `plan` needs: the outputs of every pass but the last.
-fn scratch_values(plan: &ReductionPlan) -> usize {
-    let before_last = plan.passes.len().saturating_sub(1);
-    plan.passes[..before_last].iter().map(|p| p.outputs as usize).max().unwrap_or(0)
-}
-
 /// Queues `plan`'s passes of the kernel pair (`first` over `input`, `later` over values).
 fn queue<T: Element>(
     device: &Device,
@@ -387,7 +369,7 @@ impl<T: OperatorElement> Reduce<T> {
 
     /// Grows the scratch buffers to what `n` elements need (never inside a warmed-up loop).
     pub fn reserve(&mut self, n: usize) -> Result<()> {
-        self.scratch.reserve(&self.device, scratch_values(&self.plan(n)))
+        self.scratch.reserve(&self.device, scratch_needed(&self.plan(n)))
     }
 
     /// Sizes the scratch buffers for `n` elements and fills them with [`POISON_WORD`].
@@ -569,7 +551,7 @@ impl<T: UserElement> UserReduce<T> {
     }
 
     fn reserve(&mut self, n: usize) -> Result<()> {
-        let values = scratch_values(&self.plan(n)) * self.words.div_ceil(MAX_VALUE_WORDS);
+        let values = scratch_needed(&self.plan(n)) * self.words.div_ceil(MAX_VALUE_WORDS);
         self.scratch.reserve(&self.device, values)
     }
 

@@ -294,6 +294,7 @@ struct SumOfSquares {
 };
 "#;
 
+// ANCHOR: moments
 /// The (count, mean, M2) moments: mean and variance in one pass, Chan's combination.
 const MOMENTS: &str = r#"
 struct Moments3 {
@@ -315,7 +316,9 @@ struct MeanVariance {
     }
 };
 "#;
+// ANCHOR_END: moments
 
+// ANCHOR: matrices
 /// 2x2 matrices of u32 multiplied modulo 2^32: associative, exact, and not commutative.
 const MATRICES: &str = r#"
 struct Matrix {
@@ -334,6 +337,7 @@ struct MatrixProduct {
     }
 };
 "#;
+// ANCHOR_END: matrices
 
 type Matrix = [u32; 4];
 
