@@ -292,9 +292,9 @@ impl StatsPlan {
     /// The longest chain of combinations of accumulators a value goes through on its way to its
     /// channel's statistics: what the tolerance of the result grows with ([`tolerance`]). Step 1
     /// folds a channel's values one at a time into runs of at most [`NAIVE_RUN`], and merges the
-    /// runs one after another (a value goes through its run's folds, then every merge); the others fold a lane's pieces one after another
-    /// (every [`THREADS`] / 32-th piece of the block's; two combinations a piece where it is
-    /// folded in halves), then 5 levels of a warp and 3 of a block
+    /// runs one after another (a value goes through its run's folds, then every merge); the others
+    /// fold a lane's pieces one after another (every [`THREADS`] / 32-th piece of the block's; two
+    /// combinations a piece where it is folded in halves), then 5 levels of a warp and 3 of a block
     /// (8 warps); the last-block finish (more than one slice) adds the 5 levels of a warp where
     /// there are 32 slices or fewer, and otherwise a thread's partials and 8 more levels. Step 5's
     /// runs are cut by vectors, not turns; a block has at most `per_slice` turns all the same, and

@@ -34,7 +34,8 @@ fn cub<T: OperatorElement>(device: &Device, op: Operator, input: DeviceView<'_, 
     let symbol: &'static str = Box::leak(format!("cub_reduce_{}_{}", op.name(), T::SUFFIX).into_boxed_str());
     let function: CubReduce = unsafe { peer_function(symbol)? };
     let result = device.alloc::<u32>(4)?;
-    let (from, to, n, stream) = (input.raw_address(), result.as_view().raw_address(), input.len(), peer_stream(device)?);
+    let (from, to, n, stream) =
+        (input.raw_address(), result.as_view().raw_address(), input.len(), peer_stream(device)?);
     let mut call = PeerCall::with_scratch(device, symbol, move |temp, bytes| unsafe {
         function(from as _, to as _, n as i64, temp, bytes, stream)
     })?;
@@ -54,7 +55,12 @@ fn check<T: OperatorElement>(op: Operator, host: &[T], got: Reduced<T>, chain: u
     if got == want { Ok(()) } else { Err(format!("{} gave {got:?}, the CPU {want:?}", op.name())) }
 }
 
-fn operators<T: OperatorElement>(device: &Device, host: &[T], input: &DeviceBuffer<T>, rows: &mut Vec<Row>) -> Result<bool> {
+fn operators<T: OperatorElement>(
+    device: &Device,
+    host: &[T],
+    input: &DeviceBuffer<T>,
+    rows: &mut Vec<Row>,
+) -> Result<bool> {
     let mut reduce = Reduce::<T>::new(device)?;
     reduce.reserve(host.len())?;
     let mut ok = true;
@@ -146,9 +152,8 @@ fn run(device: &Device) -> Result<bool> {
     }
     println!("{text}");
     if let Ok(out) = std::env::var("OUT") {
-        std::fs::write(std::path::Path::new(&out).join("operators.md"), &text).map_err(|e| {
-            gpu_harness::GpuError::BadInput(format!("cannot write {out}/operators.md: {e}"))
-        })?;
+        std::fs::write(std::path::Path::new(&out).join("operators.md"), &text)
+            .map_err(|e| gpu_harness::GpuError::BadInput(format!("cannot write {out}/operators.md: {e}")))?;
     }
     Ok(ok)
 }
@@ -162,7 +167,11 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             println!("operators: skipped: {e}");
-            return if std::env::var("CUDA_REQUIRED").as_deref() == Ok("1") { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+            return if std::env::var("CUDA_REQUIRED").as_deref() == Ok("1") {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     match run(&device) {

@@ -7,8 +7,8 @@
 //!
 //! Semantics (numpy's and torch's, written on the book's semantics page, each with its test):
 //! - `Sum` and `Product` of integers wrap around (modulo 2^32 or 2^64); of floats they round, and a
-//!   product overflows to ±inf, underflows to ±0, and is NaN where a NaN, or an inf times a 0, is in
-//!   it. The sum of nothing is 0, the product 1.
+//!   product overflows to ±inf, underflows to ±0, and is NaN where a NaN, or an inf times a 0, is
+//!   in it. The sum of nothing is 0, the product 1.
 //! - `Min`, `Max`: NaN wins (a NaN anywhere gives NaN). `ArgMin`, `ArgMax`: the index of the first
 //!   extreme (ties go to the smaller index), or of the first NaN. None of the four has a value for
 //!   an empty input: a [`GpuError::BadInput`].
@@ -34,7 +34,8 @@ use crate::{plan, queue_passes, scratch_needed};
 
 const SOURCE: KernelSource = kernel_source!("reduce_operators.cu");
 
-/// The words (32-bit) of the largest value an operator's passes hand on: an argmin's (value, index).
+/// The words (32-bit) of the largest value an operator's passes hand on: an argmin's (value,
+/// index).
 const MAX_VALUE_WORDS: usize = 4;
 
 // ANCHOR: operator
@@ -291,9 +292,7 @@ pub fn reference<T: OperatorElement>(op: Operator, values: &[T]) -> Option<Reduc
 /// The answer for an empty input: the operator's identity, or an error where there is none.
 fn empty<T: OperatorElement>(op: Operator) -> Result<Reduced<T>> {
     match op.kind() {
-        _ if !op.has_identity() => {
-            Err(GpuError::BadInput(format!("the {} of an empty input is undefined", op.name())))
-        }
+        _ if !op.has_identity() => Err(GpuError::BadInput(format!("the {} of an empty input is undefined", op.name()))),
         Kind::Logical => Ok(Reduced::Logical(op == Operator::All)),
         _ => Ok(Reduced::Value(T::identity(op))),
     }
@@ -514,7 +513,8 @@ impl<T: UserElement> UserReduce<T> {
         let first = device.kernel(&source, "user_first").map_err(|e| own_lines(e, &file))?;
         let later = device.kernel(&source, "user_later")?;
         let mut words = device.alloc::<u32>(1)?;
-        device.launch(&device.kernel(&source, "user_value_words")?, LaunchConfig::linear(1, 1, 0))
+        device
+            .launch(&device.kernel(&source, "user_value_words")?, LaunchConfig::linear(1, 1, 0))
             .arg(&mut words)
             .run()?;
         let words = words.to_host()?[0] as usize;

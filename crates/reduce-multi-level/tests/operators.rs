@@ -221,16 +221,24 @@ fn float_semantics(device: &Device) -> TestResult {
     let mut values = vec![0.5f32; n];
     values[70_001] = -2.0;
     values[90_001] = -2.0;
-    expect(device, r, "first of two minima in a grid", Operator::ArgMin, &values, Reduced::Arg {
-        value: -2.0,
-        index: 70_001,
-    })?;
+    expect(
+        device,
+        r,
+        "first of two minima in a grid",
+        Operator::ArgMin,
+        &values,
+        Reduced::Arg { value: -2.0, index: 70_001 },
+    )?;
     values[99_999] = nan;
     expect(device, r, "NaN late in a grid", Operator::ArgMin, &values, Reduced::Arg { value: nan, index: 99_999 })?;
-    expect(device, r, "equal values: the first index", Operator::ArgMax, &vec![1.5f32; n], Reduced::Arg {
-        value: 1.5,
-        index: 0,
-    })?;
+    expect(
+        device,
+        r,
+        "equal values: the first index",
+        Operator::ArgMax,
+        &vec![1.5f32; n],
+        Reduced::Arg { value: 1.5, index: 0 },
+    )?;
     Ok(())
 }
 
@@ -240,17 +248,25 @@ fn integer_semantics(device: &Device) -> TestResult {
     expect(device, &mut i32s, "wraps to 0", Operator::Product, &[65_536, 65_536], Reduced::Value(0))?;
     expect(device, &mut i32s, "wraps", Operator::Product, &[i32::MAX, 2], Reduced::Value(-2))?;
     expect(device, &mut i32s, "wraps", Operator::Sum, &[i32::MAX, 1], Reduced::Value(i32::MIN))?;
-    expect(device, &mut i32s, "extremes", Operator::ArgMin, &[0, i32::MIN, i32::MIN], Reduced::Arg {
-        value: i32::MIN,
-        index: 1,
-    })?;
+    expect(
+        device,
+        &mut i32s,
+        "extremes",
+        Operator::ArgMin,
+        &[0, i32::MIN, i32::MIN],
+        Reduced::Arg { value: i32::MIN, index: 1 },
+    )?;
     expect(device, &mut i32s, "xor", Operator::BitXor, &[0b1100, 0b1010, -1], Reduced::Value(!0b0110))?;
     let mut u32s = Reduce::<u32>::new(device)?;
     expect(device, &mut u32s, "wraps", Operator::Product, &[1 << 31, 2, 3], Reduced::Value(0))?;
-    expect(device, &mut u32s, "extremes", Operator::ArgMax, &[u32::MAX, 1, u32::MAX], Reduced::Arg {
-        value: u32::MAX,
-        index: 0,
-    })?;
+    expect(
+        device,
+        &mut u32s,
+        "extremes",
+        Operator::ArgMax,
+        &[u32::MAX, 1, u32::MAX],
+        Reduced::Arg { value: u32::MAX, index: 0 },
+    )?;
     let mut u64s = Reduce::<u64>::new(device)?;
     expect(device, &mut u64s, "wraps", Operator::Product, &[1 << 63, 2], Reduced::Value(0))?;
     expect(device, &mut u64s, "64 bits", Operator::Sum, &[u64::MAX, 2], Reduced::Value(1))?;
