@@ -102,6 +102,7 @@ __device__ __forceinline__ typename Op::Value warp_reduce(typename Op::Value val
 }
 // ANCHOR_END: warp_reduce
 
+// ANCHOR: warp_reduce_in_order
 // For operators that are not commutative: a warp reduction that keeps the lanes' order. Offsets
 // grow (1, 2, 4, 8, 16), so lane 0 first combines lanes (0, 1), then (0-1, 2-3), and so on: at
 // every level the left operand holds the lower lanes. (warp_reduce's shrinking offsets combine lane
@@ -115,6 +116,7 @@ __device__ __forceinline__ typename Op::Value warp_reduce_in_order(typename Op::
     }
     return value;
 }
+// ANCHOR_END: warp_reduce_in_order
 
 // ANCHOR: block_reduce
 // Reduces one value per thread to one value per block, valid in thread 0. blockDim.x must be a

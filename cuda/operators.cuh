@@ -144,17 +144,12 @@ struct Commutative<Op, decltype(void(Op::commutative))> {
 };
 
 // ANCHOR: in_order
-// For operators that are not commutative, block_reduce.cuh's warp_reduce_in_order and
-// block_reduce<Op, true> keep the lanes' order:
-//
-//     for (int offset = 1; offset < 32; offset <<= 1) {
-//         value = Op::combine(value, shuffle_down(value, offset));
-//     }
-//
-// Each warp of the grid takes one contiguous span of input[0, n) (a multiple of 32 elements long,
-// spans in the order of the warps); lane l reads element base + l of each 32 (coalesced 4-byte or
-// 8-byte loads), the warp combines those 32 in order, and lane 0 appends them to the span's value.
-// Valid in lane 0 of each warp (the other lanes return the identity).
+// For operators that are not commutative (block_reduce.cuh's warp_reduce_in_order and
+// block_reduce<Op, true> keep the lanes' order). Each warp of the grid takes one contiguous span of
+// input[0, n) (a multiple of 32 elements long, spans in the order of the warps); lane l reads
+// element base + l of each 32 (coalesced 4-byte or 8-byte loads), the warp combines those 32 in
+// order, and lane 0 appends them to the span's value. Valid in lane 0 of each warp (the other lanes
+// return the identity).
 template <class Op>
 __device__ __forceinline__ typename Op::Value range_reduce_in_order(const typename Op::Input* __restrict__ input,
                                                                     unsigned long long n)
