@@ -25,6 +25,7 @@ __device__ __forceinline__ long long wrapping_add(long long a, long long b)
     return (long long)((unsigned long long)a + (unsigned long long)b);
 }
 __device__ __forceinline__ unsigned long long wrapping_add(unsigned long long a, unsigned long long b) { return a + b; }
+__device__ __forceinline__ double wrapping_add(double a, double b) { return a + b; }
 
 template <class T> struct Limits;
 template <> struct Limits<float> {
@@ -38,6 +39,14 @@ template <> struct Limits<int> {
 template <> struct Limits<unsigned int> {
     __device__ static unsigned int lowest() { return 0u; }
     __device__ static unsigned int highest() { return 0xffffffffu; }
+};
+template <> struct Limits<double> {
+    __device__ static double lowest() { return __longlong_as_double(0xfff0000000000000ll); }  // -inf
+    __device__ static double highest() { return __longlong_as_double(0x7ff0000000000000ll); } // +inf
+};
+template <> struct Limits<unsigned long long> {
+    __device__ static unsigned long long lowest() { return 0ull; }
+    __device__ static unsigned long long highest() { return ~0ull; }
 };
 
 template <class In, class Acc = In>
@@ -93,12 +102,31 @@ __device__ __forceinline__ typename Op::Value warp_reduce(typename Op::Value val
 }
 // ANCHOR_END: warp_reduce
 
+// ANCHOR: warp_reduce_in_order
+// For operators that are not commutative: a warp reduction that keeps the lanes' order. Offsets
+// grow (1, 2, 4, 8, 16), so lane 0 first combines lanes (0, 1), then (0-1, 2-3), and so on: at
+// every level the left operand holds the lower lanes. (warp_reduce's shrinking offsets combine lane
+// 0 with lane 16 first, which only a commutative operator allows.)
+template <class Op>
+__device__ __forceinline__ typename Op::Value warp_reduce_in_order(typename Op::Value value)
+{
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        value = Op::combine(value, shuffle_down(value, offset));
+    }
+    return value;
+}
+// ANCHOR_END: warp_reduce_in_order
+
 // ANCHOR: block_reduce
 // Reduces one value per thread to one value per block, valid in thread 0. blockDim.x must be a
 // multiple of 32 (at most 1024). Each warp reduces its values with shuffles, lane 0 of each warp
 // parks the result in one shared slot per warp, and warp 0 reduces those slots: one barrier in
 // all. Calling it twice in one kernel needs a __syncthreads() in between (the slots are reused).
-template <class Op>
+// With InOrder, both warp reductions keep the lanes' order (warp_reduce_in_order), and so the
+// block's value combines thread 0's, thread 1's, ... in that order: for operators that are not
+// commutative (operators.cuh).
+template <class Op, bool InOrder = false>
 __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value value)
 {
     typedef typename Op::Value Value;
@@ -106,7 +134,7 @@ __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value va
     const unsigned int lane = threadIdx.x % 32;
     const unsigned int warp = threadIdx.x / 32;
 
-    value = warp_reduce<Op>(value);
+    value = InOrder ? warp_reduce_in_order<Op>(value) : warp_reduce<Op>(value);
     if (lane == 0) {
         warp_results[warp] = value;
     }
@@ -114,7 +142,7 @@ __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value va
 
     if (warp == 0) {
         value = (lane < blockDim.x / 32) ? warp_results[lane] : Op::identity();
-        value = warp_reduce<Op>(value);
+        value = InOrder ? warp_reduce_in_order<Op>(value) : warp_reduce<Op>(value);
     }
     return value;
 }
@@ -126,16 +154,39 @@ template <> struct Vec4<float> { typedef float4 Type; };
 template <> struct Vec4<int> { typedef int4 Type; };
 template <> struct Vec4<unsigned int> { typedef uint4 Type; };
 
+// An operation whose lift also takes the element's index (argmin and argmax, in operators.cuh):
+// Indexed<Op>::value is true when Op::lift(x, i) exists. lift_at calls whichever form Op has, so
+// the loads below serve both; for the others the index is never computed.
+template <class Op, class = void>
+struct Indexed {
+    enum { value = false };
+};
+template <class Op>
+struct Indexed<Op, decltype(void(Op::lift(typename Op::Input(), 0ull)))> {
+    enum { value = true };
+};
+
+template <class Op>
+__device__ __forceinline__ typename Op::Value lift_at(typename Op::Input x, unsigned long long i)
+{
+    if constexpr (Indexed<Op>::value) {
+        return Op::lift(x, i);
+    } else {
+        return Op::lift(x);
+    }
+}
+
 // ANCHOR: vec4_loads
 // Combines the share of input[0, n) that belongs to `thread` of `threads` cooperating threads, in a
 // strided loop over 16-byte vector loads, four of them in flight per iteration. Vector loads need
 // 16-byte aligned addresses, so the elements before the first 16-byte boundary (the head, at most
 // 3, for inputs that start inside a vector) and the last n % 4 after the vectors (the tail) are
-// read one by one.
+// read one by one. `first` is the index of q.x (for operations that use indices, see lift_at).
 template <class Op, class V>
-__device__ __forceinline__ typename Op::Value combine4(V q)
+__device__ __forceinline__ typename Op::Value combine4(V q, unsigned long long first)
 {
-    return Op::combine(Op::combine(Op::lift(q.x), Op::lift(q.y)), Op::combine(Op::lift(q.z), Op::lift(q.w)));
+    return Op::combine(Op::combine(lift_at<Op>(q.x, first), lift_at<Op>(q.y, first + 1)),
+                       Op::combine(lift_at<Op>(q.z, first + 2), lift_at<Op>(q.w, first + 3)));
 }
 
 template <class Op>
@@ -157,19 +208,20 @@ __device__ __forceinline__ typename Op::Value range_reduce_vec4(const typename O
         const V b = vec[v + threads];
         const V c = vec[v + 2 * threads];
         const V d = vec[v + 3 * threads];
-        acc = Op::combine(acc, Op::combine(Op::combine(combine4<Op>(a), combine4<Op>(b)),
-                                           Op::combine(combine4<Op>(c), combine4<Op>(d))));
+        const unsigned long long i = head + 4 * v, step = 4 * threads;
+        acc = Op::combine(acc, Op::combine(Op::combine(combine4<Op>(a, i), combine4<Op>(b, i + step)),
+                                           Op::combine(combine4<Op>(c, i + 2 * step), combine4<Op>(d, i + 3 * step))));
     }
     for (; v < vectors; v += threads) {
-        acc = Op::combine(acc, combine4<Op>(vec[v]));
+        acc = Op::combine(acc, combine4<Op>(vec[v], head + 4 * v));
     }
 
     if (thread < head) {
-        acc = Op::combine(acc, Op::lift(input[thread]));
+        acc = Op::combine(acc, lift_at<Op>(input[thread], thread));
     }
     const unsigned long long tail = head + 4 * vectors + thread;
     if (tail < n) {
-        acc = Op::combine(acc, Op::lift(input[tail]));
+        acc = Op::combine(acc, lift_at<Op>(input[tail], tail));
     }
     return acc;
 }

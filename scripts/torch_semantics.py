@@ -15,7 +15,8 @@ committed as book/src/data/torch-semantics.txt:
     python3 scripts/torch_semantics.py > book/src/data/torch-semantics.txt
 
 torch runs on the GPU (`cuda`); without one the script stops, unless given `--cpu` (the results
-then describe torch's CPU kernels, and the header says so).
+then describe torch's CPU kernels, and the header says so). `--only=<family>` prints that family's
+cases alone.
 """
 
 import math
@@ -149,6 +150,44 @@ def cases(dev: str):
     yield both("reduction", "argmax_nan", [1.0, NAN, 3.0, NAN], torch.argmax, np.argmax)
     yield both("reduction", "argmax_ties", [1.0, 7.0, 3.0, 7.0], torch.argmax, np.argmax)
     yield both("reduction", "argmax_empty", [], torch.argmax, np.argmax)
+    # Operators (reduce-multi-level's Reduce): products, argmin, logical and bitwise reductions.
+    prod = (torch.prod, np.prod)
+    yield both("operators", "prod_overflow", [1e30, 1e30, 1e30], *prod)
+    yield both("operators", "prod_underflow_negative", [1e-30, 1e-30, -1e-30], *prod)
+    yield both("operators", "prod_inf_times_zero", [INF, 2.0, 0.0], *prod)
+    yield both("operators", "prod_nan", [2.0, NAN, 0.5], *prod)
+    yield both("operators", "prod_neg_zero", [-0.0, 3.0], *prod)
+    yield both("operators", "prod_empty", [], *prod)
+    yield both(
+        "operators",
+        "prod_int32_wrap_as_int32",
+        [2**31 - 1, 2],
+        lambda x: torch.prod(x, dtype=torch.int32),
+        lambda x: np.prod(x, dtype=np.int32),
+        mode="typed",
+        make=(i32, ni32),
+    )
+    yield both("operators", "prod_int32", [65536, 65536], *prod, mode="typed", make=(i32, ni32))
+    yield both("operators", "argmin_ties", [3.0, 1.0, 2.0, 1.0], torch.argmin, np.argmin)
+    yield both("operators", "argmin_nan", [1.0, -9.0, NAN], torch.argmin, np.argmin)
+    yield both("operators", "argmin_empty", [], torch.argmin, np.argmin)
+    yield both("operators", "all_nan", [1.0, NAN], torch.all, np.all)
+    yield both("operators", "all_neg_zero", [1.0, -0.0], torch.all, np.all)
+    yield both("operators", "any_zeros", [-0.0, 0.0], torch.any, np.any)
+    yield both("operators", "all_empty", [], torch.all, np.all)
+    yield both("operators", "any_empty", [], torch.any, np.any)
+    yield (
+        "operators",
+        "bitwise_and_empty",
+        lambda: "no-reduction",  # torch has no bitwise reduction
+        lambda: show(np.bitwise_and.reduce(np.array([], dtype=np.int32)), "typed"),
+    )
+    yield (
+        "operators",
+        "bitwise_xor",
+        lambda: "no-reduction",
+        lambda: show(np.bitwise_xor.reduce(np.array([12, 10, -1], dtype=np.int32)), "typed"),
+    )
 
     var0 = (lambda x: torch.var(x, correction=0), np.var)
     var1 = (lambda x: torch.var(x, correction=1), lambda x: np.var(x, ddof=1))
@@ -324,7 +363,10 @@ def main() -> int:
         return 1
     print("# scripts/torch_semantics.py: torch %s on %s, numpy %s" % (torch.__version__, where, np.__version__))
     print("# <family> <case> torch=<value> numpy=<value>")
+    only = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")]
     for family, case, torch_call, numpy_call in cases(dev):
+        if only and family not in only:
+            continue
         print("%s %s torch=%s numpy=%s" % (family, case, run(torch_call), run(numpy_call)))
     if dev == "cuda":
         torch.cuda.synchronize()

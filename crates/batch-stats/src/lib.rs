@@ -59,6 +59,10 @@ const SOURCE: KernelSource = gpu_harness::kernel_source!("batch_stats.cu");
 /// Threads per block of every kernel (`THREADS` in `cuda/batch_stats.cu`).
 pub const THREADS: u32 = 256;
 
+/// Step 1 folds a channel's values in runs of this many, merged into the channel's accumulator
+/// (`NAIVE_RUN` in `cuda/batch_stats.cu`).
+pub const NAIVE_RUN: u64 = 4096;
+
 /// The blocks of steps 3 to 5 an SM holds at once (`BLOCKS_PER_SM`, their `__launch_bounds__`:
 /// up to 64 registers a thread, so a lane's values and accumulators need no spilling).
 pub const BLOCKS_PER_SM: usize = 4;
@@ -275,9 +279,10 @@ pub struct StatsPlan {
 impl StatsPlan {
     /// The longest chain of combinations of accumulators a value goes through on its way to its
     /// channel's statistics: what the tolerance of the result grows with ([`tolerance`]). Step 1
-    /// folds a channel's values one at a time; the others fold a lane's pieces one after another
-    /// (every [`THREADS`] / 32-th piece of the block's; two combinations a piece where it is
-    /// folded in halves), then 5 levels of a warp and 3 of a block
+    /// folds a channel's values one at a time into runs of at most [`NAIVE_RUN`], and merges the
+    /// runs one after another (a value goes through its run's folds, then every merge); the others
+    /// fold a lane's pieces one after another (every [`THREADS`] / 32-th piece of the block's; two
+    /// combinations a piece where it is folded in halves), then 5 levels of a warp and 3 of a block
     /// (8 warps); the last-block finish (more than one slice) adds the 5 levels of a warp where
     /// there are 32 slices or fewer, and otherwise a thread's partials and 8 more levels. Step 5's
     /// runs are cut by vectors, not turns; a block has at most `per_slice` turns all the same, and
@@ -286,7 +291,10 @@ impl StatsPlan {
         let warps = (THREADS / 32) as u64;
         let per_piece = if self.halves { 2 } else { 1 };
         match self.step {
-            Step::Naive => shape.per_channel() as u64,
+            Step::Naive => {
+                let count = shape.per_channel() as u64;
+                count.min(NAIVE_RUN) + count.div_ceil(NAIVE_RUN)
+            }
             Step::Coalesced => per_piece * u64::from(self.pieces).div_ceil(warps) + 8,
             Step::Split | Step::Vectors | Step::Flat if self.slices == 1 => {
                 per_piece * u64::from(self.pieces).div_ceil(warps) + 8

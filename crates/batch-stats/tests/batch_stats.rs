@@ -277,6 +277,60 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
     Ok(())
 }
 
+/// One channel of 2 x 4096 x 4099 values (33.6 million, past 2^25), uniform in [-2, 2): folded
+/// one value at a time into one f32 accumulator, the moves of its mean and m2 fall below half an
+/// ulp and are lost (a variance of 1.2648 for 1.3332 on an H200), which step 1 now avoids by its
+/// runs (`NAIVE_RUN`).
+const LONG_CHANNEL: Nchw = Nchw::new(2, 1, 4096, 4099);
+
+/// The variance bound of [`LONG_CHANNEL`] at a chain of `chain`, as a share of the variance.
+fn long_channel_bound(values: &[f64], chain: u64) -> f64 {
+    let (_, var) = channel_stats(values, Variance::Unbiased);
+    batch_stats::tolerance(values, chain, Variance::Unbiased).1 / var
+}
+
+/// Step 1 on [`LONG_CHANNEL`], checked against the f64 reference within a bound that is now a few
+/// percent of the variance (it was larger than the variance itself, at a chain of one combination
+/// per value).
+fn a_channel_past_2_to_the_25(device: &Device) -> TestResult {
+    let mut rng = TestRng::new();
+    let shape = LONG_CHANNEL;
+    let host = rng.uniform_f32(shape.elements().unwrap(), -2.0, 2.0);
+    let mut stats = BatchStats::new(device, Step::Naive)?;
+    let chain = stats.plan::<f32>(shape)?.longest_chain(shape);
+    let share = long_channel_bound(&batch_stats::channel(&host, shape, 0), chain);
+    if share > 0.03 {
+        return Err(format!("the bound is {:.1}% of the variance: too wide to catch a 5% error", share * 100.0).into());
+    }
+    check(device, &mut stats, &rng, &host, shape, Variance::Unbiased)
+}
+
+/// The fold step 1 used to do, one value at a time into one f32 accumulator (Chan's combination
+/// with a one-value accumulator, as `MomentsOf::combine` computes it), on the CPU: on
+/// [`LONG_CHANNEL`]'s values its variance is further from the reference than the bound the GPU
+/// test allows step 1 now, so that test can fail.
+fn one_value_fold_is_outside_the_bound() -> TestResult {
+    let mut rng = TestRng::new();
+    let host = rng.uniform_f32(LONG_CHANNEL.elements().unwrap(), -2.0, 2.0);
+    let (mut count, mut mean, mut m2) = (0u64, 0.0f32, 0.0f32);
+    for &x in &host {
+        count += 1;
+        let share = 1.0 / count as f32;
+        let d = x - mean;
+        mean += d * share;
+        m2 += d * d * ((count - 1) as f32 * share);
+    }
+    let var = f64::from(m2) / (count - 1) as f64;
+    let values: Vec<f64> = host.iter().map(|&x| f64::from(x)).collect();
+    let (_, want) = channel_stats(&values, Variance::Unbiased);
+    let chain = Step::Naive.plan::<f32>(LONG_CHANNEL, GpuShape::HOPPER_132_SMS)?.longest_chain(LONG_CHANNEL);
+    let allowed = long_channel_bound(&values, chain) * want;
+    if (var - want).abs() <= allowed {
+        return Err(rng.fail(format!("the one-value fold gave {var} for {want}, within the bound {allowed}")));
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let mut suite = TestSuite::new()
         .cpu("illustration::launch_plans", || {
@@ -415,6 +469,12 @@ fn main() -> std::process::ExitCode {
             insta::assert_snapshot!("worked_example", text);
             Ok(())
         })
+        .gpu_if(
+            "naive::a_channel_past_2_to_the_25",
+            |device| fits_test_time(device, LONG_CHANNEL.elements().unwrap()),
+            a_channel_past_2_to_the_25,
+        )
+        .cpu("naive::one_value_fold_is_outside_the_bound", one_value_fold_is_outside_the_bound)
         .gpu("wrong_lengths_are_errors", |device| {
             let mut stats = BatchStats::new(device, Step::Vectors)?;
             let input = device.upload(&[0.0f32; 24])?;

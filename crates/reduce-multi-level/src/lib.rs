@@ -9,12 +9,18 @@
 //!   vectors (see `reduction::full` for the exact semantics: wrapping integer sums, NaN-wins min
 //!   and max, 64-bit sums for integer means). Any size up to the device's memory: indices are
 //!   64-bit.
+//! - [`operators::Reduce`]: the same passes with any of eleven operators (sum, product, min, max,
+//!   argmin, argmax, all, any, bitwise and/or/xor) over the types where each means something, and
+//!   [`operators::UserReduce`], with a user's operator written in CUDA C++ and compiled by NVRTC
+//!   into the same kernel templates (`cuda/operators.cuh`, `cuda/reduce_operators.cu`).
 //! - [`RowSums`]: a row-major `(rows, cols)` matrix reduced to one sum per row. Many short rows get
 //!   one block per row; few long rows are cut into chunks, reduced, and the chunk sums reduced
 //!   again.
 //!
 //! Scratch buffers follow the plan of the largest input seen (see [`plan`]), so a timed loop that
 //! was warmed up never allocates.
+
+pub mod operators;
 
 use std::collections::HashMap;
 use std::sync::Arc;

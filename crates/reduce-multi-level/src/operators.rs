@@ -1,0 +1,595 @@
+//! Operators as data: the full reduction with any of eleven built-in operators ([`Operator`]), or
+//! with a user's own, written in CUDA C++ and compiled at run time ([`UserReduce`]).
+//!
+//! Both run the same kernel templates (`cuda/operators.cuh`): a first pass over the input (16-byte
+//! grid-stride loads and the shuffle block reduction, as [`crate::MultiLevel`]'s) and later passes
+//! over the first pass's values, planned by [`crate::plan`]. Only the result is read back.
+//!
+//! Semantics (numpy's and torch's, written on the book's semantics page, each with its test):
+//! - `Sum` and `Product` of integers wrap around (modulo 2^32 or 2^64); of floats they round, and a
+//!   product overflows to ±inf, underflows to ±0, and is NaN where a NaN, or an inf times a 0, is
+//!   in it. The sum of nothing is 0, the product 1.
+//! - `Min`, `Max`: NaN wins (a NaN anywhere gives NaN). `ArgMin`, `ArgMax`: the index of the first
+//!   extreme (ties go to the smaller index), or of the first NaN. None of the four has a value for
+//!   an empty input: a [`GpuError::BadInput`].
+//! - `All`, `Any`: an element is true when it is not zero (NaN is true, -0.0 false); of nothing,
+//!   true and false.
+//! - `BitAnd`, `BitOr`, `BitXor` of integers; of nothing, all ones, 0 and 0.
+//!
+//! What the kernels assume of an operator: associativity (the grouping depends on the plan, which
+//! is fixed for one size on one GPU: the same input gives the same bits every run), and, unless it
+//! says `commutative = false`, commutativity (the fast first pass hands each thread a strided share
+//! of the input). A non-commutative operator is combined strictly in the elements' order.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
+use std::sync::{Mutex, OnceLock};
+
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, Element, GpuError, Kernel, KernelSource, LaunchConfig, Result, kernel_source,
+};
+use reduction::{POISON_WORD, PassPlan, ReductionPlan};
+
+use crate::{plan, queue_passes, scratch_needed};
+
+const SOURCE: KernelSource = kernel_source!("reduce_operators.cu");
+
+/// The words (32-bit) of the largest value an operator's passes hand on: an argmin's (value,
+/// index).
+const MAX_VALUE_WORDS: usize = 4;
+
+// ANCHOR: operator
+/// What a full reduction combines the elements with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operator {
+    Sum,
+    Product,
+    Min,
+    Max,
+    ArgMin,
+    ArgMax,
+    /// Logical and: whether every element is non-zero.
+    All,
+    /// Logical or: whether any element is non-zero.
+    Any,
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+// ANCHOR_END: operator
+
+/// What an operator's result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A value of the element type (sum, product, min, max, bitwise).
+    Value,
+    /// A value and the index of its first occurrence (argmin, argmax).
+    Arg,
+    /// True or false (all, any).
+    Logical,
+}
+
+impl Operator {
+    pub const ALL: [Operator; 11] = [
+        Operator::Sum,
+        Operator::Product,
+        Operator::Min,
+        Operator::Max,
+        Operator::ArgMin,
+        Operator::ArgMax,
+        Operator::All,
+        Operator::Any,
+        Operator::BitAnd,
+        Operator::BitOr,
+        Operator::BitXor,
+    ];
+
+    /// The name in kernel names: `reduce_<name>_<type>`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operator::Sum => "sum",
+            Operator::Product => "product",
+            Operator::Min => "min",
+            Operator::Max => "max",
+            Operator::ArgMin => "argmin",
+            Operator::ArgMax => "argmax",
+            Operator::All => "all",
+            Operator::Any => "any",
+            Operator::BitAnd => "bit_and",
+            Operator::BitOr => "bit_or",
+            Operator::BitXor => "bit_xor",
+        }
+    }
+
+    pub fn kind(self) -> Kind {
+        match self {
+            Operator::ArgMin | Operator::ArgMax => Kind::Arg,
+            Operator::All | Operator::Any => Kind::Logical,
+            _ => Kind::Value,
+        }
+    }
+
+    /// Whether an empty input has an answer (the identity); min, max, argmin and argmax have none.
+    pub fn has_identity(self) -> bool {
+        !matches!(self, Operator::Min | Operator::Max | Operator::ArgMin | Operator::ArgMax)
+    }
+}
+
+/// What a reduction returns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reduced<T> {
+    Value(T),
+    Arg { value: T, index: usize },
+    Logical(bool),
+}
+
+/// The element types of the operators, with the CPU forms of the kernels' arithmetic (the tests'
+/// references).
+pub trait OperatorElement: Element + PartialOrd + Debug {
+    /// Kernel-name suffix: `f32`, `f64`, `i32`, `u32`, `u64`, `u8`.
+    const SUFFIX: &'static str;
+    /// The operators this type has kernels for.
+    const OPERATORS: &'static [Operator];
+    /// Whether sums and products round (floats) rather than wrap (integers).
+    const ROUNDS: bool;
+    /// The value held in the first `size_of::<Self>()` bytes of `words`.
+    fn from_words(words: &[u32]) -> Self;
+    fn wrapping_add(self, other: Self) -> Self;
+    fn wrapping_mul(self, other: Self) -> Self;
+    fn is_nan(self) -> bool;
+    fn is_nonzero(self) -> bool;
+    /// The bitwise operators (integers only).
+    fn bits(op: Operator, a: Self, b: Self) -> Self;
+    /// The identity of a [`Kind::Value`] operator that has one.
+    fn identity(op: Operator) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! float_element {
+    ($t:ty, $suffix:literal, $words:expr) => {
+        impl OperatorElement for $t {
+            const SUFFIX: &'static str = $suffix;
+            const OPERATORS: &'static [Operator] = &[
+                Operator::Sum,
+                Operator::Product,
+                Operator::Min,
+                Operator::Max,
+                Operator::ArgMin,
+                Operator::ArgMax,
+                Operator::All,
+                Operator::Any,
+            ];
+            const ROUNDS: bool = true;
+            fn from_words(words: &[u32]) -> Self {
+                $words(words)
+            }
+            fn wrapping_add(self, other: Self) -> Self {
+                self + other
+            }
+            fn wrapping_mul(self, other: Self) -> Self {
+                self * other
+            }
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn is_nonzero(self) -> bool {
+                self != 0.0
+            }
+            fn bits(op: Operator, _: Self, _: Self) -> Self {
+                unreachable!("{op:?} of {}", $suffix)
+            }
+            fn identity(op: Operator) -> Self {
+                match op {
+                    Operator::Product => 1.0,
+                    _ => 0.0,
+                }
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    };
+}
+float_element!(f32, "f32", |w: &[u32]| f32::from_bits(w[0]));
+float_element!(f64, "f64", |w: &[u32]| f64::from_bits(u64::from(w[0]) | u64::from(w[1]) << 32));
+
+macro_rules! integer_element {
+    ($t:ty, $suffix:literal, $ops:expr, $words:expr) => {
+        impl OperatorElement for $t {
+            const SUFFIX: &'static str = $suffix;
+            const OPERATORS: &'static [Operator] = $ops;
+            const ROUNDS: bool = false;
+            fn from_words(words: &[u32]) -> Self {
+                $words(words)
+            }
+            fn wrapping_add(self, other: Self) -> Self {
+                <$t>::wrapping_add(self, other)
+            }
+            fn wrapping_mul(self, other: Self) -> Self {
+                <$t>::wrapping_mul(self, other)
+            }
+            fn is_nan(self) -> bool {
+                false
+            }
+            fn is_nonzero(self) -> bool {
+                self != 0
+            }
+            fn bits(op: Operator, a: Self, b: Self) -> Self {
+                match op {
+                    Operator::BitAnd => a & b,
+                    Operator::BitOr => a | b,
+                    Operator::BitXor => a ^ b,
+                    _ => unreachable!("{op:?} is not bitwise"),
+                }
+            }
+            fn identity(op: Operator) -> Self {
+                match op {
+                    Operator::Product => 1,
+                    Operator::BitAnd => !0,
+                    _ => 0,
+                }
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    };
+}
+const INTEGER_OPERATORS: &[Operator] = &Operator::ALL;
+const U64_OPERATORS: &[Operator] = &[
+    Operator::Sum,
+    Operator::Product,
+    Operator::Min,
+    Operator::Max,
+    Operator::ArgMin,
+    Operator::ArgMax,
+    Operator::BitAnd,
+    Operator::BitOr,
+    Operator::BitXor,
+];
+integer_element!(i32, "i32", INTEGER_OPERATORS, |w: &[u32]| w[0] as i32);
+integer_element!(u32, "u32", INTEGER_OPERATORS, |w: &[u32]| w[0]);
+integer_element!(u64, "u64", U64_OPERATORS, |w: &[u32]| u64::from(w[0]) | u64::from(w[1]) << 32);
+integer_element!(u8, "u8", &[Operator::All, Operator::Any], |w: &[u32]| w[0] as u8);
+
+/// The CPU reference of `op` over `values`, with the kernels' rules (float sums and products in
+/// the element type, in order: the tests compare those with an f64 reference within a bound).
+pub fn reference<T: OperatorElement>(op: Operator, values: &[T]) -> Option<Reduced<T>> {
+    let better = |largest: bool| {
+        move |best: (T, usize), (i, &x): (usize, &T)| {
+            let wins = if best.0.is_nan() {
+                false
+            } else if x.is_nan() {
+                true
+            } else if largest {
+                x > best.0
+            } else {
+                x < best.0
+            };
+            if wins { (x, i) } else { best }
+        }
+    };
+    let first = *values.first()?;
+    Some(match op.kind() {
+        Kind::Logical => Reduced::Logical(if op == Operator::All {
+            values.iter().all(|x| x.is_nonzero())
+        } else {
+            values.iter().any(|x| x.is_nonzero())
+        }),
+        Kind::Arg => {
+            let (value, index) = values.iter().enumerate().fold((first, 0), better(op == Operator::ArgMax));
+            Reduced::Arg { value, index }
+        }
+        Kind::Value => Reduced::Value(match op {
+            Operator::Sum => values.iter().fold(T::identity(op), |a, &b| a.wrapping_add(b)),
+            Operator::Product => values.iter().fold(T::identity(op), |a, &b| a.wrapping_mul(b)),
+            Operator::Min | Operator::Max => values.iter().enumerate().fold((first, 0), better(op == Operator::Max)).0,
+            _ => values.iter().fold(T::identity(op), |a, &b| T::bits(op, a, b)),
+        }),
+    })
+}
+
+/// The answer for an empty input: the operator's identity, or an error where there is none.
+fn empty<T: OperatorElement>(op: Operator) -> Result<Reduced<T>> {
+    match op.kind() {
+        _ if !op.has_identity() => Err(GpuError::BadInput(format!("the {} of an empty input is undefined", op.name()))),
+        Kind::Logical => Ok(Reduced::Logical(op == Operator::All)),
+        _ => Ok(Reduced::Value(T::identity(op))),
+    }
+}
+
+/// Passes' scratch: two buffers of words, and the result's words.
+struct Scratch {
+    buffers: [DeviceBuffer<u32>; 2],
+    result: DeviceBuffer<u32>,
+}
+
+impl Scratch {
+    fn new(device: &Device) -> Result<Self> {
+        Ok(Scratch { buffers: [device.alloc(0)?, device.alloc(0)?], result: device.alloc(MAX_VALUE_WORDS)? })
+    }
+
+    /// Grows the buffers to `values` values of `MAX_VALUE_WORDS` words.
+    fn reserve(&mut self, device: &Device, values: usize) -> Result<()> {
+        let words = values * MAX_VALUE_WORDS;
+        if self.buffers[0].len() < words {
+            self.buffers = [device.alloc(words)?, device.alloc(words)?];
+        }
+        Ok(())
+    }
+
+    fn poison(&mut self) -> Result<()> {
+        for buffer in &mut self.buffers {
+            buffer.fill_words(POISON_WORD)?;
+        }
+        self.result.fill_words(POISON_WORD)
+    }
+}
+
+/// Queues `plan`'s passes of the kernel pair (`first` over `input`, `later` over values).
+fn queue<T: Element>(
+    device: &Device,
+    plan: &ReductionPlan,
+    (first, later): (&Kernel, &Kernel),
+    input: DeviceView<'_, T>,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let first_pass = |output: &mut DeviceBuffer<u32>, pass: &PassPlan| {
+        device.launch(first, pass.config).arg(input).arg(output).arg(pass.inputs).run()
+    };
+    queue_passes(device, plan, first_pass, later, &mut scratch.buffers, &mut scratch.result)
+}
+
+// ANCHOR: reduce
+/// The full reduction of `T` with any built-in [`Operator`] this type has kernels for.
+pub struct Reduce<T: OperatorElement> {
+    device: Device,
+    kernels: HashMap<Operator, (Kernel, Kernel)>,
+    scratch: Scratch,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: OperatorElement> Reduce<T> {
+    /// Loads the kernels of every operator of `T` (compiled once per process).
+    pub fn new(device: &Device) -> Result<Self> {
+        let mut kernels = HashMap::new();
+        for &op in T::OPERATORS {
+            let first = format!("reduce_{}_{}", op.name(), T::SUFFIX);
+            let later = format!("{first}_later");
+            kernels.insert(op, (device.kernel(&SOURCE, &first)?, device.kernel(&SOURCE, &later)?));
+        }
+        Ok(Reduce { device: device.clone(), kernels, scratch: Scratch::new(device)?, _element: Default::default() })
+    }
+
+    /// The plan for `n` elements on this device.
+    pub fn plan(&self, n: usize) -> ReductionPlan {
+        plan("reduce_<op>_<type>", "reduce_<op>_<type>_later", n, self.device.facts().shape())
+    }
+
+    /// Grows the scratch buffers to what `n` elements need (never inside a warmed-up loop).
+    pub fn reserve(&mut self, n: usize) -> Result<()> {
+        self.scratch.reserve(&self.device, scratch_needed(&self.plan(n)))
+    }
+
+    /// Sizes the scratch buffers for `n` elements and fills them with [`POISON_WORD`].
+    pub fn poison_scratch(&mut self, n: usize) -> Result<()> {
+        self.reserve(n)?;
+        self.scratch.poison()
+    }
+
+    /// `op` over `input`; only the result is read back. An operator without an identity (min, max,
+    /// argmin, argmax) over an empty input, or one `T` has no kernels for, is a
+    /// [`GpuError::BadInput`].
+    pub fn reduce(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<Reduced<T>> {
+        if input.is_empty() {
+            Self::kernels_of(&self.kernels, op)?;
+            return empty(op);
+        }
+        self.queue(op, input)?;
+        let words = self.scratch.result.to_host()?;
+        Ok(match op.kind() {
+            Kind::Value => Reduced::Value(T::from_words(&words)),
+            Kind::Arg => {
+                let index = u64::from(words[2]) | u64::from(words[3]) << 32;
+                Reduced::Arg { value: T::from_words(&words), index: index as usize }
+            }
+            Kind::Logical => Reduced::Logical(words[0] != 0),
+        })
+    }
+
+    /// Queues `op` over `input` (not empty); the result stays on the device (for timing).
+    pub fn queue(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<()> {
+        let plan = self.plan(input.len());
+        self.reserve(input.len())?;
+        let (first, later) = Self::kernels_of(&self.kernels, op)?;
+        queue(&self.device, &plan, (first, later), input, &mut self.scratch)
+    }
+
+    fn kernels_of(kernels: &HashMap<Operator, (Kernel, Kernel)>, op: Operator) -> Result<(&Kernel, &Kernel)> {
+        let (first, later) = kernels.get(&op).ok_or_else(|| {
+            GpuError::BadInput(format!(
+                "there is no {} of {} here (its operators: {:?})",
+                op.name(),
+                T::SUFFIX,
+                T::OPERATORS
+            ))
+        })?;
+        Ok((first, later))
+    }
+}
+// ANCHOR_END: reduce
+
+// ANCHOR: user
+/// A user's operator: the name of a CUDA C++ `struct` and the source that defines it.
+///
+/// The struct has `Input` (the element type: `float`, `int`, `unsigned int`, ...) and `Value`
+/// (what is combined; plain data, a whole number of 32-bit words) types, a
+/// `Value identity() const`, a `Value operator()(Value a, Value b) const`, and optionally a
+/// `Value lift(Input x) const` (without it an element is converted to a Value) and a
+/// `static constexpr bool commutative = false` (without it the operator is taken as commutative).
+/// Its member functions are `__device__`. See the `sum_of_squares` and `moments` examples in the
+/// tests and the book.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UserOperator {
+    pub name: String,
+    pub source: String,
+}
+
+/// The file name a user's operator is compiled as: compile errors name it, with the line numbers of
+/// the operator's own source.
+pub fn user_file(name: &str) -> String {
+    format!("{name}.cu")
+}
+
+/// The program a user's operator is compiled in: operators.cuh, the user's source (its lines
+/// numbered as the user's own by `#line`), then the kernel pair of [`UserReduce`] and a kernel that
+/// reports the Value's size.
+fn user_program(op: &UserOperator, input_type: &str) -> String {
+    let file = user_file(&op.name);
+    let name = &op.name;
+    format!(
+        "#include \"operators.cuh\"\n\
+         #line 1 \"{file}\"\n\
+         {source}\n\
+         #line 1 \"{name} (the kernels around it)\"\n\
+         typedef UserOp<{name}> UserOperator;\n\
+         typedef UserOperator::Value UserValue;\n\
+         static_assert(sizeof(UserOperator::Input) == sizeof({input_type}) && UserOperator::Input(1.5f) == \
+         ({input_type})(1.5f), \"{name}::Input is not {input_type}, the element type it was asked to reduce\");\n\
+         __device__ __forceinline__ UserValue shuffle_down(UserValue value, int offset)\n\
+         {{\n    return shuffle_words(value, offset);\n}}\n\
+         OPERATOR_KERNELS(user_first, user_later, UserOperator)\n\
+         extern \"C\" __global__ void user_value_words(unsigned int* words) {{ *words = sizeof(UserValue) / 4; }}\n",
+        source = op.source
+    )
+}
+
+/// The program text, leaked once per distinct text (a compiled kernel source is `'static`; a
+/// process compiles few operators).
+fn interned(text: String) -> &'static str {
+    static TEXTS: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut texts = TEXTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&known) = texts.get(text.as_str()) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(text.into_boxed_str());
+    texts.insert(leaked);
+    leaked
+}
+
+/// The CUDA type of each element type a user's operator may take.
+pub trait UserElement: Element {
+    const CUDA_TYPE: &'static str;
+}
+impl UserElement for f32 {
+    const CUDA_TYPE: &'static str = "float";
+}
+impl UserElement for i32 {
+    const CUDA_TYPE: &'static str = "int";
+}
+impl UserElement for u32 {
+    const CUDA_TYPE: &'static str = "unsigned int";
+}
+
+/// The full reduction of `T` with a user's operator, compiled by NVRTC into the same kernel
+/// templates as the built-in operators.
+pub struct UserReduce<T: UserElement> {
+    device: Device,
+    first: Kernel,
+    later: Kernel,
+    words: usize,
+    identity: Vec<u32>,
+    scratch: Scratch,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: UserElement> UserReduce<T> {
+    /// Compiles `op` for this device. A compile error is a [`GpuError::Compile`] that names the
+    /// operator's file ([`user_file`]) and the line of its first error in the operator's own source
+    /// (NVRTC's whole log beside it).
+    pub fn new(device: &Device, op: &UserOperator) -> Result<Self> {
+        let file = user_file(&op.name);
+        let source = KernelSource { file: interned(file.clone()), code: interned(user_program(op, T::CUDA_TYPE)) };
+        let first = device.kernel(&source, "user_first").map_err(|e| own_lines(e, &file))?;
+        let later = device.kernel(&source, "user_later")?;
+        let mut words = device.alloc::<u32>(1)?;
+        device
+            .launch(&device.kernel(&source, "user_value_words")?, LaunchConfig::linear(1, 1, 0))
+            .arg(&mut words)
+            .run()?;
+        let words = words.to_host()?[0] as usize;
+        let mut reduce = UserReduce {
+            device: device.clone(),
+            first,
+            later,
+            words,
+            identity: Vec::new(),
+            scratch: Scratch::new(device)?,
+            _element: Default::default(),
+        };
+        if words > MAX_VALUE_WORDS {
+            reduce.scratch.result = device.alloc(words)?;
+        }
+        reduce.identity = reduce.reduce(device.alloc::<T>(1)?.view(..0)?)?;
+        Ok(reduce)
+    }
+
+    /// The words of the operator's Value.
+    pub fn value_words(&self) -> usize {
+        self.words
+    }
+
+    /// The plan for `n` elements on this device.
+    pub fn plan(&self, n: usize) -> ReductionPlan {
+        plan("user_first", "user_later", n, self.device.facts().shape())
+    }
+
+    /// Sizes the scratch buffers for `n` elements and fills them with [`POISON_WORD`].
+    pub fn poison_scratch(&mut self, n: usize) -> Result<()> {
+        self.reserve(n)?;
+        self.scratch.poison()
+    }
+
+    fn reserve(&mut self, n: usize) -> Result<()> {
+        let values = scratch_needed(&self.plan(n)) * self.words.div_ceil(MAX_VALUE_WORDS);
+        self.scratch.reserve(&self.device, values)
+    }
+
+    /// The operator over `input`: its Value's words. The value of an empty input is the operator's
+    /// `identity()` (a launch of one block over nothing).
+    pub fn reduce(&mut self, input: DeviceView<'_, T>) -> Result<Vec<u32>> {
+        if input.is_empty() && !self.identity.is_empty() {
+            return Ok(self.identity.clone());
+        }
+        self.queue(input)?;
+        Ok(self.scratch.result.to_host()?[..self.words].to_vec())
+    }
+
+    /// Queues the reduction of `input`; the result stays on the device (for timing).
+    pub fn queue(&mut self, input: DeviceView<'_, T>) -> Result<()> {
+        let mut plan = self.plan(input.len());
+        if plan.passes.is_empty() {
+            // One block over nothing writes the identity.
+            plan = crate::plan("user_first", "user_later", 1, self.device.facts().shape());
+            plan.passes[0].inputs = 0;
+        }
+        self.reserve(input.len())?;
+        queue(&self.device, &plan, (&self.first, &self.later), input, &mut self.scratch)
+    }
+}
+
+/// A compile error of a user's program, its line taken from the first error in the user's own
+/// file (the kernels around it have their own file name).
+fn own_lines(error: GpuError, file: &str) -> GpuError {
+    match error {
+        GpuError::Compile { log, .. } => {
+            let own = log.lines().filter(|l| l.starts_with(file) && l.contains(": error")).find_map(|l| {
+                let rest = &l[file.len()..];
+                rest.strip_prefix('(')?.split(')').next()?.parse::<u32>().ok()
+            });
+            GpuError::Compile { file: file.to_string(), line: own, log }
+        }
+        other => other,
+    }
+}
+// ANCHOR_END: user
