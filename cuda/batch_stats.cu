@@ -36,11 +36,11 @@
 // The threads of a block of every kernel (the launcher uses this many), and its warps. Steps 3 and
 // 4 ask for BLOCKS_PER_SM blocks on an SM at once (at most 64 registers a thread: a lane's 16
 // values and its accumulators fit without spilling), and the launcher sizes their grids by it.
-#define THREADS 256
-#define WARPS (THREADS / 32)
+#define THREADS       256
+#define WARPS         (THREADS / 32)
 #define BLOCKS_PER_SM 4
 // Step 1 folds a channel's values in runs of this many (see naive).
-#define NAIVE_RUN 4096
+#define NAIVE_RUN     4096
 
 // ANCHOR: elements
 // The element types. `Word` is what memory holds; values are f32 in registers. `unpack` turns a
@@ -70,8 +70,8 @@ struct BF16 {
 // What a channel's accumulator gives: its mean, and m2 / (count - correction). A channel with no
 // elements has a NaN mean; where count - correction is not positive (one element, unbiased; or
 // none) the variance is NaN, as torch's is (0 / 0).
-__device__ __forceinline__ void write_stats(Moments m, unsigned int c, unsigned int correction, float* __restrict__ mean,
-                                            float* __restrict__ var)
+__device__ __forceinline__ void write_stats(Moments m, unsigned int c, unsigned int correction,
+                                            float* __restrict__ mean, float* __restrict__ var)
 {
     const float nan = __int_as_float(0x7fc00000);
     const float dof = (float)m.count - (float)correction;
@@ -102,8 +102,9 @@ __device__ __forceinline__ void write_stats(Moments m, unsigned int c, unsigned 
 //
 // Launch: block THREADS, grid ceil(C / THREADS).
 template <class E>
-__device__ void naive(const typename E::Word* __restrict__ in, float* __restrict__ mean, float* __restrict__ var,
-                      unsigned int batch, unsigned int channels, unsigned int plane, unsigned int correction)
+__device__ void naive(const typename E::Word* __restrict__ in, float* __restrict__ mean,
+                      float* __restrict__ var, unsigned int batch, unsigned int channels,
+                      unsigned int plane, unsigned int correction)
 {
     typedef MomentsOf<float> Op;
     const unsigned int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -126,14 +127,15 @@ __device__ void naive(const typename E::Word* __restrict__ in, float* __restrict
 }
 // ANCHOR_END: naive
 
-extern "C" __global__ void batch_stats_naive(const float* in, float* mean, float* var, unsigned int batch,
-                                             unsigned int channels, unsigned int plane, unsigned int correction)
+extern "C" __global__ void batch_stats_naive(const float* in, float* mean, float* var,
+                                             unsigned int batch, unsigned int channels,
+                                             unsigned int plane, unsigned int correction)
 {
     naive<F32>(in, mean, var, batch, channels, plane, correction);
 }
 extern "C" __global__ void batch_stats_naive_bf16(const unsigned short* in, float* mean, float* var,
-                                                  unsigned int batch, unsigned int channels, unsigned int plane,
-                                                  unsigned int correction)
+                                                  unsigned int batch, unsigned int channels,
+                                                  unsigned int plane, unsigned int correction)
 {
     naive<BF16>(in, mean, var, batch, channels, plane, correction);
 }
@@ -147,20 +149,34 @@ extern "C" __global__ void batch_stats_naive_bf16(const unsigned short* in, floa
 // l reads elements l * V, (32 + l) * V, (64 + l) * V, ... of the piece, V at a time (V = 1 in
 // steps 2 and 3), so the 32 lanes of one load read 32 V consecutive elements, and each lane has
 // K / V loads in flight before it adds anything.
-template <class E>
-__device__ __forceinline__ unsigned int piece_of(unsigned int plane)
+template <class E> __device__ __forceinline__ unsigned int piece_of(unsigned int plane)
 {
     return plane > 256 ? 32 * E::K_LONG : 256;
 }
 
 // The number of bytes of V elements, as a type a load can move at once, and its 32-bit words.
 template <int BYTES> struct Bytes;
-template <> struct Bytes<16> { typedef uint4 Type; };
-template <> struct Bytes<8> { typedef uint2 Type; };
-template <> struct Bytes<4> { typedef unsigned int Type; };
-__device__ __forceinline__ unsigned int word(uint4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
-__device__ __forceinline__ unsigned int word(uint2 v, int i) { return i == 0 ? v.x : v.y; }
-__device__ __forceinline__ unsigned int word(unsigned int v, int) { return v; }
+template <> struct Bytes<16> {
+    typedef uint4 Type;
+};
+template <> struct Bytes<8> {
+    typedef uint2 Type;
+};
+template <> struct Bytes<4> {
+    typedef unsigned int Type;
+};
+__device__ __forceinline__ unsigned int word(uint4 v, int i)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ unsigned int word(uint2 v, int i)
+{
+    return i == 0 ? v.x : v.y;
+}
+__device__ __forceinline__ unsigned int word(unsigned int v, int)
+{
+    return v;
+}
 
 // V elements at p into x[0 .. V): one load (of up to 16 bytes; p must be aligned to its size).
 template <class E, int V>
@@ -183,8 +199,7 @@ __device__ __forceinline__ void load_vector(const typename E::Word* __restrict__
 
 // s[0] becomes the sum of s[0 .. 2 W), added as a tree: s[i] += s[i + W], then the same for W / 2,
 // down to 1 (every index a constant, so the values stay in registers).
-template <int W>
-__device__ __forceinline__ void add_halves(float* s)
+template <int W> __device__ __forceinline__ void add_halves(float* s)
 {
 #pragma unroll
     for (int i = 0; i < W; i++) {
@@ -208,8 +223,7 @@ __device__ __forceinline__ void add_halves(float* s)
 // Where a sum or a square overflows, or a value is not finite, the two-pass form with masks: the
 // mean of x / m where the sum of the d overflowed (values near f32's limit, of both signs), then
 // the squares of x - mean, infinities and NaN as IEEE arithmetic gives them.
-template <int K>
-__device__ __forceinline__ Moments moments_of(const float* x, unsigned int m)
+template <int K> __device__ __forceinline__ Moments moments_of(const float* x, unsigned int m)
 {
     const float pivot = x[0], count = (float)m;
     float s[K], q[4];
@@ -247,8 +261,7 @@ __device__ __forceinline__ Moments moments_of(const float* x, unsigned int m)
 }
 
 // Where this lane's k-th load of a piece starts, in elements from the piece's start.
-template <int V>
-__device__ __forceinline__ unsigned int load_at(int k, unsigned int lane)
+template <int V> __device__ __forceinline__ unsigned int load_at(int k, unsigned int lane)
 {
     // ANCHOR: solution the element of the piece where this lane's k-th load starts: lanes next to each other read vectors next to each other (32 lanes x V elements per load, then the next 32 V)
     return (k * 32 + lane) * V;
@@ -259,8 +272,7 @@ __device__ __forceinline__ unsigned int load_at(int k, unsigned int lane)
 // Chan's combination (MomentsOf<float>::combine) of two accumulators of C values each: the share
 // nb / n is 1/2 and the weight na nb / n is C / 2, constants, so it takes no division and no
 // conversion of the counts, and gives the same bits as combine.
-template <int C>
-__device__ __forceinline__ Moments combine_halves(Moments a, Moments b)
+template <int C> __device__ __forceinline__ Moments combine_halves(Moments a, Moments b)
 {
     const float d = b.mean - a.mean, weight = 0.5f * C;
     const float mean = isfinite(d) ? a.mean + d * 0.5f : a.mean * 0.5f + b.mean * 0.5f;
@@ -275,17 +287,18 @@ __device__ __forceinline__ Moments combine_halves(Moments a, Moments b)
 // The accumulator of a lane's K values in registers, the first m loaded (1 <= m <= K) and the
 // others copies (for K > 16, folded as two halves of K / 2 as lane_piece folds them: the second
 // half's copies are of its own first value, or the half is empty).
-template <int K>
-__device__ __forceinline__ Moments fold_values(const float* x, unsigned int m)
+template <int K> __device__ __forceinline__ Moments fold_values(const float* x, unsigned int m)
 {
     if constexpr (K > 16) {
         if (m <= K / 2) {
             return moments_of<K / 2>(x, m);
         }
         if (m == K) {
-            return combine_halves<K / 2>(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, K / 2));
+            return combine_halves<K / 2>(moments_of<K / 2>(x, K / 2),
+                                         moments_of<K / 2>(x + K / 2, K / 2));
         }
-        return MomentsOf<float>::combine(moments_of<K / 2>(x, K / 2), moments_of<K / 2>(x + K / 2, m - K / 2));
+        return MomentsOf<float>::combine(moments_of<K / 2>(x, K / 2),
+                                         moments_of<K / 2>(x + K / 2, m - K / 2));
     }
     return moments_of<K>(x, m);
 }
@@ -295,8 +308,8 @@ __device__ __forceinline__ Moments fold_values(const float* x, unsigned int m)
 // shorter one (a plane's last, or a whole plane of 196) only this lane's first loads are inside,
 // and the slots after them hold copies of its first value (their differences from it are 0).
 template <class E, int V, int K>
-__device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict__ piece, unsigned int len,
-                                              unsigned int lane)
+__device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict__ piece,
+                                              unsigned int len, unsigned int lane)
 {
     float x[K];
     if constexpr (K > 16) {
@@ -347,8 +360,9 @@ __device__ __forceinline__ Moments lane_piece(const typename E::Word* __restrict
 // The accumulator of pieces [first, last) of channel c, the warps of the block taking every
 // WARPS-th piece. Piece p is piece q = p % per_plane of plane n = p / per_plane of the channel.
 template <class E, int V, int K>
-__device__ __forceinline__ Moments walk_pieces(const typename E::Word* __restrict__ in, unsigned int c,
-                                               unsigned int channels, unsigned int plane, unsigned int first,
+__device__ __forceinline__ Moments walk_pieces(const typename E::Word* __restrict__ in,
+                                               unsigned int c, unsigned int channels,
+                                               unsigned int plane, unsigned int first,
                                                unsigned int last)
 {
     typedef MomentsOf<float> Op;
@@ -359,15 +373,17 @@ __device__ __forceinline__ Moments walk_pieces(const typename E::Word* __restric
         const unsigned int n = per_plane == 1 ? p : p / per_plane;
         const unsigned int begin = (p - n * per_plane) * (32 * K);
         const unsigned int len = plane - begin < 32 * K ? plane - begin : 32 * K;
-        acc = Op::combine(acc, lane_piece<E, V, K>(in + ((size_t)n * channels + c) * plane + begin, len, lane));
+        acc = Op::combine(
+            acc, lane_piece<E, V, K>(in + ((size_t)n * channels + c) * plane + begin, len, lane));
     }
     return acc;
 }
 
 // The same, with the plane's K.
 template <class E, int V>
-__device__ __forceinline__ Moments walk(const typename E::Word* __restrict__ in, unsigned int c, unsigned int channels,
-                                        unsigned int plane, unsigned int first, unsigned int last)
+__device__ __forceinline__ Moments walk(const typename E::Word* __restrict__ in, unsigned int c,
+                                        unsigned int channels, unsigned int plane,
+                                        unsigned int first, unsigned int last)
 {
     if (piece_of<E>(plane) > 256) {
         return walk_pieces<E, V, E::K_LONG>(in, c, channels, plane, first, last);
@@ -392,26 +408,29 @@ __device__ __forceinline__ Moments walk(const typename E::Word* __restrict__ in,
 //
 // Launch: block THREADS, grid C.
 template <class E>
-__device__ void coalesced(const typename E::Word* __restrict__ in, float* __restrict__ mean, float* __restrict__ var,
-                          unsigned int batch, unsigned int channels, unsigned int plane, unsigned int correction)
+__device__ void coalesced(const typename E::Word* __restrict__ in, float* __restrict__ mean,
+                          float* __restrict__ var, unsigned int batch, unsigned int channels,
+                          unsigned int plane, unsigned int correction)
 {
     const unsigned int c = blockIdx.x;
     const unsigned int pieces = batch * ((plane + piece_of<E>(plane) - 1) / piece_of<E>(plane));
     Moments acc = walk<E, 1>(in, c, channels, plane, 0, pieces);
-    acc = block_reduce<MomentsOf<float> >(acc);
+    acc = block_reduce<MomentsOf<float>>(acc);
     if (threadIdx.x == 0) {
         write_stats(acc, c, correction, mean, var);
     }
 }
 // ANCHOR_END: coalesced
 
-extern "C" __global__ void batch_stats_coalesced(const float* in, float* mean, float* var, unsigned int batch,
-                                                 unsigned int channels, unsigned int plane, unsigned int correction)
+extern "C" __global__ void batch_stats_coalesced(const float* in, float* mean, float* var,
+                                                 unsigned int batch, unsigned int channels,
+                                                 unsigned int plane, unsigned int correction)
 {
     coalesced<F32>(in, mean, var, batch, channels, plane, correction);
 }
-extern "C" __global__ void batch_stats_coalesced_bf16(const unsigned short* in, float* mean, float* var,
-                                                      unsigned int batch, unsigned int channels, unsigned int plane,
+extern "C" __global__ void batch_stats_coalesced_bf16(const unsigned short* in, float* mean,
+                                                      float* var, unsigned int batch,
+                                                      unsigned int channels, unsigned int plane,
                                                       unsigned int correction)
 {
     coalesced<BF16>(in, mean, var, batch, channels, plane, correction);
@@ -430,8 +449,9 @@ extern "C" __global__ void batch_stats_coalesced_bf16(const unsigned short* in, 
 // scripts/lab/batch-stats/README.md). More partials (a few channels) take the block: thread t
 // combines partials t, t + THREADS, ..., then a block reduction.
 __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict__ partial,
-                                               unsigned int* __restrict__ ticket, unsigned int slices,
-                                               unsigned int slice, unsigned int c, unsigned int correction,
+                                               unsigned int* __restrict__ ticket,
+                                               unsigned int slices, unsigned int slice,
+                                               unsigned int c, unsigned int correction,
                                                float* __restrict__ mean, float* __restrict__ var)
 {
     typedef MomentsOf<float> Op;
@@ -452,7 +472,8 @@ __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict_
     __syncthreads();
     if (is_last && slices <= 32) {
         if (threadIdx.x < 32) {
-            Moments total = threadIdx.x < slices ? load_from_l2(&partial[threadIdx.x]) : Op::identity();
+            Moments total =
+                threadIdx.x < slices ? load_from_l2(&partial[threadIdx.x]) : Op::identity();
             total = warp_reduce<Op>(total);
             if (threadIdx.x == 0) {
                 write_stats(total, c, correction, mean, var);
@@ -497,18 +518,20 @@ __device__ __forceinline__ void finish_channel(Moments acc, Moments* __restrict_
 // before the first launch (each launch leaves them 0); neither is touched where slices is 1.
 // (FLAT is step 5's: a block's run is of its channel's vectors, walked by walk_flat.)
 template <class E, int V, int K>
-__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in, unsigned int c,
-                                             unsigned int channels, unsigned int plane, unsigned int first,
+__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in,
+                                             unsigned int c, unsigned int channels,
+                                             unsigned int plane, unsigned int first,
                                              unsigned int last);
 
 template <class E, int V, bool FLAT = false>
 __device__ void split(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
-                      unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
-                      unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
-                      unsigned int correction)
+                      unsigned int* __restrict__ ticket, float* __restrict__ mean,
+                      float* __restrict__ var, unsigned int batch, unsigned int channels,
+                      unsigned int plane, unsigned int slices, unsigned int correction)
 {
     const unsigned int c = blockIdx.x / slices, slice = blockIdx.x % slices;
-    const unsigned int per_plane = FLAT ? plane / V : (plane + piece_of<E>(plane) - 1) / piece_of<E>(plane);
+    const unsigned int per_plane =
+        FLAT ? plane / V : (plane + piece_of<E>(plane) - 1) / piece_of<E>(plane);
     const unsigned int units = batch * per_plane; // the channel's pieces, or its vectors (FLAT)
     const unsigned int per_slice = (units + slices - 1) / slices;
     const unsigned int first = slice * per_slice < units ? slice * per_slice : units;
@@ -521,26 +544,28 @@ __device__ void split(const typename E::Word* __restrict__ in, Moments* __restri
     }
     if (slices == 1) {
         // The channel's only block (the channels alone fill the GPU): step 2's end.
-        acc = block_reduce<MomentsOf<float> >(acc);
+        acc = block_reduce<MomentsOf<float>>(acc);
         if (threadIdx.x == 0) {
             write_stats(acc, c, correction, mean, var);
         }
         return;
     }
-    finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, correction, mean, var);
+    finish_channel(acc, partial + (size_t)c * slices, ticket + c, slices, slice, c, correction,
+                   mean, var);
 }
 // ANCHOR_END: split
 
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
-batch_stats_split(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var, unsigned int batch,
-                  unsigned int channels, unsigned int plane, unsigned int slices, unsigned int correction)
+    batch_stats_split(const float* in, Moments* partial, unsigned int* ticket, float* mean,
+                      float* var, unsigned int batch, unsigned int channels, unsigned int plane,
+                      unsigned int slices, unsigned int correction)
 {
     split<F32, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
-batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
-                       unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
-                       unsigned int correction)
+    batch_stats_split_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket,
+                           float* mean, float* var, unsigned int batch, unsigned int channels,
+                           unsigned int plane, unsigned int slices, unsigned int correction)
 {
     split<BF16, 1>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
@@ -571,7 +596,8 @@ template <class E>
 __device__ __forceinline__ unsigned int vector_width(const typename E::Word* in, unsigned int plane)
 {
     unsigned int v = E::MAX_VEC;
-    while (v > 1 && (plane % v != 0 || reinterpret_cast<size_t>(in) % (v * sizeof(typename E::Word)) != 0)) {
+    while (v > 1 &&
+           (plane % v != 0 || reinterpret_cast<size_t>(in) % (v * sizeof(typename E::Word)) != 0)) {
         v /= 2;
     }
     return v;
@@ -579,35 +605,38 @@ __device__ __forceinline__ unsigned int vector_width(const typename E::Word* in,
 
 template <class E, bool FLAT = false>
 __device__ void vectors(const typename E::Word* __restrict__ in, Moments* __restrict__ partial,
-                        unsigned int* __restrict__ ticket, float* __restrict__ mean, float* __restrict__ var,
-                        unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
-                        unsigned int correction)
+                        unsigned int* __restrict__ ticket, float* __restrict__ mean,
+                        float* __restrict__ var, unsigned int batch, unsigned int channels,
+                        unsigned int plane, unsigned int slices, unsigned int correction)
 {
     const unsigned int v = vector_width<E>(in, plane);
     if (E::MAX_VEC >= 8 && v == 8) {
-        split<E, E::MAX_VEC >= 8 ? 8 : 1, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices,
-                                                correction);
+        split<E, E::MAX_VEC >= 8 ? 8 : 1, FLAT>(in, partial, ticket, mean, var, batch, channels,
+                                                plane, slices, correction);
     } else if (v == 4) {
-        split<E, 4, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, 4, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices,
+                          correction);
     } else if (v == 2) {
-        split<E, 2, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, 2, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices,
+                          correction);
     } else {
-        split<E, 1, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
+        split<E, 1, FLAT>(in, partial, ticket, mean, var, batch, channels, plane, slices,
+                          correction);
     }
 }
 // ANCHOR_END: vectors
 
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
-batch_stats_vectors(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
-                    unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
-                    unsigned int correction)
+    batch_stats_vectors(const float* in, Moments* partial, unsigned int* ticket, float* mean,
+                        float* var, unsigned int batch, unsigned int channels, unsigned int plane,
+                        unsigned int slices, unsigned int correction)
 {
     vectors<F32>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
-batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
-                         unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
-                         unsigned int correction)
+    batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket,
+                             float* mean, float* var, unsigned int batch, unsigned int channels,
+                             unsigned int plane, unsigned int slices, unsigned int correction)
 {
     vectors<BF16>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
@@ -650,7 +679,8 @@ batch_stats_vectors_bf16(const unsigned short* in, Moments* partial, unsigned in
 // of the channel (`jump` elements on from the end: the other channels' planes). With ONE_CARRY
 // (planes of at least 32 vectors) at most one end is passed, a test and no loop.
 template <int V, bool ONE_CARRY, class Word>
-__device__ __forceinline__ void next_load(const Word*& p, unsigned int& r, unsigned int per_plane, size_t jump)
+__device__ __forceinline__ void next_load(const Word*& p, unsigned int& r, unsigned int per_plane,
+                                          size_t jump)
 {
     p += 32 * V;
     r += 32;
@@ -669,14 +699,15 @@ __device__ __forceinline__ void next_load(const Word*& p, unsigned int& r, unsig
 // (BLOCK_WARPS: the warps of the block, WARPS in every kernel here; a lab program,
 // scripts/lab/batch-stats/cheaper-finish.cu, walks with blocks of another size.)
 template <class E, int V, int K, bool ONE_CARRY, int BLOCK_WARPS = WARPS>
-__device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __restrict__ in, unsigned int c,
-                                                  unsigned int channels, unsigned int plane, unsigned int first,
+__device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __restrict__ in,
+                                                  unsigned int c, unsigned int channels,
+                                                  unsigned int plane, unsigned int first,
                                                   unsigned int last)
 {
     typedef MomentsOf<float> Op;
     constexpr int L = K / V;
-    const unsigned int per_plane = plane / V;                 // vectors a plane
-    const size_t jump = (size_t)(channels - 1) * plane;       // from a plane's end to the next's start
+    const unsigned int per_plane = plane / V;           // vectors a plane
+    const size_t jump = (size_t)(channels - 1) * plane; // from a plane's end to the next's start
     const typename E::Word* channel = in + (size_t)c * plane; // its first plane
     const unsigned int lane = threadIdx.x % 32;
     // This lane's first vector of its warp's first turn is vector r of plane n; each next turn is
@@ -720,7 +751,8 @@ __device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __rest
                 next_load<V, ONE_CARRY>(p, r, per_plane, jump);
             } else {
                 // A copy of the first value of this slot's half (see fold_values).
-                const float copy = (K <= 16 || k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
+                const float copy =
+                    (K <= 16 || k * V < K / 2 || mine * V <= K / 2) ? x[0] : x[K / 2];
 #pragma unroll
                 for (int j = 0; j < V; j++) {
                     x[k * V + j] = copy;
@@ -733,8 +765,9 @@ __device__ __forceinline__ Moments walk_flat_runs(const typename E::Word* __rest
 }
 
 template <class E, int V, int K>
-__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in, unsigned int c,
-                                             unsigned int channels, unsigned int plane, unsigned int first,
+__device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict__ in,
+                                             unsigned int c, unsigned int channels,
+                                             unsigned int plane, unsigned int first,
                                              unsigned int last)
 {
     if (plane / V >= 32) {
@@ -746,15 +779,16 @@ __device__ __forceinline__ Moments walk_flat(const typename E::Word* __restrict_
 // ANCHOR_END: flat
 
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
-batch_stats_flat(const float* in, Moments* partial, unsigned int* ticket, float* mean, float* var, unsigned int batch,
-                 unsigned int channels, unsigned int plane, unsigned int slices, unsigned int correction)
+    batch_stats_flat(const float* in, Moments* partial, unsigned int* ticket, float* mean,
+                     float* var, unsigned int batch, unsigned int channels, unsigned int plane,
+                     unsigned int slices, unsigned int correction)
 {
     vectors<F32, true>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
-batch_stats_flat_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket, float* mean, float* var,
-                      unsigned int batch, unsigned int channels, unsigned int plane, unsigned int slices,
-                      unsigned int correction)
+    batch_stats_flat_bf16(const unsigned short* in, Moments* partial, unsigned int* ticket,
+                          float* mean, float* var, unsigned int batch, unsigned int channels,
+                          unsigned int plane, unsigned int slices, unsigned int correction)
 {
     vectors<BF16, true>(in, partial, ticket, mean, var, batch, channels, plane, slices, correction);
 }

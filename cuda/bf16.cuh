@@ -6,7 +6,10 @@
 // CUDA toolkit. The host rounds as float_to_bf16 does (f32_to_bf16 in gpu_harness::bf16).
 #pragma once
 
-__device__ __forceinline__ float bf16_to_float(unsigned int bits) { return __uint_as_float(bits << 16); }
+__device__ __forceinline__ float bf16_to_float(unsigned int bits)
+{
+    return __uint_as_float(bits << 16);
+}
 
 // The nearest bf16 to y in six integer instructions, on every GPU.
 __device__ __forceinline__ unsigned int float_to_bf16(float y)

@@ -17,15 +17,31 @@
 #pragma once
 
 // Additions that wrap around for integers (signed overflow is undefined in C++, unsigned is not).
-__device__ __forceinline__ float wrapping_add(float a, float b) { return a + b; }
-__device__ __forceinline__ int wrapping_add(int a, int b) { return (int)((unsigned int)a + (unsigned int)b); }
-__device__ __forceinline__ unsigned int wrapping_add(unsigned int a, unsigned int b) { return a + b; }
+__device__ __forceinline__ float wrapping_add(float a, float b)
+{
+    return a + b;
+}
+__device__ __forceinline__ int wrapping_add(int a, int b)
+{
+    return (int)((unsigned int)a + (unsigned int)b);
+}
+__device__ __forceinline__ unsigned int wrapping_add(unsigned int a, unsigned int b)
+{
+    return a + b;
+}
 __device__ __forceinline__ long long wrapping_add(long long a, long long b)
 {
     return (long long)((unsigned long long)a + (unsigned long long)b);
 }
-__device__ __forceinline__ unsigned long long wrapping_add(unsigned long long a, unsigned long long b) { return a + b; }
-__device__ __forceinline__ double wrapping_add(double a, double b) { return a + b; }
+__device__ __forceinline__ unsigned long long wrapping_add(unsigned long long a,
+                                                           unsigned long long b)
+{
+    return a + b;
+}
+__device__ __forceinline__ double wrapping_add(double a, double b)
+{
+    return a + b;
+}
 
 template <class T> struct Limits;
 template <> struct Limits<float> {
@@ -41,16 +57,18 @@ template <> struct Limits<unsigned int> {
     __device__ static unsigned int highest() { return 0xffffffffu; }
 };
 template <> struct Limits<double> {
-    __device__ static double lowest() { return __longlong_as_double(0xfff0000000000000ll); }  // -inf
-    __device__ static double highest() { return __longlong_as_double(0x7ff0000000000000ll); } // +inf
+    __device__ static double lowest() { return __longlong_as_double(0xfff0000000000000ll); } // -inf
+    __device__ static double highest()
+    {
+        return __longlong_as_double(0x7ff0000000000000ll);
+    } // +inf
 };
 template <> struct Limits<unsigned long long> {
     __device__ static unsigned long long lowest() { return 0ull; }
     __device__ static unsigned long long highest() { return ~0ull; }
 };
 
-template <class In, class Acc = In>
-struct Sum {
+template <class In, class Acc = In> struct Sum {
     typedef In Input;
     typedef Acc Value;
     __device__ static Acc lift(In x) { return (Acc)x; }
@@ -59,8 +77,7 @@ struct Sum {
 };
 
 // NaN wins for float: `a != a` is true only for NaN; for integers it is always false.
-template <class T>
-struct Max {
+template <class T> struct Max {
     typedef T Input;
     typedef T Value;
     __device__ static T lift(T x) { return x; }
@@ -68,8 +85,7 @@ struct Max {
     __device__ static T combine(T a, T b) { return (a > b || a != a) ? a : b; }
 };
 
-template <class T>
-struct Min {
+template <class T> struct Min {
     typedef T Input;
     typedef T Value;
     __device__ static T lift(T x) { return x; }
@@ -81,8 +97,7 @@ struct Min {
 // The value `offset` lanes up the warp, for every lane at once: __shfl_down_sync moves registers
 // between the lanes named by the mask (all 32 here) and waits for them, so there is no shared
 // memory and no race. (reduce-numerics adds overloads for its accumulators, one shuffle per field.)
-template <class T>
-__device__ __forceinline__ T shuffle_down(T value, int offset)
+template <class T> __device__ __forceinline__ T shuffle_down(T value, int offset)
 {
     return __shfl_down_sync(0xffffffffu, value, offset);
 }
@@ -150,19 +165,23 @@ __device__ __forceinline__ typename Op::Value block_reduce(typename Op::Value va
 
 // The 16-byte vector type of each 4-byte element type.
 template <class T> struct Vec4;
-template <> struct Vec4<float> { typedef float4 Type; };
-template <> struct Vec4<int> { typedef int4 Type; };
-template <> struct Vec4<unsigned int> { typedef uint4 Type; };
+template <> struct Vec4<float> {
+    typedef float4 Type;
+};
+template <> struct Vec4<int> {
+    typedef int4 Type;
+};
+template <> struct Vec4<unsigned int> {
+    typedef uint4 Type;
+};
 
 // An operation whose lift also takes the element's index (argmin and argmax, in operators.cuh):
 // Indexed<Op>::value is true when Op::lift(x, i) exists. lift_at calls whichever form Op has, so
 // the loads below serve both; for the others the index is never computed.
-template <class Op, class = void>
-struct Indexed {
+template <class Op, class = void> struct Indexed {
     enum { value = false };
 };
-template <class Op>
-struct Indexed<Op, decltype(void(Op::lift(typename Op::Input(), 0ull)))> {
+template <class Op> struct Indexed<Op, decltype(void(Op::lift(typename Op::Input(), 0ull)))> {
     enum { value = true };
 };
 
@@ -190,13 +209,14 @@ __device__ __forceinline__ typename Op::Value combine4(V q, unsigned long long f
 }
 
 template <class Op>
-__device__ __forceinline__ typename Op::Value range_reduce_vec4(const typename Op::Input* __restrict__ input,
-                                                                unsigned long long n, unsigned long long thread,
-                                                                unsigned long long threads)
+__device__ __forceinline__ typename Op::Value
+range_reduce_vec4(const typename Op::Input* __restrict__ input, unsigned long long n,
+                  unsigned long long thread, unsigned long long threads)
 {
     typedef typename Op::Input In;
     typedef typename Vec4<In>::Type V;
-    const unsigned long long misaligned = (reinterpret_cast<unsigned long long>(input) / sizeof(In)) % 4;
+    const unsigned long long misaligned =
+        (reinterpret_cast<unsigned long long>(input) / sizeof(In)) % 4;
     const unsigned long long head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
     const unsigned long long vectors = (n - head) / 4;
     const V* __restrict__ vec = reinterpret_cast<const V*>(input + head);
@@ -209,8 +229,10 @@ __device__ __forceinline__ typename Op::Value range_reduce_vec4(const typename O
         const V c = vec[v + 2 * threads];
         const V d = vec[v + 3 * threads];
         const unsigned long long i = head + 4 * v, step = 4 * threads;
-        acc = Op::combine(acc, Op::combine(Op::combine(combine4<Op>(a, i), combine4<Op>(b, i + step)),
-                                           Op::combine(combine4<Op>(c, i + 2 * step), combine4<Op>(d, i + 3 * step))));
+        acc = Op::combine(
+            acc,
+            Op::combine(Op::combine(combine4<Op>(a, i), combine4<Op>(b, i + step)),
+                        Op::combine(combine4<Op>(c, i + 2 * step), combine4<Op>(d, i + 3 * step))));
     }
     for (; v < vectors; v += threads) {
         acc = Op::combine(acc, combine4<Op>(vec[v], head + 4 * v));
@@ -228,8 +250,8 @@ __device__ __forceinline__ typename Op::Value range_reduce_vec4(const typename O
 
 // The grid-stride form: every thread of the grid takes its share of the whole input.
 template <class Op>
-__device__ __forceinline__ typename Op::Value thread_reduce_vec4(const typename Op::Input* __restrict__ input,
-                                                                 unsigned long long n)
+__device__ __forceinline__ typename Op::Value
+thread_reduce_vec4(const typename Op::Input* __restrict__ input, unsigned long long n)
 {
     const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
@@ -241,18 +263,21 @@ __device__ __forceinline__ typename Op::Value thread_reduce_vec4(const typename 
 // This thread's share of the dot product sum(a[i] * b[i]). When a and b start at the same offset
 // within 16 bytes, both are read as float4 (two loads in flight per iteration, each from its own
 // array); otherwise every element is read alone, which is correct for any pair of views but slower.
-__device__ __forceinline__ float thread_dot(const float* __restrict__ a, const float* __restrict__ b,
-                                            unsigned long long n)
+__device__ __forceinline__ float thread_dot(const float* __restrict__ a,
+                                            const float* __restrict__ b, unsigned long long n)
 {
     const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long a_misaligned = (reinterpret_cast<unsigned long long>(a) / sizeof(float)) % 4;
-    const unsigned long long b_misaligned = (reinterpret_cast<unsigned long long>(b) / sizeof(float)) % 4;
+    const unsigned long long a_misaligned =
+        (reinterpret_cast<unsigned long long>(a) / sizeof(float)) % 4;
+    const unsigned long long b_misaligned =
+        (reinterpret_cast<unsigned long long>(b) / sizeof(float)) % 4;
 
     float acc = 0.0f;
     unsigned long long scalar_from = 0;
     if (a_misaligned == b_misaligned) {
-        const unsigned long long head = a_misaligned == 0 ? 0 : (4 - a_misaligned < n ? 4 - a_misaligned : n);
+        const unsigned long long head =
+            a_misaligned == 0 ? 0 : (4 - a_misaligned < n ? 4 - a_misaligned : n);
         const unsigned long long vectors = (n - head) / 4;
         const float4* __restrict__ va = reinterpret_cast<const float4*>(a + head);
         const float4* __restrict__ vb = reinterpret_cast<const float4*>(b + head);

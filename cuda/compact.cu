@@ -25,7 +25,7 @@
 #ifndef COMPACT_ITEMS
 #define COMPACT_ITEMS 16
 #endif
-#define FLAG_THREADS 256
+#define FLAG_THREADS          256
 // The blocks of the single pass an SM holds at once (its entry points' __launch_bounds__): three
 // of 512 threads, at most 40 registers a thread (registers go to a warp 256 at a time).
 #define COMPACT_BLOCKS_PER_SM 3
@@ -39,28 +39,31 @@
 // NaN is neither greater nor less than anything, and not equal to anything, itself included.
 enum : int { KEEP_GREATER = 0, KEEP_LESS = 1, KEEP_NOT_EQUAL = 2, KEEP_NOT_NAN = 3 };
 
-template <class T>
-__device__ __forceinline__ bool passes(int test, T threshold, T x)
+template <class T> __device__ __forceinline__ bool passes(int test, T threshold, T x)
 {
     switch (test) {
-    case KEEP_GREATER: return x > threshold;
-    case KEEP_LESS: return x < threshold;
-    case KEEP_NOT_EQUAL: return x != threshold;
-    default: return x == x; // not NaN (every integer)
+    case KEEP_GREATER:
+        return x > threshold;
+    case KEEP_LESS:
+        return x < threshold;
+    case KEEP_NOT_EQUAL:
+        return x != threshold;
+    default:
+        return x == x; // not NaN (every integer)
     }
 }
 // ANCHOR_END: tests
 
 // The two ways to say what is kept, with the same interface: `keeps(i, x)` for one element, and
 // `load` for a warp's part of a tile (below). A mask is one byte per element, nonzero to keep.
-template <class T>
-struct ByMask {
+template <class T> struct ByMask {
     const T* input;
     const unsigned char* mask;
     bool vectors; // input 16-byte and mask 4-byte aligned: rows load as vectors
 
     __device__ __forceinline__ bool keeps(unsigned long long i, T) const { return mask[i] != 0; }
-    __device__ __forceinline__ void keeps4(unsigned long long first, const T (&)[4], bool (&keep)[4]) const
+    __device__ __forceinline__ void keeps4(unsigned long long first, const T (&)[4],
+                                           bool (&keep)[4]) const
     {
         const uchar4 m = *reinterpret_cast<const uchar4*>(mask + first);
         keep[0] = m.x != 0;
@@ -70,15 +73,18 @@ struct ByMask {
     }
 };
 
-template <class T>
-struct ByTest {
+template <class T> struct ByTest {
     const T* input;
     int test;
     T threshold;
     bool vectors; // input 16-byte aligned
 
-    __device__ __forceinline__ bool keeps(unsigned long long, T x) const { return passes(test, threshold, x); }
-    __device__ __forceinline__ void keeps4(unsigned long long, const T (&x)[4], bool (&keep)[4]) const
+    __device__ __forceinline__ bool keeps(unsigned long long, T x) const
+    {
+        return passes(test, threshold, x);
+    }
+    __device__ __forceinline__ void keeps4(unsigned long long, const T (&x)[4],
+                                           bool (&keep)[4]) const
     {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
@@ -102,7 +108,8 @@ struct ByTest {
 // registers, on top of the 9 that compaction itself needs (input, mask, a kept element written).
 // Launch: any grid of FLAG_THREADS-thread blocks (grid-stride loops).
 template <class Select>
-__device__ __forceinline__ void write_flags(const Select& select, unsigned* __restrict__ flags, long long n)
+__device__ __forceinline__ void write_flags(const Select& select, unsigned* __restrict__ flags,
+                                            long long n)
 {
     const long long stride = (long long)gridDim.x * FLAG_THREADS;
     for (long long i = (long long)blockIdx.x * FLAG_THREADS + threadIdx.x; i < n; i += stride) {
@@ -111,9 +118,9 @@ __device__ __forceinline__ void write_flags(const Select& select, unsigned* __re
 }
 
 template <class T, class Select>
-__device__ __forceinline__ void scatter_flagged(const Select& select, const unsigned* __restrict__ places,
-                                                T* __restrict__ output, unsigned long long capacity,
-                                                unsigned* __restrict__ kept, long long n)
+__device__ __forceinline__ void
+scatter_flagged(const Select& select, const unsigned* __restrict__ places, T* __restrict__ output,
+                unsigned long long capacity, unsigned* __restrict__ kept, long long n)
 {
     const long long stride = (long long)gridDim.x * FLAG_THREADS;
     for (long long i = (long long)blockIdx.x * FLAG_THREADS + threadIdx.x; i < n; i += stride) {
@@ -144,8 +151,8 @@ __device__ __forceinline__ void scatter_flagged(const Select& select, const unsi
 // ANCHOR: load_tile
 // Loads the warp's elements from `first` and says which are kept; elements past n are not kept.
 template <int ITEMS, class T, class Select>
-__device__ __forceinline__ void load_tile(const Select& select, unsigned long long first, unsigned long long n,
-                                          T (&x)[ITEMS], bool (&keep)[ITEMS])
+__device__ __forceinline__ void load_tile(const Select& select, unsigned long long first,
+                                          unsigned long long n, T (&x)[ITEMS], bool (&keep)[ITEMS])
 {
     typedef typename Vec4<T>::Type V;
     const unsigned lane = threadIdx.x & 31;
@@ -216,7 +223,8 @@ __device__ __forceinline__ unsigned rank_in_warp(const bool (&keep)[ITEMS], unsi
 
 // What the warps before this one keep, and the whole tile's count, from the warps' counts.
 template <int WARPS>
-__device__ __forceinline__ void sum_warps(const unsigned* counts, unsigned& before_warp, unsigned& tile_count)
+__device__ __forceinline__ void sum_warps(const unsigned* counts, unsigned& before_warp,
+                                          unsigned& tile_count)
 {
     const int warp = threadIdx.x / 32;
     tile_count = 0;
@@ -266,11 +274,12 @@ __device__ __forceinline__ unsigned rank_tile(const bool (&keep)[ITEMS], unsigne
 // partly written sectors.
 // Launch: one block of COMPACT_THREADS threads per tile, for both.
 template <int THREADS, int ITEMS, class T, class Select>
-__device__ __forceinline__ void count_tiles(const Select& select, unsigned* __restrict__ tile_counts,
-                                            unsigned long long n)
+__device__ __forceinline__ void
+count_tiles(const Select& select, unsigned* __restrict__ tile_counts, unsigned long long n)
 {
     __shared__ unsigned warp_counts[THREADS / 32];
-    const unsigned long long first = (unsigned long long)blockIdx.x * THREADS * ITEMS + (threadIdx.x / 32) * 32 * ITEMS;
+    const unsigned long long first =
+        (unsigned long long)blockIdx.x * THREADS * ITEMS + (threadIdx.x / 32) * 32 * ITEMS;
     T x[ITEMS];
     bool keep[ITEMS];
     unsigned rank[ITEMS];
@@ -282,12 +291,13 @@ __device__ __forceinline__ void count_tiles(const Select& select, unsigned* __re
 }
 
 template <int THREADS, int ITEMS, class T, class Select>
-__device__ __forceinline__ void scatter_tiles(const Select& select, const unsigned* __restrict__ tile_ends,
-                                              T* __restrict__ output, unsigned long long capacity,
-                                              unsigned* __restrict__ kept, unsigned long long n)
+__device__ __forceinline__ void
+scatter_tiles(const Select& select, const unsigned* __restrict__ tile_ends, T* __restrict__ output,
+              unsigned long long capacity, unsigned* __restrict__ kept, unsigned long long n)
 {
     __shared__ unsigned warp_counts[THREADS / 32];
-    const unsigned long long first = (unsigned long long)blockIdx.x * THREADS * ITEMS + (threadIdx.x / 32) * 32 * ITEMS;
+    const unsigned long long first =
+        (unsigned long long)blockIdx.x * THREADS * ITEMS + (threadIdx.x / 32) * 32 * ITEMS;
     T x[ITEMS];
     bool keep[ITEMS];
     unsigned rank[ITEMS];
@@ -331,9 +341,9 @@ __device__ __forceinline__ void scatter_tiles(const Select& select, const unsign
 // Launch: ceil(n / (COMPACT_THREADS * COMPACT_ITEMS)) blocks of COMPACT_THREADS threads; `counter`
 // 0 before the first launch; `status` one word per tile; `epoch` not the previous launch's.
 template <int THREADS, int ITEMS, class T, class Select>
-__device__ __forceinline__ void single_pass(const Select& select, T* __restrict__ output, unsigned long long capacity,
-                                            unsigned* __restrict__ kept, TileStatus status, unsigned* counter,
-                                            unsigned long long n)
+__device__ __forceinline__ void
+single_pass(const Select& select, T* __restrict__ output, unsigned long long capacity,
+            unsigned* __restrict__ kept, TileStatus status, unsigned* counter, unsigned long long n)
 {
     constexpr unsigned long long TILE = THREADS * ITEMS;
     __shared__ unsigned drawn;
@@ -393,90 +403,102 @@ __device__ __forceinline__ bool aligned(const void* p, unsigned bytes)
 
 // Step 1: flags, a scan of the flags (the scan crate), a scatter.
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_write_flags_masked_f32(const float* input, const unsigned char* mask, unsigned* flags, long long n)
+    compact_write_flags_masked_f32(const float* input, const unsigned char* mask, unsigned* flags,
+                                   long long n)
 {
     const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     write_flags(select, flags, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_write_flags_masked_i32(const int* input, const unsigned char* mask, unsigned* flags, long long n)
+    compact_write_flags_masked_i32(const int* input, const unsigned char* mask, unsigned* flags,
+                                   long long n)
 {
     const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     write_flags(select, flags, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_write_flags_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* flags, long long n)
+    compact_write_flags_masked_u32(const unsigned* input, const unsigned char* mask,
+                                   unsigned* flags, long long n)
 {
     const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     write_flags(select, flags, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_write_flags_if_f32(const float* input, int test, float threshold, unsigned* flags, long long n)
+    compact_write_flags_if_f32(const float* input, int test, float threshold, unsigned* flags,
+                               long long n)
 {
     const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
     write_flags(select, flags, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_write_flags_if_i32(const int* input, int test, int threshold, unsigned* flags, long long n)
+    compact_write_flags_if_i32(const int* input, int test, int threshold, unsigned* flags,
+                               long long n)
 {
     const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
     write_flags(select, flags, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_write_flags_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* flags, long long n)
+    compact_write_flags_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* flags,
+                               long long n)
 {
     const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
     write_flags(select, flags, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_scatter_flagged_masked_f32(const float* input, const unsigned char* mask, const unsigned* places, float* output,
-                                   unsigned long long capacity, unsigned* kept, long long n)
+    compact_scatter_flagged_masked_f32(const float* input, const unsigned char* mask,
+                                       const unsigned* places, float* output,
+                                       unsigned long long capacity, unsigned* kept, long long n)
 {
     const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     scatter_flagged<float>(select, places, output, capacity, kept, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_scatter_flagged_masked_i32(const int* input, const unsigned char* mask, const unsigned* places, int* output,
-                                   unsigned long long capacity, unsigned* kept, long long n)
+    compact_scatter_flagged_masked_i32(const int* input, const unsigned char* mask,
+                                       const unsigned* places, int* output,
+                                       unsigned long long capacity, unsigned* kept, long long n)
 {
     const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     scatter_flagged<int>(select, places, output, capacity, kept, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_scatter_flagged_masked_u32(const unsigned* input, const unsigned char* mask, const unsigned* places,
-                                   unsigned* output, unsigned long long capacity, unsigned* kept, long long n)
+    compact_scatter_flagged_masked_u32(const unsigned* input, const unsigned char* mask,
+                                       const unsigned* places, unsigned* output,
+                                       unsigned long long capacity, unsigned* kept, long long n)
 {
     const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     scatter_flagged<unsigned>(select, places, output, capacity, kept, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_scatter_flagged_if_f32(const float* input, int test, float threshold, const unsigned* places, float* output,
-                               unsigned long long capacity, unsigned* kept, long long n)
+    compact_scatter_flagged_if_f32(const float* input, int test, float threshold,
+                                   const unsigned* places, float* output,
+                                   unsigned long long capacity, unsigned* kept, long long n)
 {
     const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
     scatter_flagged<float>(select, places, output, capacity, kept, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_scatter_flagged_if_i32(const int* input, int test, int threshold, const unsigned* places, int* output,
-                               unsigned long long capacity, unsigned* kept, long long n)
+    compact_scatter_flagged_if_i32(const int* input, int test, int threshold,
+                                   const unsigned* places, int* output, unsigned long long capacity,
+                                   unsigned* kept, long long n)
 {
     const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
     scatter_flagged<int>(select, places, output, capacity, kept, n);
 }
 
 extern "C" __global__ void __launch_bounds__(FLAG_THREADS)
-compact_scatter_flagged_if_u32(const unsigned* input, int test, unsigned threshold, const unsigned* places,
-                               unsigned* output, unsigned long long capacity, unsigned* kept, long long n)
+    compact_scatter_flagged_if_u32(const unsigned* input, int test, unsigned threshold,
+                                   const unsigned* places, unsigned* output,
+                                   unsigned long long capacity, unsigned* kept, long long n)
 {
     const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
     scatter_flagged<unsigned>(select, places, output, capacity, kept, n);
@@ -484,155 +506,179 @@ compact_scatter_flagged_if_u32(const unsigned* input, int test, unsigned thresho
 
 // Step 2: tile counts, a scan of the counts (the scan crate), a scatter per tile.
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_count_tiles_masked_f32(const float* input, const unsigned char* mask, unsigned* tile_counts,
-                               unsigned long long n)
+    compact_count_tiles_masked_f32(const float* input, const unsigned char* mask,
+                                   unsigned* tile_counts, unsigned long long n)
 {
     const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     count_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_counts, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_count_tiles_masked_i32(const int* input, const unsigned char* mask, unsigned* tile_counts, unsigned long long n)
+    compact_count_tiles_masked_i32(const int* input, const unsigned char* mask,
+                                   unsigned* tile_counts, unsigned long long n)
 {
     const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     count_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_counts, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_count_tiles_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* tile_counts,
-                               unsigned long long n)
+    compact_count_tiles_masked_u32(const unsigned* input, const unsigned char* mask,
+                                   unsigned* tile_counts, unsigned long long n)
 {
     const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
     count_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_counts, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_count_tiles_if_f32(const float* input, int test, float threshold, unsigned* tile_counts, unsigned long long n)
+    compact_count_tiles_if_f32(const float* input, int test, float threshold, unsigned* tile_counts,
+                               unsigned long long n)
 {
     const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
     count_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_counts, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_count_tiles_if_i32(const int* input, int test, int threshold, unsigned* tile_counts, unsigned long long n)
+    compact_count_tiles_if_i32(const int* input, int test, int threshold, unsigned* tile_counts,
+                               unsigned long long n)
 {
     const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
     count_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_counts, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_count_tiles_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* tile_counts,
-                           unsigned long long n)
+    compact_count_tiles_if_u32(const unsigned* input, int test, unsigned threshold,
+                               unsigned* tile_counts, unsigned long long n)
 {
     const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
     count_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_counts, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_scatter_tiles_masked_f32(const float* input, const unsigned char* mask, const unsigned* tile_ends,
-                                 float* output, unsigned long long capacity, unsigned* kept, unsigned long long n)
+    compact_scatter_tiles_masked_f32(const float* input, const unsigned char* mask,
+                                     const unsigned* tile_ends, float* output,
+                                     unsigned long long capacity, unsigned* kept,
+                                     unsigned long long n)
 {
     const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
-    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_ends, output, capacity, kept, n);
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_ends, output, capacity, kept,
+                                                         n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_scatter_tiles_masked_i32(const int* input, const unsigned char* mask, const unsigned* tile_ends, int* output,
+    compact_scatter_tiles_masked_i32(const int* input, const unsigned char* mask,
+                                     const unsigned* tile_ends, int* output,
+                                     unsigned long long capacity, unsigned* kept,
+                                     unsigned long long n)
+{
+    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_ends, output, capacity, kept,
+                                                       n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+    compact_scatter_tiles_masked_u32(const unsigned* input, const unsigned char* mask,
+                                     const unsigned* tile_ends, unsigned* output,
+                                     unsigned long long capacity, unsigned* kept,
+                                     unsigned long long n)
+{
+    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_ends, output, capacity,
+                                                            kept, n);
+}
+
+extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
+    compact_scatter_tiles_if_f32(const float* input, int test, float threshold,
+                                 const unsigned* tile_ends, float* output,
                                  unsigned long long capacity, unsigned* kept, unsigned long long n)
 {
-    const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
-    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_ends, output, capacity, kept, n);
-}
-
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_scatter_tiles_masked_u32(const unsigned* input, const unsigned char* mask, const unsigned* tile_ends,
-                                 unsigned* output, unsigned long long capacity, unsigned* kept, unsigned long long n)
-{
-    const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
-    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_ends, output, capacity, kept, n);
-}
-
-extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_scatter_tiles_if_f32(const float* input, int test, float threshold, const unsigned* tile_ends, float* output,
-                             unsigned long long capacity, unsigned* kept, unsigned long long n)
-{
     const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
-    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_ends, output, capacity, kept, n);
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, float>(select, tile_ends, output, capacity, kept,
+                                                         n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_scatter_tiles_if_i32(const int* input, int test, int threshold, const unsigned* tile_ends, int* output,
-                             unsigned long long capacity, unsigned* kept, unsigned long long n)
+    compact_scatter_tiles_if_i32(const int* input, int test, int threshold,
+                                 const unsigned* tile_ends, int* output,
+                                 unsigned long long capacity, unsigned* kept, unsigned long long n)
 {
     const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
-    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_ends, output, capacity, kept, n);
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, int>(select, tile_ends, output, capacity, kept,
+                                                       n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS)
-compact_scatter_tiles_if_u32(const unsigned* input, int test, unsigned threshold, const unsigned* tile_ends,
-                             unsigned* output, unsigned long long capacity, unsigned* kept, unsigned long long n)
+    compact_scatter_tiles_if_u32(const unsigned* input, int test, unsigned threshold,
+                                 const unsigned* tile_ends, unsigned* output,
+                                 unsigned long long capacity, unsigned* kept, unsigned long long n)
 {
     const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
-    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_ends, output, capacity, kept, n);
+    scatter_tiles<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, tile_ends, output, capacity,
+                                                            kept, n);
 }
 
 // Step 3: one pass.
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
-compact_single_pass_masked_f32(const float* input, const unsigned char* mask, float* output,
-                               unsigned long long capacity, unsigned* kept, unsigned long long* status,
-                               unsigned* counter, unsigned long long n, unsigned epoch)
+    compact_single_pass_masked_f32(const float* input, const unsigned char* mask, float* output,
+                                   unsigned long long capacity, unsigned* kept,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     const ByMask<float> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
-    single_pass<COMPACT_THREADS, COMPACT_ITEMS, float>(select, output, capacity, kept, TileStatus{status, epoch},
-                                                       counter, n);
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, float>(select, output, capacity, kept,
+                                                       TileStatus{status, epoch}, counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
-compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int* output, unsigned long long capacity,
-                               unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
-                               unsigned epoch)
+    compact_single_pass_masked_i32(const int* input, const unsigned char* mask, int* output,
+                                   unsigned long long capacity, unsigned* kept,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     const ByMask<int> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
-    single_pass<COMPACT_THREADS, COMPACT_ITEMS, int>(select, output, capacity, kept, TileStatus{status, epoch}, counter,
-                                                     n);
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, int>(select, output, capacity, kept,
+                                                     TileStatus{status, epoch}, counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
-compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask, unsigned* output,
-                               unsigned long long capacity, unsigned* kept, unsigned long long* status,
-                               unsigned* counter, unsigned long long n, unsigned epoch)
+    compact_single_pass_masked_u32(const unsigned* input, const unsigned char* mask,
+                                   unsigned* output, unsigned long long capacity, unsigned* kept,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     const ByMask<unsigned> select = {input, mask, aligned(input, 16) && aligned(mask, 4)};
-    single_pass<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, output, capacity, kept, TileStatus{status, epoch},
-                                                          counter, n);
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, output, capacity, kept,
+                                                          TileStatus{status, epoch}, counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
-compact_single_pass_if_f32(const float* input, int test, float threshold, float* output, unsigned long long capacity,
-                           unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
-                           unsigned epoch)
+    compact_single_pass_if_f32(const float* input, int test, float threshold, float* output,
+                               unsigned long long capacity, unsigned* kept,
+                               unsigned long long* status, unsigned* counter, unsigned long long n,
+                               unsigned epoch)
 {
     const ByTest<float> select = {input, test, threshold, aligned(input, 16)};
-    single_pass<COMPACT_THREADS, COMPACT_ITEMS, float>(select, output, capacity, kept, TileStatus{status, epoch},
-                                                       counter, n);
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, float>(select, output, capacity, kept,
+                                                       TileStatus{status, epoch}, counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
-compact_single_pass_if_i32(const int* input, int test, int threshold, int* output, unsigned long long capacity,
-                           unsigned* kept, unsigned long long* status, unsigned* counter, unsigned long long n,
-                           unsigned epoch)
+    compact_single_pass_if_i32(const int* input, int test, int threshold, int* output,
+                               unsigned long long capacity, unsigned* kept,
+                               unsigned long long* status, unsigned* counter, unsigned long long n,
+                               unsigned epoch)
 {
     const ByTest<int> select = {input, test, threshold, aligned(input, 16)};
-    single_pass<COMPACT_THREADS, COMPACT_ITEMS, int>(select, output, capacity, kept, TileStatus{status, epoch}, counter,
-                                                     n);
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, int>(select, output, capacity, kept,
+                                                     TileStatus{status, epoch}, counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(COMPACT_THREADS, COMPACT_BLOCKS_PER_SM)
-compact_single_pass_if_u32(const unsigned* input, int test, unsigned threshold, unsigned* output,
-                           unsigned long long capacity, unsigned* kept, unsigned long long* status, unsigned* counter,
-                           unsigned long long n, unsigned epoch)
+    compact_single_pass_if_u32(const unsigned* input, int test, unsigned threshold,
+                               unsigned* output, unsigned long long capacity, unsigned* kept,
+                               unsigned long long* status, unsigned* counter, unsigned long long n,
+                               unsigned epoch)
 {
     const ByTest<unsigned> select = {input, test, threshold, aligned(input, 16)};
-    single_pass<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, output, capacity, kept, TileStatus{status, epoch},
-                                                          counter, n);
+    single_pass<COMPACT_THREADS, COMPACT_ITEMS, unsigned>(select, output, capacity, kept,
+                                                          TileStatus{status, epoch}, counter, n);
 }

@@ -16,7 +16,7 @@
 
 #define HIST_BLOCK 512
 #define HIST_WARPS (HIST_BLOCK / 32)
-#define BYTE_BINS 256
+#define BYTE_BINS  256
 
 // ANCHOR: global_atomics
 // Step 1, histogram_global_atomics: every thread reads one byte per loop iteration and adds 1 to
@@ -25,7 +25,8 @@
 // What it leaves slow: contention. Every addition travels to L2 and waits its turn behind every
 // other addition to the same bin.
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
-histogram_global_atomics(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_global_atomics(const unsigned char* __restrict__ input,
+                             unsigned int* __restrict__ bins, unsigned int n)
 {
     const long long stride = (long long)gridDim.x * HIST_BLOCK;
     for (long long i = (long long)blockIdx.x * HIST_BLOCK + threadIdx.x; i < n; i += stride) {
@@ -41,7 +42,8 @@ histogram_global_atomics(const unsigned char* __restrict__ input, unsigned int* 
 // ANCHOR: merge
 // After a barrier, a block adds its shared counts into the global bins: one global atomic per
 // non-empty bin and block, 256 per block at most instead of one per byte.
-__device__ __forceinline__ void merge_one_copy(const unsigned int* counts, unsigned int* __restrict__ bins)
+__device__ __forceinline__ void merge_one_copy(const unsigned int* counts,
+                                               unsigned int* __restrict__ bins)
 {
     // ANCHOR: solution each thread adds the block's count of bins threadIdx.x, threadIdx.x + HIST_BLOCK, ... into the global bins with one atomic, skipping empty bins
     for (unsigned int bin = threadIdx.x; bin < BYTE_BINS; bin += HIST_BLOCK) {
@@ -69,7 +71,8 @@ __device__ __forceinline__ void zero_shared(unsigned int* counts, unsigned int w
 // contention inside the block: on all-equal input the 32 lanes of a warp add to one word, and the
 // shared-memory unit performs those additions one after another.
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
-histogram_shared_atomics(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_shared_atomics(const unsigned char* __restrict__ input,
+                             unsigned int* __restrict__ bins, unsigned int n)
 {
     __shared__ unsigned int counts[BYTE_BINS];
     zero_shared(counts, BYTE_BINS);
@@ -112,7 +115,8 @@ __device__ __forceinline__ Split split_bytes(const unsigned char* input, unsigne
 // the vectors two per thread and loop iteration (both loads issued before either is counted, so
 // each thread keeps 32 bytes in flight).
 template <class Copy>
-__device__ __forceinline__ void count_bytes(const unsigned char* __restrict__ input, unsigned int n, Copy& copy)
+__device__ __forceinline__ void count_bytes(const unsigned char* __restrict__ input, unsigned int n,
+                                            Copy& copy)
 {
     const Split s = split_bytes(input, n);
     const unsigned long long thread = (unsigned long long)blockIdx.x * HIST_BLOCK + threadIdx.x;
@@ -140,8 +144,7 @@ __device__ __forceinline__ void count_bytes(const unsigned char* __restrict__ in
 
 // ANCHOR: bytes_of_vector
 // The 16 bytes of a vector, each added on its own.
-template <class Copy>
-__device__ __forceinline__ void add_each_byte(Copy& copy, uint4 v)
+template <class Copy> __device__ __forceinline__ void add_each_byte(Copy& copy, uint4 v)
 {
     const unsigned int words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -174,8 +177,8 @@ struct OneCopy {
 // The shape of steps 3 to 5: zero the block's copies, count, then merge them into the global bins.
 // Only the Copy (how the block's counts are laid out) changes from step to step.
 template <class Copy>
-__device__ __forceinline__ void privatised(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
-                                           unsigned int n)
+__device__ __forceinline__ void privatised(const unsigned char* __restrict__ input,
+                                           unsigned int* __restrict__ bins, unsigned int n)
 {
     __shared__ unsigned int counts[Copy::WORDS];
     zero_shared(counts, Copy::WORDS);
@@ -195,7 +198,8 @@ __device__ __forceinline__ void privatised(const unsigned char* __restrict__ inp
 // What it leaves slow: on all-equal input every atomic of a warp hits one word, 32 additions in a
 // row; on uniform input lanes land on random banks, several in the same one.
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_vector_loads(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_vector_loads(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
+                           unsigned int n)
 {
     privatised<OneCopy>(input, bins, n);
 }
@@ -210,7 +214,10 @@ struct PerWarpCopy {
     enum : unsigned int { WORDS = BYTE_BINS * HIST_WARPS };
     unsigned int* counts;
 
-    __device__ explicit PerWarpCopy(unsigned int* shared) : counts(shared + (threadIdx.x / 32) * BYTE_BINS) {}
+    __device__ explicit PerWarpCopy(unsigned int* shared)
+        : counts(shared + (threadIdx.x / 32) * BYTE_BINS)
+    {
+    }
     __device__ void add(unsigned int bin, unsigned int count) { atomicAdd(&counts[bin], count); }
     __device__ void vector(uint4 v) { add_each_byte(*this, v); }
     __device__ static void merge(const unsigned int* shared, unsigned int* __restrict__ bins)
@@ -229,7 +236,8 @@ struct PerWarpCopy {
 };
 
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_per_warp(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_per_warp(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
+                       unsigned int n)
 {
     privatised<PerWarpCopy>(input, bins, n);
 }
@@ -253,7 +261,8 @@ struct LaneCopies {
     __device__ void add(unsigned int bin, unsigned int count)
     {
         // ANCHOR: solution add count to bin `bin` of this lane's copy: word bin * 32 of the lane's interleaved copy (a byte offset of bin << 7)
-        atomicAdd(reinterpret_cast<unsigned int*>(reinterpret_cast<char*>(counts) + (bin << 7)), count);
+        atomicAdd(reinterpret_cast<unsigned int*>(reinterpret_cast<char*>(counts) + (bin << 7)),
+                  count);
         // ANCHOR_END: solution
         // ANCHOR: stub atomicAdd(counts + bin, count);
     }
@@ -274,7 +283,8 @@ struct LaneCopies {
 };
 
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_lane_copies(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_lane_copies(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
+                          unsigned int n)
 {
     privatised<LaneCopies>(input, bins, n);
 }
@@ -300,7 +310,8 @@ struct RunCopies : LaneCopies {
 };
 
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_runs(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_runs(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
+                   unsigned int n)
 {
     privatised<RunCopies>(input, bins, n);
 }
@@ -314,7 +325,8 @@ histogram_runs(const unsigned char* __restrict__ input, unsigned int* __restrict
 // bin * 128 + lane_address, written in PTX so that the compiler keeps it in that form.
 // What it leaves: nothing measurable at 1 GiB, where the lane copies already run at the read roof;
 // it leaves the SM more issue slots to spare (an H200 SM must count about 19 bytes per clock).
-__device__ __forceinline__ void shared_add_at(unsigned int lane_address, unsigned int bin, unsigned int count)
+__device__ __forceinline__ void shared_add_at(unsigned int lane_address, unsigned int bin,
+                                              unsigned int count)
 {
     unsigned int address;
     asm("mad.lo.u32 %0, %1, 128, %2;" : "=r"(address) : "r"(bin), "r"(lane_address));
@@ -324,10 +336,14 @@ __device__ __forceinline__ void shared_add_at(unsigned int lane_address, unsigne
 struct AddressedRuns : RunCopies {
     unsigned int lane_address;
     __device__ explicit AddressedRuns(unsigned int* shared)
-        : RunCopies(shared), lane_address((unsigned int)__cvta_generic_to_shared(shared + threadIdx.x % 32))
+        : RunCopies(shared),
+          lane_address((unsigned int)__cvta_generic_to_shared(shared + threadIdx.x % 32))
     {
     }
-    __device__ void add(unsigned int bin, unsigned int count) { shared_add_at(lane_address, bin, count); }
+    __device__ void add(unsigned int bin, unsigned int count)
+    {
+        shared_add_at(lane_address, bin, count);
+    }
     __device__ void vector(uint4 v)
     {
         const unsigned int first = v.x & 0xffu;
@@ -341,7 +357,8 @@ struct AddressedRuns : RunCopies {
 };
 
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_addresses(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n)
+    histogram_addresses(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
+                        unsigned int n)
 {
     privatised<AddressedRuns>(input, bins, n);
 }
@@ -389,8 +406,8 @@ __device__ __forceinline__ void flush_packed(unsigned int* counts, unsigned int*
 }
 
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_packed(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins, unsigned int n,
-                 unsigned int flush_rounds)
+    histogram_packed(const unsigned char* __restrict__ input, unsigned int* __restrict__ bins,
+                     unsigned int n, unsigned int flush_rounds)
 {
     __shared__ unsigned int counts[PackedCopies::WORDS];
     zero_shared(counts, PackedCopies::WORDS);
@@ -436,7 +453,8 @@ histogram_packed(const unsigned char* __restrict__ input, unsigned int* __restri
 // subtraction and the product are rounded separately (no fused multiply-add, so the CPU reference
 // computes the same bits), and the bin is clamped to bins - 1: rounding can carry a value just
 // below upper to (x - lower) * scale == bins.
-__device__ __forceinline__ unsigned int even_bin(float x, float lower, float upper, float scale, unsigned int bins)
+__device__ __forceinline__ unsigned int even_bin(float x, float lower, float upper, float scale,
+                                                 unsigned int bins)
 {
     if (!(x >= lower && x < upper)) {
         return bins;
@@ -454,8 +472,9 @@ __device__ __forceinline__ unsigned int even_bin(float x, float lower, float upp
 // flight per thread; a head of up to 3 values before the first 16-byte boundary and a tail of up
 // to 3 after the last vector, one value at a time.
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK, 4)
-histogram_even_f32(const float* __restrict__ input, unsigned int* __restrict__ bins_out, unsigned int n,
-                   unsigned int bins, float lower, float upper, float scale, unsigned int replicas)
+    histogram_even_f32(const float* __restrict__ input, unsigned int* __restrict__ bins_out,
+                       unsigned int n, unsigned int bins, float lower, float upper, float scale,
+                       unsigned int replicas)
 {
     extern __shared__ unsigned int shared_counts[];
     zero_shared(shared_counts, bins * replicas);
@@ -487,12 +506,21 @@ histogram_even_f32(const float* __restrict__ input, unsigned int* __restrict__ b
     for (; i + HIST_BLOCK < vector_count; i += stride) {
         const float4 a = vectors[i];
         const float4 b = vectors[i + HIST_BLOCK];
-        add(a.x); add(a.y); add(a.z); add(a.w);
-        add(b.x); add(b.y); add(b.z); add(b.w);
+        add(a.x);
+        add(a.y);
+        add(a.z);
+        add(a.w);
+        add(b.x);
+        add(b.y);
+        add(b.z);
+        add(b.w);
     }
     if (i < vector_count) {
         const float4 a = vectors[i];
-        add(a.x); add(a.y); add(a.z); add(a.w);
+        add(a.x);
+        add(a.y);
+        add(a.z);
+        add(a.w);
     }
 
     __syncthreads();

@@ -9,18 +9,16 @@
 
 // A value another block wrote, read from L2, where the other blocks' writes landed, never from a
 // stale L1 line. (reduce-numerics adds overloads for its accumulators, one load per field.)
-template <class T>
-__device__ __forceinline__ T load_from_l2(const T* address)
+template <class T> __device__ __forceinline__ T load_from_l2(const T* address)
 {
     return __ldcg(address);
 }
 
 // ANCHOR: last_block
 template <class Op>
-__device__ __forceinline__ void reduce_last_block(typename Op::Value block_value,
-                                                  typename Op::Value* __restrict__ partial,
-                                                  unsigned int* __restrict__ ticket,
-                                                  typename Op::Value* __restrict__ result)
+__device__ __forceinline__ void
+reduce_last_block(typename Op::Value block_value, typename Op::Value* __restrict__ partial,
+                  unsigned int* __restrict__ ticket, typename Op::Value* __restrict__ result)
 {
     __shared__ bool is_last_block;
 

@@ -24,27 +24,53 @@
 #define FULL_MASK 0xffffffffu
 
 // ---- 4-byte values as 32-bit words, and shuffles of them ----
-__device__ __forceinline__ unsigned to_bits(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ unsigned to_bits(int x) { return (unsigned)x; }
-__device__ __forceinline__ unsigned to_bits(unsigned x) { return x; }
+__device__ __forceinline__ unsigned to_bits(float x)
+{
+    return __float_as_uint(x);
+}
+__device__ __forceinline__ unsigned to_bits(int x)
+{
+    return (unsigned)x;
+}
+__device__ __forceinline__ unsigned to_bits(unsigned x)
+{
+    return x;
+}
 
 template <class T> __device__ __forceinline__ T from_bits(unsigned bits);
-template <> __device__ __forceinline__ float from_bits<float>(unsigned bits) { return __uint_as_float(bits); }
-template <> __device__ __forceinline__ int from_bits<int>(unsigned bits) { return (int)bits; }
-template <> __device__ __forceinline__ unsigned from_bits<unsigned>(unsigned bits) { return bits; }
+template <> __device__ __forceinline__ float from_bits<float>(unsigned bits)
+{
+    return __uint_as_float(bits);
+}
+template <> __device__ __forceinline__ int from_bits<int>(unsigned bits)
+{
+    return (int)bits;
+}
+template <> __device__ __forceinline__ unsigned from_bits<unsigned>(unsigned bits)
+{
+    return bits;
+}
 
-#define SCAN_SHUFFLES(T)                                                                                 \
-    __device__ __forceinline__ T shfl_up(T v, int delta) { return __shfl_up_sync(FULL_MASK, v, delta); }  \
-    __device__ __forceinline__ T shfl_down(T v, int delta) { return __shfl_down_sync(FULL_MASK, v, delta); } \
-    __device__ __forceinline__ T shfl_idx(T v, int lane) { return __shfl_sync(FULL_MASK, v, lane); }
+#define SCAN_SHUFFLES(T)                                                                           \
+    __device__ __forceinline__ T shfl_up(T v, int delta)                                           \
+    {                                                                                              \
+        return __shfl_up_sync(FULL_MASK, v, delta);                                                \
+    }                                                                                              \
+    __device__ __forceinline__ T shfl_down(T v, int delta)                                         \
+    {                                                                                              \
+        return __shfl_down_sync(FULL_MASK, v, delta);                                              \
+    }                                                                                              \
+    __device__ __forceinline__ T shfl_idx(T v, int lane)                                           \
+    {                                                                                              \
+        return __shfl_sync(FULL_MASK, v, lane);                                                    \
+    }
 SCAN_SHUFFLES(float)
 SCAN_SHUFFLES(int)
 SCAN_SHUFFLES(unsigned)
 
 // ANCHOR: scan_sum
 // The sum: integers wrap around modulo 2^32 (as unsigned arithmetic does), floats round.
-template <class T>
-struct ScanSum {
+template <class T> struct ScanSum {
     typedef T Value;
     __device__ static T identity() { return (T)0; }
     __device__ static T combine(T earlier, T later) { return wrapping_add(earlier, later); }
@@ -139,9 +165,11 @@ __device__ __forceinline__ void store_status(unsigned long long* word, unsigned 
 }
 
 template <class Op>
-__device__ __forceinline__ void publish(TileStatus status, unsigned tile, unsigned flag, typename Op::Value v)
+__device__ __forceinline__ void publish(TileStatus status, unsigned tile, unsigned flag,
+                                        typename Op::Value v)
 {
-    const unsigned long long word = ((unsigned long long)Op::bits(v) << 32) | ((status.epoch & EPOCH_MASK) << 3) |
+    const unsigned long long word = ((unsigned long long)Op::bits(v) << 32) |
+                                    ((status.epoch & EPOCH_MASK) << 3) |
                                     ((unsigned)Op::mark(v) << 2) | flag;
     store_status(status.words + tile, word);
 }
@@ -149,7 +177,8 @@ __device__ __forceinline__ void publish(TileStatus status, unsigned tile, unsign
 // The flag of a status word, TILE_EMPTY if another launch wrote it.
 __device__ __forceinline__ unsigned status_flag(unsigned long long word, unsigned epoch)
 {
-    return (((unsigned)word >> 3) & EPOCH_MASK) == (epoch & EPOCH_MASK) ? (unsigned)word & 3u : TILE_EMPTY;
+    return (((unsigned)word >> 3) & EPOCH_MASK) == (epoch & EPOCH_MASK) ? (unsigned)word & 3u
+                                                                        : TILE_EMPTY;
 }
 // ANCHOR_END: status
 
@@ -211,12 +240,14 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile, unsign
 #pragma unroll
             for (int j = 0; j < PER_LANE; ++j) {
                 empty = empty || flag[j] == TILE_EMPTY;
-                empty_before_prefix = empty_before_prefix || (flag[j] == TILE_EMPTY && j < first_prefix);
+                empty_before_prefix =
+                    empty_before_prefix || (flag[j] == TILE_EMPTY && j < first_prefix);
             }
             lanes_with_prefix = __ballot_sync(FULL_MASK, first_prefix < PER_LANE);
             const int nearest = lowest_lane(lanes_with_prefix);
             // Waiting on: an empty tile nearer than the nearest prefix.
-            const bool waiting = (lane < nearest && empty) || (lane == nearest && empty_before_prefix);
+            const bool waiting =
+                (lane < nearest && empty) || (lane == nearest && empty_before_prefix);
             if (!__any_sync(FULL_MASK, waiting)) {
                 break;
             }
@@ -252,7 +283,7 @@ __device__ typename Op::Value look_back(TileStatus status, unsigned tile, unsign
 // from 500 tiles), not ours: on an H100, grids of 128 and 171 tiles lose with the pause and grids
 // of thousands gain; between, nothing was measured (scripts/lab/compact/README.md and
 // scripts/lab/scan/README.md).
-#define LOOK_BACK_PAUSE_NS 1150u
+#define LOOK_BACK_PAUSE_NS        1150u
 #define LOOK_BACK_PAUSE_MIN_TILES 512u
 __device__ __forceinline__ unsigned look_back_pause_ns()
 {
@@ -266,8 +297,8 @@ __device__ __forceinline__ unsigned look_back_pause_ns()
 // pause_ns before the first read: look_back_pause_ns), then publishes its inclusive prefix for the
 // tiles after it.
 template <class Op, int PER_LANE, int SLEEP_NS>
-__device__ __forceinline__ typename Op::Value tile_prefix(TileStatus status, unsigned tile,
-                                                          typename Op::Value aggregate, unsigned pause_ns = 0)
+__device__ __forceinline__ typename Op::Value
+tile_prefix(TileStatus status, unsigned tile, typename Op::Value aggregate, unsigned pause_ns = 0)
 {
     const int lane = threadIdx.x & 31;
     if (tile == 0) {

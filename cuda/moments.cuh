@@ -29,23 +29,25 @@ __device__ __forceinline__ Moments moments1(float x)
     return Moments{1ull, x, x - x};
 }
 
-template <class In>
-struct MomentsOf {
+template <class In> struct MomentsOf {
     typedef In Input;
     __device__ static Moments lift(In x) { return moments1((float)x); }
     typedef Moments Value;
     __device__ static Moments identity() { return Moments{0ull, 0.0f, 0.0f}; }
     __device__ static Moments combine(Moments a, Moments b)
     {
-        if (a.count == 0) return b;
-        if (b.count == 0) return a;
+        if (a.count == 0)
+            return b;
+        if (b.count == 0)
+            return a;
         const unsigned long long count = a.count + b.count;
         // ANCHOR: solution(reduce-numerics) combine two accumulators with Chan's formula: the mean moves by d = mean_b - mean_a times nb / n, and m2 gains d^2 * na * nb / n
         const float share_b = (float)b.count / (float)count;
         const float d = b.mean - a.mean;
         // Where d overflows (means of opposite signs near f32's limit), the weighted mean does
         // not; an infinite mean stays infinite (NaN where both signs meet), as numpy's does.
-        const float mean = isfinite(d) ? a.mean + d * share_b : a.mean * (1.0f - share_b) + b.mean * share_b;
+        const float mean =
+            isfinite(d) ? a.mean + d * share_b : a.mean * (1.0f - share_b) + b.mean * share_b;
         const float weight = (float)a.count * share_b;
         float spread = d * d * weight;
         if (isinf(spread) && isfinite(d)) {
@@ -66,14 +68,16 @@ struct MomentsOf {
 __device__ __forceinline__ Moments moments4(float a, float b, float c, float d)
 {
     const float sum = (a + b) + (c + d);
-    const float mean = isfinite(sum) ? sum * 0.25f : (a * 0.25f + b * 0.25f) + (c * 0.25f + d * 0.25f);
+    const float mean =
+        isfinite(sum) ? sum * 0.25f : (a * 0.25f + b * 0.25f) + (c * 0.25f + d * 0.25f);
     const float da = a - mean, db = b - mean, dc = c - mean, dd = d - mean;
     return Moments{4ull, mean, (da * da + db * db) + (dc * dc + dd * dd)};
 }
 
 __device__ __forceinline__ Moments shuffle_down(Moments value, int offset)
 {
-    return Moments{shuffle_down(value.count, offset), shuffle_down(value.mean, offset), shuffle_down(value.m2, offset)};
+    return Moments{shuffle_down(value.count, offset), shuffle_down(value.mean, offset),
+                   shuffle_down(value.m2, offset)};
 }
 
 __device__ __forceinline__ Moments load_from_l2(const Moments* address)

@@ -36,10 +36,10 @@
 #include "block_reduce.cuh"
 
 // The threads of a block of every kernel (the launcher uses this many).
-#define THREADS 256
+#define THREADS       256
 // The elements a thread of step 2 keeps in registers: a block holds a row of THREADS * SLOTS.
 // (32 would hold rows of 8192, but takes 112 registers a thread: two blocks of 256 per SM.)
-#define SLOTS 16
+#define SLOTS         16
 // The elements a lane of step 3 keeps in registers: 8 16-byte vectors of f32, 4 of bf16.
 #define LANE_ELEMENTS 32
 
@@ -49,7 +49,10 @@
 // loops unroll), and `gather` reads elements [first, first + PER_VEC) one load at a time into such
 // a vector, zero words from `len` on (a row's tail, or a row that does not start on a 16-byte
 // boundary), which are +0.0.
-__device__ __forceinline__ unsigned int word(uint4 q, int k) { return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w; }
+__device__ __forceinline__ unsigned int word(uint4 q, int k)
+{
+    return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w;
+}
 
 struct F32 {
     typedef float Word;
@@ -80,7 +83,10 @@ struct BF16 {
     enum { PER_VEC = 8 };
     __device__ static float load(const Word* p, size_t i) { return bf16_to_float(p[i]); }
     __device__ static void store(Word* p, size_t i, float y) { p[i] = (Word)float_to_bf16_cvt(y); }
-    __device__ static float element(uint4 q, int j) { return bf16_to_float((word(q, j / 2) >> (16 * (j % 2))) & 0xffffu); }
+    __device__ static float element(uint4 q, int j)
+    {
+        return bf16_to_float((word(q, j / 2) >> (16 * (j % 2))) & 0xffffu);
+    }
     __device__ static uint4 gather(const Word* p, unsigned int first, unsigned int len)
     {
         unsigned int w[PER_VEC];
@@ -88,7 +94,8 @@ struct BF16 {
         for (int j = 0; j < PER_VEC; j++) {
             w[j] = first + j < len ? p[first + j] : 0u;
         }
-        return make_uint4(w[0] | (w[1] << 16), w[2] | (w[3] << 16), w[4] | (w[5] << 16), w[6] | (w[7] << 16));
+        return make_uint4(w[0] | (w[1] << 16), w[2] | (w[3] << 16), w[4] | (w[5] << 16),
+                          w[6] | (w[7] << 16));
     }
     __device__ static uint4 pack(const float* y)
     {
@@ -111,11 +118,17 @@ struct BF16 {
 // smaller than the largest, whose loss is far below f32's rounding of the statistics).
 //
 // 2^k for k in [-126, 127], built from its bits: a normal float, exact.
-__device__ __forceinline__ float pow2(int k) { return __int_as_float((k + 127) << 23); }
+__device__ __forceinline__ float pow2(int k)
+{
+    return __int_as_float((k + 127) << 23);
+}
 
 // 2^k for k <= 0, and 0 below 2^-126: what a state scaled by 2^-a is multiplied by to be scaled by
 // 2^-b, for b >= a.
-__device__ __forceinline__ float pow2_down(int k) { return k < -126 ? 0.0f : pow2(k); }
+__device__ __forceinline__ float pow2_down(int k)
+{
+    return k < -126 ? 0.0f : pow2(k);
+}
 
 // The scale of a magnitude m >= 0: the e in [-126, 126] with m 2^-e below 1 (below 4 for m of
 // 2^126 and more, and 2^-e a normal float). A NaN or an infinity gets 126 and stays what it is.
@@ -221,20 +234,21 @@ __device__ __forceinline__ void add_square(Scaled& acc, float x)
 // The warp reductions (block_reduce.cuh's, and row_reduce below) move every field.
 __device__ __forceinline__ Scaled shuffle_down(Scaled value, int offset)
 {
-    Scaled moved = {__shfl_down_sync(0xffffffffu, value.e, offset), __shfl_down_sync(0xffffffffu, value.sum, offset)};
+    Scaled moved = {__shfl_down_sync(0xffffffffu, value.e, offset),
+                    __shfl_down_sync(0xffffffffu, value.sum, offset)};
     return moved;
 }
 __device__ __forceinline__ Scaled shuffle_xor(Scaled value, int lanes)
 {
-    Scaled moved = {__shfl_xor_sync(0xffffffffu, value.e, lanes), __shfl_xor_sync(0xffffffffu, value.sum, lanes)};
+    Scaled moved = {__shfl_xor_sync(0xffffffffu, value.e, lanes),
+                    __shfl_xor_sync(0xffffffffu, value.sum, lanes)};
     return moved;
 }
 
 // A value every thread of the block gets: thread 0's `value`. Two barriers: the first makes the
 // write visible, the second keeps the slot from being overwritten by a next call before everyone
 // has read it.
-template <class T>
-__device__ __forceinline__ T block_broadcast(T value)
+template <class T> __device__ __forceinline__ T block_broadcast(T value)
 {
     __shared__ T slot;
     if (threadIdx.x == 0) {
@@ -249,11 +263,17 @@ __device__ __forceinline__ T block_broadcast(T value)
 // What a layer norm and an RMS norm write, given the row's Affine (b is not read for an RMS norm).
 struct LayerWrite {
     enum { HAS_BIAS = 1 };
-    __device__ static float apply(float x, Affine a, float w, float b) { return fmaf(fmaf(x, a.g, -a.center) * a.factor, w, b); }
+    __device__ static float apply(float x, Affine a, float w, float b)
+    {
+        return fmaf(fmaf(x, a.g, -a.center) * a.factor, w, b);
+    }
 };
 struct RmsWrite {
     enum { HAS_BIAS = 0 };
-    __device__ static float apply(float x, Affine a, float w, float b) { return ((x * a.g) * a.factor) * w; }
+    __device__ static float apply(float x, Affine a, float w, float b)
+    {
+        return ((x * a.g) * a.factor) * w;
+    }
 };
 
 // ANCHOR: two_pass
@@ -272,9 +292,10 @@ struct RmsWrite {
 //
 // Launch: block THREADS, grid rows.
 template <class E>
-__device__ void layer_two_pass(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
-                               const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y,
-                               unsigned int cols, float eps)
+__device__ void layer_two_pass(const typename E::Word* __restrict__ x,
+                               const typename E::Word* __restrict__ w,
+                               const typename E::Word* __restrict__ b,
+                               typename E::Word* __restrict__ y, unsigned int cols, float eps)
 {
     const size_t offset = (size_t)blockIdx.x * cols;
     const typename E::Word* row = x + offset;
@@ -293,16 +314,18 @@ __device__ void layer_two_pass(const typename E::Word* __restrict__ x, const typ
         const float d = fmaf(E::load(row, i), g, -mean);
         m2 = fmaf(d, d, m2);
     }
-    m2 = block_broadcast(block_reduce<Sum<float> >(m2));
+    m2 = block_broadcast(block_reduce<Sum<float>>(m2));
     const Affine a = {g, mean, inverse_deviation(m2 / (float)cols, shifted.e, eps)};
     // Sweep 3: the write.
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
-        E::store(y + offset, i, LayerWrite::apply(E::load(row, i), a, E::load(w, i), E::load(b, i)));
+        E::store(y + offset, i,
+                 LayerWrite::apply(E::load(row, i), a, E::load(w, i), E::load(b, i)));
     }
 }
 
 template <class E>
-__device__ void rms_two_pass(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
+__device__ void rms_two_pass(const typename E::Word* __restrict__ x,
+                             const typename E::Word* __restrict__ w,
                              typename E::Word* __restrict__ y, unsigned int cols, float eps)
 {
     const size_t offset = (size_t)blockIdx.x * cols;
@@ -312,7 +335,8 @@ __device__ void rms_two_pass(const typename E::Word* __restrict__ x, const typen
         add_square(squares, E::load(row, i));
     }
     squares = block_broadcast(block_reduce<Squares>(squares));
-    const Affine a = {pow2(-squares.e), 0.0f, inverse_deviation(squares.sum / (float)cols, squares.e, eps)};
+    const Affine a = {pow2(-squares.e), 0.0f,
+                      inverse_deviation(squares.sum / (float)cols, squares.e, eps)};
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
         E::store(y + offset, i, RmsWrite::apply(E::load(row, i), a, E::load(w, i), 0.0f));
     }
@@ -320,25 +344,27 @@ __device__ void rms_two_pass(const typename E::Word* __restrict__ x, const typen
 // ANCHOR_END: two_pass
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_two_pass(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
-                    float eps)
+    layer_norm_two_pass(const float* x, const float* w, const float* b, float* y, unsigned int rows,
+                        unsigned int cols, float eps)
 {
     layer_two_pass<F32>(x, w, b, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_two_pass_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b, unsigned short* y,
-                         unsigned int rows, unsigned int cols, float eps)
+    layer_norm_two_pass_bf16(const unsigned short* x, const unsigned short* w,
+                             const unsigned short* b, unsigned short* y, unsigned int rows,
+                             unsigned int cols, float eps)
 {
     layer_two_pass<BF16>(x, w, b, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_two_pass(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps)
+    rms_norm_two_pass(const float* x, const float* w, float* y, unsigned int rows,
+                      unsigned int cols, float eps)
 {
     rms_two_pass<F32>(x, w, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_two_pass_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
-                       unsigned int cols, float eps)
+    rms_norm_two_pass_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y,
+                           unsigned int rows, unsigned int cols, float eps)
 {
     rms_two_pass<BF16>(x, w, y, cols, eps);
 }
@@ -381,7 +407,8 @@ struct MomentsOp {
             // formula below with fa = fb = 1 and share_b = 1/2, the same bits without the
             // rescaling and the tests around it.
             const float d = b.mean - a.mean;
-            Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean), fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
+            Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean),
+                              fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
             return merged;
         }
         // ANCHOR: solution combine two states with Chan's formula, after bringing both to the larger scale e = max(a.e, b.e) (a mean times pow2_down(a.e - e), an m2 times it twice): the mean moves by d = mean_b - mean_a times nb / n, and m2 gains d^2 na nb / n
@@ -389,7 +416,8 @@ struct MomentsOp {
         const float fa = pow2_down(a.e - e), fb = pow2_down(b.e - e);
         const float mean_a = a.mean * fa, mean_b = b.mean * fb;
         const unsigned int n = a.n + b.n;
-        const float share_b = a.n == b.n ? 0.5f : (float)b.n / (float)n; // equal halves: no division
+        const float share_b =
+            a.n == b.n ? 0.5f : (float)b.n / (float)n; // equal halves: no division
         const float d = mean_b - mean_a;
         const float m2 = fmaf(d * d, (float)a.n * share_b, fmaf(a.m2 * fa, fa, (b.m2 * fb) * fb));
         Moments merged = {n, e, fmaf(d, share_b, mean_a), m2};
@@ -401,15 +429,16 @@ struct MomentsOp {
 
 __device__ __forceinline__ Moments shuffle_xor(Moments value, int lanes)
 {
-    Moments moved = {__shfl_xor_sync(0xffffffffu, value.n, lanes), __shfl_xor_sync(0xffffffffu, value.e, lanes),
-                     __shfl_xor_sync(0xffffffffu, value.mean, lanes), __shfl_xor_sync(0xffffffffu, value.m2, lanes)};
+    Moments moved = {__shfl_xor_sync(0xffffffffu, value.n, lanes),
+                     __shfl_xor_sync(0xffffffffu, value.e, lanes),
+                     __shfl_xor_sync(0xffffffffu, value.mean, lanes),
+                     __shfl_xor_sync(0xffffffffu, value.m2, lanes)};
     return moved;
 }
 
 // The largest magnitude of a thread's elements held in registers: `v.get(s)` for the first
 // `count` slots (a slot past the row is never read); NaN is passed over, as fmaxf does.
-template <class Slots>
-__device__ __forceinline__ float largest_of(const Slots& v, int count)
+template <class Slots> __device__ __forceinline__ float largest_of(const Slots& v, int count)
 {
     float largest = 0.0f;
 #pragma unroll
@@ -489,8 +518,10 @@ __device__ __forceinline__ Scaled squares_of(const Slots& v, int count, int e)
 // (`of`), the row's Affine from the row's state, and the write.
 struct Layer : LayerWrite {
     typedef MomentsOp Op;
-    template <class Slots>
-    __device__ static Moments of(const Slots& v, int count, int e) { return moments_of(v, count, e); }
+    template <class Slots> __device__ static Moments of(const Slots& v, int count, int e)
+    {
+        return moments_of(v, count, e);
+    }
     __device__ static Affine affine(Moments s, unsigned int cols, float eps)
     {
         Affine a = {pow2(-s.e), s.mean, inverse_deviation(s.m2 / (float)cols, s.e, eps)};
@@ -499,8 +530,10 @@ struct Layer : LayerWrite {
 };
 struct Rms : RmsWrite {
     typedef Squares Op;
-    template <class Slots>
-    __device__ static Scaled of(const Slots& v, int count, int e) { return squares_of(v, count, e); }
+    template <class Slots> __device__ static Scaled of(const Slots& v, int count, int e)
+    {
+        return squares_of(v, count, e);
+    }
     __device__ static Affine affine(Scaled s, unsigned int cols, float eps)
     {
         Affine a = {pow2(-s.e), 0.0f, inverse_deviation(s.sum / (float)cols, s.e, eps)};
@@ -617,7 +650,8 @@ struct Strided {
 
 // Elements [0, len) of a chunk into the thread's slots; returns how many are the thread's.
 template <class E>
-__device__ __forceinline__ int load_strided(const typename E::Word* __restrict__ x, unsigned int len, Strided& v)
+__device__ __forceinline__ int load_strided(const typename E::Word* __restrict__ x,
+                                            unsigned int len, Strided& v)
 {
     int count = 0;
 #pragma unroll
@@ -633,9 +667,9 @@ __device__ __forceinline__ int load_strided(const typename E::Word* __restrict__
 }
 
 template <class E, class N>
-__device__ __forceinline__ void write_strided(const Strided& v, int count, const typename E::Word* __restrict__ w,
-                                              const typename E::Word* __restrict__ b,
-                                              typename E::Word* __restrict__ y, Affine a)
+__device__ __forceinline__ void
+write_strided(const Strided& v, int count, const typename E::Word* __restrict__ w,
+              const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, Affine a)
 {
 #pragma unroll
     for (int s = 0; s < SLOTS; s++) {
@@ -648,9 +682,10 @@ __device__ __forceinline__ void write_strided(const Strided& v, int count, const
 }
 
 template <class E, class N>
-__device__ void one_pass(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
-                         const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int cols,
-                         float eps)
+__device__ void one_pass(const typename E::Word* __restrict__ x,
+                         const typename E::Word* __restrict__ w,
+                         const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y,
+                         unsigned int cols, float eps)
 {
     const size_t offset = (size_t)blockIdx.x * cols;
     const unsigned int capacity = SLOTS * blockDim.x;
@@ -678,25 +713,27 @@ __device__ void one_pass(const typename E::Word* __restrict__ x, const typename 
 // ANCHOR_END: one_pass
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_one_pass(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
-                    float eps)
+    layer_norm_one_pass(const float* x, const float* w, const float* b, float* y, unsigned int rows,
+                        unsigned int cols, float eps)
 {
     one_pass<F32, Layer>(x, w, b, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b, unsigned short* y,
-                         unsigned int rows, unsigned int cols, float eps)
+    layer_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w,
+                             const unsigned short* b, unsigned short* y, unsigned int rows,
+                             unsigned int cols, float eps)
 {
     one_pass<BF16, Layer>(x, w, b, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_one_pass(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps)
+    rms_norm_one_pass(const float* x, const float* w, float* y, unsigned int rows,
+                      unsigned int cols, float eps)
 {
     one_pass<F32, Rms>(x, w, 0, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
-                       unsigned int cols, float eps)
+    rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y,
+                           unsigned int rows, unsigned int cols, float eps)
 {
     one_pass<BF16, Rms>(x, w, 0, y, cols, eps);
 }
@@ -739,14 +776,16 @@ rms_norm_one_pass_bf16(const unsigned short* x, const unsigned short* w, unsigne
 // Launch: block THREADS, grid ceil(rows / (THREADS / (32 warps))), warps 1, 2, 4 or 8; the kernel
 // by the row's fit (norms::Step::plan): <norm>_by_length_full, <norm>_by_length or
 // <norm>_by_length_chunks.
-template <class E>
-struct Vectors {
+template <class E> struct Vectors {
     enum { N = LANE_ELEMENTS, VECTORS = LANE_ELEMENTS / E::PER_VEC };
     uint4 q[VECTORS]; // as loaded: element s is element s % PER_VEC of vector s / PER_VEC
     __device__ float get(int s) const { return E::element(q[s / E::PER_VEC], s % E::PER_VEC); }
 };
 
-__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
+__device__ __forceinline__ bool aligned16(const void* p)
+{
+    return (reinterpret_cast<size_t>(p) & 15) == 0;
+}
 
 // Elements [0, len) of a chunk into this lane's vectors (`lanes` lanes share the chunk); returns
 // how many slots are the lane's. `whole` says the chunk, the output, w and b all start on a
@@ -758,8 +797,9 @@ __device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_c
 // second read of a failing row, which is rare), the 16-byte loads are marked as streaming
 // (ld.global.cs, __ldcs): evict first, from the L1 and the L2.
 template <class E, bool STREAM = true, class Slots>
-__device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x, unsigned int len, unsigned int lane,
-                                            unsigned int lanes, bool whole, Slots& v)
+__device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__ x,
+                                            unsigned int len, unsigned int lane, unsigned int lanes,
+                                            bool whole, Slots& v)
 {
     uint4* q = v.q;
     int count = 0;
@@ -768,7 +808,8 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
         const unsigned int vector = k * lanes + lane, first = vector * E::PER_VEC;
         // ANCHOR: solution vector k of the lane, elements [first, first + E::PER_VEC) of x, into q[k]: one 16-byte load (a uint4, the vector-th of the chunk; __ldcs where STREAM) where whole is true and the vector lies inside len, else E::gather(x, first, len)
         if (whole && first + E::PER_VEC <= len) {
-            q[k] = STREAM ? __ldcs(reinterpret_cast<const uint4*>(x) + vector) : reinterpret_cast<const uint4*>(x)[vector];
+            q[k] = STREAM ? __ldcs(reinterpret_cast<const uint4*>(x) + vector)
+                          : reinterpret_cast<const uint4*>(x)[vector];
         } else {
             q[k] = E::gather(x, first, len);
         }
@@ -784,11 +825,10 @@ __device__ __forceinline__ int load_vectors(const typename E::Word* __restrict__
 // 16-byte stores are marked as streaming (st.global.cs, __stcs): nothing reads y again. With FULL
 // (the caller knows it), every vector of the lane is inside len and whole: no test, no other path.
 template <class E, class N, bool STREAM = true, bool FULL = false, class Slots>
-__device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, unsigned int lane,
-                                              unsigned int lanes, bool whole,
-                                              const typename E::Word* __restrict__ w,
-                                              const typename E::Word* __restrict__ b,
-                                              typename E::Word* __restrict__ y, Affine a)
+__device__ __forceinline__ void
+write_vectors(const Slots& v, unsigned int len, unsigned int lane, unsigned int lanes, bool whole,
+              const typename E::Word* __restrict__ w, const typename E::Word* __restrict__ b,
+              typename E::Word* __restrict__ y, Affine a)
 {
 #pragma unroll
     for (int k = 0; k < Slots::N / E::PER_VEC; k++) {
@@ -798,11 +838,13 @@ __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, 
         }
         if (FULL || (whole && first + E::PER_VEC <= len)) {
             const uint4 wq = reinterpret_cast<const uint4*>(w)[vector];
-            const uint4 bq = N::HAS_BIAS ? reinterpret_cast<const uint4*>(b)[vector] : make_uint4(0u, 0u, 0u, 0u);
+            const uint4 bq = N::HAS_BIAS ? reinterpret_cast<const uint4*>(b)[vector]
+                                         : make_uint4(0u, 0u, 0u, 0u);
             float out[E::PER_VEC];
 #pragma unroll
             for (int j = 0; j < E::PER_VEC; j++) {
-                out[j] = N::apply(v.get(k * E::PER_VEC + j), a, E::element(wq, j), E::element(bq, j));
+                out[j] =
+                    N::apply(v.get(k * E::PER_VEC + j), a, E::element(wq, j), E::element(bq, j));
             }
             if (STREAM) {
                 __stcs(reinterpret_cast<uint4*>(y) + vector, E::pack(out));
@@ -814,7 +856,8 @@ __device__ __forceinline__ void write_vectors(const Slots& v, unsigned int len, 
             for (int j = 0; j < E::PER_VEC; j++) {
                 if (first + j < len) {
                     const float bias = N::HAS_BIAS ? E::load(b, first + j) : 0.0f;
-                    E::store(y, first + j, N::apply(v.get(k * E::PER_VEC + j), a, E::load(w, first + j), bias));
+                    E::store(y, first + j,
+                             N::apply(v.get(k * E::PER_VEC + j), a, E::load(w, first + j), bias));
                 }
             }
         }
@@ -866,21 +909,24 @@ struct LaneOfRow {
     bool live;
     size_t offset;
 };
-__device__ __forceinline__ LaneOfRow lane_of_row(unsigned int rows, unsigned int cols, unsigned int warps)
+__device__ __forceinline__ LaneOfRow lane_of_row(unsigned int rows, unsigned int cols,
+                                                 unsigned int warps)
 {
     const unsigned int shift = 5 + __ffs(warps) - 1, lanes = 1u << shift;
     const size_t row = (size_t)blockIdx.x * (blockDim.x >> shift) + (threadIdx.x >> shift);
     const bool live = row < rows;
-    LaneOfRow at = {lanes, threadIdx.x & (lanes - 1), live ? cols : 0, live, (live ? row : 0) * cols};
+    LaneOfRow at = {lanes, threadIdx.x & (lanes - 1), live ? cols : 0, live,
+                    (live ? row : 0) * cols};
     return at;
 }
 
 // STREAM is the chapter's (true): scripts/lab/norms/bf16-packed-lanes.cu turns it off to measure
 // without it.
 template <class E, class N, RowFit FIT, bool STREAM = true>
-__device__ void by_length(const typename E::Word* __restrict__ x, const typename E::Word* __restrict__ w,
-                          const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y, unsigned int rows,
-                          unsigned int cols, float eps, unsigned int warps)
+__device__ void by_length(const typename E::Word* __restrict__ x,
+                          const typename E::Word* __restrict__ w,
+                          const typename E::Word* __restrict__ b, typename E::Word* __restrict__ y,
+                          unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
     const LaneOfRow at = lane_of_row(rows, cols, warps);
     const unsigned int lanes = at.lanes, lane = at.lane;
@@ -891,8 +937,8 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
         // The row fits the lanes' registers (the launcher sees to it): read once, written from
         // the registers. Full rows come only where x, y, w and b start on 16-byte boundaries (the
         // launcher sees to that too), so that their kernel need not check: then every row does.
-        const bool whole = FIT == FULL_LANES || (aligned16(x + offset) && aligned16(y + offset) && aligned16(w) &&
-                                                 (!N::HAS_BIAS || aligned16(b)));
+        const bool whole = FIT == FULL_LANES || (aligned16(x + offset) && aligned16(y + offset) &&
+                                                 aligned16(w) && (!N::HAS_BIAS || aligned16(b)));
         const unsigned int len = live ? cols : 0;
         const int count = load_vectors<E, STREAM>(x + offset, len, lane, lanes, whole, v);
         typename N::Op::Value state;
@@ -902,16 +948,18 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
         } else {
             state = row_reduce<typename N::Op>(thread_state<N>(v, count), warps);
         }
-        write_vectors<E, N, STREAM>(v, len, lane, lanes, whole, w, b, y + offset, N::affine(state, cols, eps));
+        write_vectors<E, N, STREAM>(v, len, lane, lanes, whole, w, b, y + offset,
+                                    N::affine(state, cols, eps));
     } else {
         // A longer row, a chunk of `capacity` elements at a time: its statistics, then its write.
         const unsigned int capacity = LANE_ELEMENTS * lanes;
         typename N::Op::Value state = N::Op::identity();
         for (unsigned int c = 0; c < cols; c += capacity) {
             const unsigned int len = live ? min(capacity, cols - c) : 0;
-            const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
-                               (!N::HAS_BIAS || aligned16(b + c));
-            const int count = load_vectors<E, false>(x + offset + c, len, lane, lanes, whole, v); // read again below
+            const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) &&
+                               aligned16(w + c) && (!N::HAS_BIAS || aligned16(b + c));
+            const int count = load_vectors<E, false>(x + offset + c, len, lane, lanes, whole,
+                                                     v); // read again below
             state = N::Op::combine(state, thread_state<N>(v, count));
         }
         state = row_reduce<typename N::Op>(state, warps);
@@ -919,8 +967,8 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
         for (unsigned int c = 0; c < cols; c += capacity) {
             const unsigned int len = live ? min(capacity, cols - c) : 0;
             const typename E::Word* bias = N::HAS_BIAS ? b + c : b;
-            const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) && aligned16(w + c) &&
-                               (!N::HAS_BIAS || aligned16(bias));
+            const bool whole = aligned16(x + offset + c) && aligned16(y + offset + c) &&
+                               aligned16(w + c) && (!N::HAS_BIAS || aligned16(bias));
             load_vectors<E, STREAM>(x + offset + c, len, lane, lanes, whole, v);
             write_vectors<E, N, STREAM>(v, len, lane, lanes, whole, w + c, bias, y + offset + c, a);
         }
@@ -956,7 +1004,8 @@ __device__ void by_length(const typename E::Word* __restrict__ x, const typename
 __device__ __forceinline__ Moments merge_equal(Moments a, Moments b)
 {
     const float d = b.mean - a.mean;
-    Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean), fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
+    Moments merged = {a.n + b.n, a.e, fmaf(d, 0.5f, a.mean),
+                      fmaf(d * d, (float)a.n * 0.5f, a.m2 + b.m2)};
     return merged;
 }
 
@@ -969,8 +1018,7 @@ __device__ __forceinline__ bool unscaled_passes(Moments s, unsigned int cols)
 }
 
 // A lane's statistics at e = 0 in one sweep of its registers about its first element.
-template <class Slots>
-__device__ __forceinline__ Moments unscaled_lane_moments(const Slots& v)
+template <class Slots> __device__ __forceinline__ Moments unscaled_lane_moments(const Slots& v)
 {
     const float p = v.get(0);
     float s1 = 0.0f, s2 = 0.0f;
@@ -988,12 +1036,16 @@ __device__ __forceinline__ Moments unscaled_lane_moments(const Slots& v)
 // A passing row's write: (x - mean) f w + b (LayerWrite's with g = 1).
 struct UnscaledWrite {
     enum { HAS_BIAS = 1 };
-    __device__ static float apply(float x, Affine a, float w, float b) { return fmaf((x - a.center) * a.factor, w, b); }
+    __device__ static float apply(float x, Affine a, float w, float b)
+    {
+        return fmaf((x - a.center) * a.factor, w, b);
+    }
 };
 
 template <class E, bool STREAM = true>
-__device__ void unscaled_full_lanes(const typename E::Word* x, const typename E::Word* w, const typename E::Word* b,
-                                    typename E::Word* y, unsigned int rows, unsigned int cols, float eps,
+__device__ void unscaled_full_lanes(const typename E::Word* x, const typename E::Word* w,
+                                    const typename E::Word* b, typename E::Word* y,
+                                    unsigned int rows, unsigned int cols, float eps,
                                     unsigned int warps)
 {
     const LaneOfRow at = lane_of_row(rows, cols, warps);
@@ -1016,7 +1068,8 @@ __device__ void unscaled_full_lanes(const typename E::Word* x, const typename E:
             m = merge_equal(m, merge_equal(parked[2], parked[3]));
         }
         if (warps == 8) {
-            m = merge_equal(m, merge_equal(merge_equal(parked[4], parked[5]), merge_equal(parked[6], parked[7])));
+            m = merge_equal(m, merge_equal(merge_equal(parked[4], parked[5]),
+                                           merge_equal(parked[6], parked[7])));
         }
         if (live && !unscaled_passes(m, cols)) {
             block_fails = 1;
@@ -1027,7 +1080,8 @@ __device__ void unscaled_full_lanes(const typename E::Word* x, const typename E:
     if (fails) {
         load_vectors<E, false>(x + offset, len, lane, lanes, true, v);
         m = across_warps<MomentsOp>(full_warp_merge(full_lane_state<Layer>(v)), warps);
-        write_vectors<E, Layer, STREAM>(v, len, lane, lanes, true, w, b, y + offset, Layer::affine(m, cols, eps));
+        write_vectors<E, Layer, STREAM>(v, len, lane, lanes, true, w, b, y + offset,
+                                        Layer::affine(m, cols, eps));
         return;
     }
     if (!live) {
@@ -1054,75 +1108,79 @@ __device__ void unscaled_full_lanes(const typename E::Word* x, const typename E:
 // at five blocks an SM), and so would the general merges beside the full lanes' (58 to 174 bytes,
 // scripts/lab/norms/bf16-packed-lanes.cu).
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_by_length_full(const float* x, const float* w, const float* b, float* y, unsigned int rows,
-                          unsigned int cols, float eps, unsigned int warps)
+    layer_norm_by_length_full(const float* x, const float* w, const float* b, float* y,
+                              unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
     by_length<F32, Layer, FULL_LANES>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
-layer_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
-                               unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+    layer_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w,
+                                   const unsigned short* b, unsigned short* y, unsigned int rows,
+                                   unsigned int cols, float eps, unsigned int warps)
 {
     unscaled_full_lanes<BF16>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_by_length_full(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
-                        unsigned int warps)
+    rms_norm_by_length_full(const float* x, const float* w, float* y, unsigned int rows,
+                            unsigned int cols, float eps, unsigned int warps)
 {
     by_length<F32, Rms, FULL_LANES>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
-rms_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
-                             unsigned int cols, float eps, unsigned int warps)
+    rms_norm_by_length_full_bf16(const unsigned short* x, const unsigned short* w,
+                                 unsigned short* y, unsigned int rows, unsigned int cols, float eps,
+                                 unsigned int warps)
 {
     by_length<BF16, Rms, FULL_LANES>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_by_length(const float* x, const float* w, const float* b, float* y, unsigned int rows, unsigned int cols,
-                     float eps, unsigned int warps)
+    layer_norm_by_length(const float* x, const float* w, const float* b, float* y,
+                         unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
     by_length<F32, Layer, IN_REGISTERS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
-layer_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
-                          unsigned short* y, unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+    layer_norm_by_length_bf16(const unsigned short* x, const unsigned short* w,
+                              const unsigned short* b, unsigned short* y, unsigned int rows,
+                              unsigned int cols, float eps, unsigned int warps)
 {
     by_length<BF16, Layer, IN_REGISTERS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_by_length(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
-                   unsigned int warps)
+    rms_norm_by_length(const float* x, const float* w, float* y, unsigned int rows,
+                       unsigned int cols, float eps, unsigned int warps)
 {
     by_length<F32, Rms, IN_REGISTERS>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
-rms_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y, unsigned int rows,
-                        unsigned int cols, float eps, unsigned int warps)
+    rms_norm_by_length_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y,
+                            unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
     by_length<BF16, Rms, IN_REGISTERS>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-layer_norm_by_length_chunks(const float* x, const float* w, const float* b, float* y, unsigned int rows,
-                            unsigned int cols, float eps, unsigned int warps)
+    layer_norm_by_length_chunks(const float* x, const float* w, const float* b, float* y,
+                                unsigned int rows, unsigned int cols, float eps, unsigned int warps)
 {
     by_length<F32, Layer, IN_CHUNKS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
-layer_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w, const unsigned short* b,
-                                 unsigned short* y, unsigned int rows, unsigned int cols, float eps,
-                                 unsigned int warps)
+    layer_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w,
+                                     const unsigned short* b, unsigned short* y, unsigned int rows,
+                                     unsigned int cols, float eps, unsigned int warps)
 {
     by_length<BF16, Layer, IN_CHUNKS>(x, w, b, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS)
-rms_norm_by_length_chunks(const float* x, const float* w, float* y, unsigned int rows, unsigned int cols, float eps,
-                          unsigned int warps)
+    rms_norm_by_length_chunks(const float* x, const float* w, float* y, unsigned int rows,
+                              unsigned int cols, float eps, unsigned int warps)
 {
     by_length<F32, Rms, IN_CHUNKS>(x, w, 0, y, rows, cols, eps, warps);
 }
 extern "C" __global__ void __launch_bounds__(THREADS, BF16_BLOCKS_PER_SM)
-rms_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w, unsigned short* y,
-                               unsigned int rows, unsigned int cols, float eps, unsigned int warps)
+    rms_norm_by_length_chunks_bf16(const unsigned short* x, const unsigned short* w,
+                                   unsigned short* y, unsigned int rows, unsigned int cols,
+                                   float eps, unsigned int warps)
 {
     by_length<BF16, Rms, IN_CHUNKS>(x, w, 0, y, rows, cols, eps, warps);
 }

@@ -18,14 +18,29 @@
 // ANCHOR: operators
 // Products wrap around for integers (computed unsigned: signed overflow is undefined in C++), as
 // numpy's and torch's do; float products overflow to inf, and NaN spreads, as IEEE arithmetic does.
-__device__ __forceinline__ float wrapping_mul(float a, float b) { return a * b; }
-__device__ __forceinline__ double wrapping_mul(double a, double b) { return a * b; }
-__device__ __forceinline__ int wrapping_mul(int a, int b) { return (int)((unsigned int)a * (unsigned int)b); }
-__device__ __forceinline__ unsigned int wrapping_mul(unsigned int a, unsigned int b) { return a * b; }
-__device__ __forceinline__ unsigned long long wrapping_mul(unsigned long long a, unsigned long long b) { return a * b; }
+__device__ __forceinline__ float wrapping_mul(float a, float b)
+{
+    return a * b;
+}
+__device__ __forceinline__ double wrapping_mul(double a, double b)
+{
+    return a * b;
+}
+__device__ __forceinline__ int wrapping_mul(int a, int b)
+{
+    return (int)((unsigned int)a * (unsigned int)b);
+}
+__device__ __forceinline__ unsigned int wrapping_mul(unsigned int a, unsigned int b)
+{
+    return a * b;
+}
+__device__ __forceinline__ unsigned long long wrapping_mul(unsigned long long a,
+                                                           unsigned long long b)
+{
+    return a * b;
+}
 
-template <class T>
-struct Product {
+template <class T> struct Product {
     typedef T Input;
     typedef T Value;
     __device__ static T lift(T x) { return x; }
@@ -35,8 +50,7 @@ struct Product {
 
 // Logical and / or (numpy's all / any): an element is true when it is not zero (NaN is true, -0.0
 // false, as bool(x) is in Python). Values are 0 or 1 in 32 bits (what a shuffle moves).
-template <class In>
-struct All {
+template <class In> struct All {
     typedef In Input;
     typedef unsigned int Value;
     __device__ static unsigned int lift(In x) { return x != (In)0; }
@@ -44,8 +58,7 @@ struct All {
     __device__ static unsigned int combine(unsigned int a, unsigned int b) { return a & b; }
 };
 
-template <class In>
-struct Any {
+template <class In> struct Any {
     typedef In Input;
     typedef unsigned int Value;
     __device__ static unsigned int lift(In x) { return x != (In)0; }
@@ -54,17 +67,15 @@ struct Any {
 };
 
 // Bitwise and / or / xor of integers: identities all ones, 0 and 0.
-template <class T>
-struct BitAnd {
+template <class T> struct BitAnd {
     typedef T Input;
     typedef T Value;
     __device__ static T lift(T x) { return x; }
-    __device__ static T identity() { return (T)~(T)0; }
+    __device__ static T identity() { return (T) ~(T)0; }
     __device__ static T combine(T a, T b) { return a & b; }
 };
 
-template <class T>
-struct BitOr {
+template <class T> struct BitOr {
     typedef T Input;
     typedef T Value;
     __device__ static T lift(T x) { return x; }
@@ -72,8 +83,7 @@ struct BitOr {
     __device__ static T combine(T a, T b) { return a | b; }
 };
 
-template <class T>
-struct BitXor {
+template <class T> struct BitXor {
     typedef T Input;
     typedef T Value;
     __device__ static T lift(T x) { return x; }
@@ -85,18 +95,19 @@ struct BitXor {
 // number (numpy's and torch's argmax and argmin return the first NaN); between equal values, or
 // two NaNs, the smaller index wins, so the result is the first extreme whatever the grouping. The
 // identity, (+inf or -inf, the largest index), loses to every element, even an infinite one.
-template <class T>
-struct Arg {
+template <class T> struct Arg {
     T value;
     unsigned long long index;
 };
 
-template <class T, bool Largest>
-struct ArgBest {
+template <class T, bool Largest> struct ArgBest {
     typedef T Input;
     typedef Arg<T> Value;
     __device__ static Arg<T> lift(T x, unsigned long long i) { return Arg<T>{x, i}; }
-    __device__ static Arg<T> identity() { return Arg<T>{Largest ? Limits<T>::lowest() : Limits<T>::highest(), ~0ull}; }
+    __device__ static Arg<T> identity()
+    {
+        return Arg<T>{Largest ? Limits<T>::lowest() : Limits<T>::highest(), ~0ull};
+    }
     __device__ static Arg<T> combine(Arg<T> a, Arg<T> b)
     {
         const bool a_nan = a.value != a.value;
@@ -114,8 +125,7 @@ struct ArgBest {
 template <class T> struct ArgMax : ArgBest<T, true> {};
 template <class T> struct ArgMin : ArgBest<T, false> {};
 
-template <class T>
-__device__ __forceinline__ Arg<T> shuffle_down(Arg<T> a, int offset)
+template <class T> __device__ __forceinline__ Arg<T> shuffle_down(Arg<T> a, int offset)
 {
     return Arg<T>{shuffle_down(a.value, offset), shuffle_down(a.index, offset)};
 }
@@ -129,17 +139,21 @@ struct __align__(32) Double4 {
 struct __align__(32) U64x4 {
     unsigned long long x, y, z, w;
 };
-template <> struct Vec4<unsigned char> { typedef uchar4 Type; };
-template <> struct Vec4<double> { typedef Double4 Type; };
-template <> struct Vec4<unsigned long long> { typedef U64x4 Type; };
+template <> struct Vec4<unsigned char> {
+    typedef uchar4 Type;
+};
+template <> struct Vec4<double> {
+    typedef Double4 Type;
+};
+template <> struct Vec4<unsigned long long> {
+    typedef U64x4 Type;
+};
 
 // Commutative<Op>::value: Op::commutative where Op says, else true.
-template <class Op, class = void>
-struct Commutative {
+template <class Op, class = void> struct Commutative {
     enum { value = true };
 };
-template <class Op>
-struct Commutative<Op, decltype(void(Op::commutative))> {
+template <class Op> struct Commutative<Op, decltype(void(Op::commutative))> {
     enum { value = Op::commutative };
 };
 
@@ -151,11 +165,12 @@ struct Commutative<Op, decltype(void(Op::commutative))> {
 // order, and lane 0 appends them to the span's value. Valid in lane 0 of each warp (the other lanes
 // return the identity).
 template <class Op>
-__device__ __forceinline__ typename Op::Value range_reduce_in_order(const typename Op::Input* __restrict__ input,
-                                                                    unsigned long long n)
+__device__ __forceinline__ typename Op::Value
+range_reduce_in_order(const typename Op::Input* __restrict__ input, unsigned long long n)
 {
     const unsigned long long warps = (unsigned long long)gridDim.x * blockDim.x / 32;
-    const unsigned long long warp = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const unsigned long long warp =
+        ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const unsigned int lane = threadIdx.x % 32;
     const unsigned long long span = ((n + warps - 1) / warps + 31) / 32 * 32;
     const unsigned long long begin = warp * span < n ? warp * span : n;
@@ -178,7 +193,8 @@ __device__ __forceinline__ typename Op::Value range_reduce_in_order(const typena
 // blocks' values in order are the input's.
 template <class Op>
 __device__ __forceinline__ void first_pass(const typename Op::Input* __restrict__ input,
-                                           typename Op::Value* __restrict__ output, unsigned long long n)
+                                           typename Op::Value* __restrict__ output,
+                                           unsigned long long n)
 {
     typename Op::Value value;
     if constexpr (Commutative<Op>::value) {
@@ -192,8 +208,7 @@ __device__ __forceinline__ void first_pass(const typename Op::Input* __restrict_
 }
 
 // The operator over values already lifted: what the later passes combine.
-template <class Op>
-struct OnValues {
+template <class Op> struct OnValues {
     typedef typename Op::Value Input;
     typedef typename Op::Value Value;
     __device__ static Value lift(Value x) { return x; }
@@ -204,10 +219,12 @@ struct OnValues {
 // Later passes: the previous pass's values (a few thousand at most), in order, for any operator.
 template <class Op>
 __device__ __forceinline__ void later_pass(const typename Op::Value* __restrict__ input,
-                                           typename Op::Value* __restrict__ output, unsigned long long n)
+                                           typename Op::Value* __restrict__ output,
+                                           unsigned long long n)
 {
     typedef OnValues<Op> Values;
-    const typename Op::Value value = block_reduce<Values, true>(range_reduce_in_order<Values>(input, n));
+    const typename Op::Value value =
+        block_reduce<Values, true>(range_reduce_in_order<Values>(input, n));
     if (threadIdx.x == 0) {
         output[blockIdx.x] = value;
     }
@@ -215,16 +232,16 @@ __device__ __forceinline__ void later_pass(const typename Op::Value* __restrict_
 
 // The two entry points of an operator: `first` over the input, `later` over values. Both names
 // are written out where this is used, so a kernel's name is found by searching for it.
-#define OPERATOR_KERNELS(first, later, Op)                                                                    \
-    extern "C" __global__ void __launch_bounds__(256, 8)                                                      \
-        first(const Op::Input* __restrict__ input, Op::Value* __restrict__ output, unsigned long long n)     \
-    {                                                                                                         \
-        first_pass<Op>(input, output, n);                                                                     \
-    }                                                                                                         \
-    extern "C" __global__ void __launch_bounds__(256, 8)                                                      \
-        later(const Op::Value* __restrict__ input, Op::Value* __restrict__ output, unsigned long long n)     \
-    {                                                                                                         \
-        later_pass<Op>(input, output, n);                                                                     \
+#define OPERATOR_KERNELS(first, later, Op)                                                         \
+    extern "C" __global__ void __launch_bounds__(256, 8) first(                                    \
+        const Op::Input* __restrict__ input, Op::Value* __restrict__ output, unsigned long long n) \
+    {                                                                                              \
+        first_pass<Op>(input, output, n);                                                          \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256, 8) later(                                    \
+        const Op::Value* __restrict__ input, Op::Value* __restrict__ output, unsigned long long n) \
+    {                                                                                              \
+        later_pass<Op>(input, output, n);                                                          \
     }
 // ANCHOR_END: passes
 
@@ -232,17 +249,14 @@ __device__ __forceinline__ void later_pass(const typename Op::Value* __restrict_
 // A user's operator F: a struct with `Input` and `Value` types, `identity()`, `operator()(a, b)`,
 // and optionally `lift(x)` (without it an element is converted to a Value) and
 // `static constexpr bool commutative = false`. UserOp makes it an operation of the templates above.
-template <class F, class = void>
-struct HasLift {
+template <class F, class = void> struct HasLift {
     enum { value = false };
 };
-template <class F>
-struct HasLift<F, decltype(void(F().lift(typename F::Input())))> {
+template <class F> struct HasLift<F, decltype(void(F().lift(typename F::Input())))> {
     enum { value = true };
 };
 
-template <class F>
-struct UserOp {
+template <class F> struct UserOp {
     typedef typename F::Input Input;
     typedef typename F::Value Value;
     enum { commutative = Commutative<F>::value };
@@ -259,8 +273,7 @@ struct UserOp {
 };
 
 // A user's Value moves between lanes word by word (it must be a whole number of 32-bit words).
-template <class T>
-__device__ __forceinline__ T shuffle_words(T value, int offset)
+template <class T> __device__ __forceinline__ T shuffle_words(T value, int offset)
 {
     static_assert(sizeof(T) % 4 == 0, "an operator's Value must be a whole number of 4-byte words");
     unsigned int words[sizeof(T) / 4];

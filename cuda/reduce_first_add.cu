@@ -13,8 +13,7 @@
 // Launch: blockDim.x a power of two, blockDim.x * 4 bytes of dynamic shared memory,
 // gridDim.x = ceil(n / (2 * blockDim.x)). 32-bit indexing: n < 2^32.
 extern "C" __global__ void reduce_first_add(const float* __restrict__ input,
-                                            float* __restrict__ partial,
-                                            unsigned int n)
+                                            float* __restrict__ partial, unsigned int n)
 {
     extern __shared__ float sdata[];
 
@@ -59,9 +58,7 @@ extern "C" __global__ void reduce_first_add(const float* __restrict__ input,
 // is now the largest fixed cost per block.
 // Launch: blockDim.x = 256, 1024 bytes of dynamic shared memory, any gridDim.x; n < 2^32.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_grid_stride(const float* __restrict__ input,
-                   float* __restrict__ partial,
-                   unsigned int n)
+    reduce_grid_stride(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
     extern __shared__ float sdata[];
 
@@ -99,9 +96,8 @@ reduce_grid_stride(const float* __restrict__ input,
 // the loop as written, one load then one add, one 4-byte load in flight per thread. Not a step of
 // the ladder: the chapter measures it to show what the index type costs.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_grid_stride_unsigned_index(const float* __restrict__ input,
-                                  float* __restrict__ partial,
-                                  unsigned int n)
+    reduce_grid_stride_unsigned_index(const float* __restrict__ input, float* __restrict__ partial,
+                                      unsigned int n)
 {
     extern __shared__ float sdata[];
 

@@ -15,8 +15,7 @@
 // two threads of a warp hit each of 16 banks (2-way conflict), at s = 2 four (4-way), and so on, so
 // each access is split into several shared-memory wavefronts.
 extern "C" __global__ void reduce_strided_index(const float* __restrict__ input,
-                                                float* __restrict__ partial,
-                                                unsigned int n)
+                                                float* __restrict__ partial, unsigned int n)
 {
     extern __shared__ float sdata[];
 
@@ -50,8 +49,7 @@ extern "C" __global__ void reduce_strided_index(const float* __restrict__ input,
 // What it leaves slow: half the threads only load and then idle through the whole tree, and every
 // round still costs a block-wide barrier, even when a single warp is working.
 extern "C" __global__ void reduce_interleaved(const float* __restrict__ input,
-                                              float* __restrict__ partial,
-                                              unsigned int n)
+                                              float* __restrict__ partial, unsigned int n)
 {
     extern __shared__ float sdata[];
 

@@ -24,10 +24,12 @@
 // ANCHOR: combine
 template <class Op>
 __device__ __forceinline__ void combine_into(typename Op::Value* __restrict__ into,
-                                             const typename Op::Value* __restrict__ from, unsigned long long n)
+                                             const typename Op::Value* __restrict__ from,
+                                             unsigned long long n)
 {
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
         // ANCHOR: solution fold: into[i] becomes the operation (Op::combine) of into[i] and from[i]
         into[i] = Op::combine(into[i], from[i]);
         // ANCHOR_END: solution
@@ -36,51 +38,56 @@ __device__ __forceinline__ void combine_into(typename Op::Value* __restrict__ in
 // ANCHOR_END: combine
 
 // The entry points, ring_combine_<op>_<type>: one per operation and element type.
-extern "C" __global__ void ring_combine_sum_f32(float* into, const float* from, unsigned long long n)
+extern "C" __global__ void ring_combine_sum_f32(float* into, const float* from,
+                                                unsigned long long n)
 {
-    combine_into<Sum<float> >(into, from, n);
+    combine_into<Sum<float>>(into, from, n);
 }
 
-extern "C" __global__ void ring_combine_min_f32(float* into, const float* from, unsigned long long n)
+extern "C" __global__ void ring_combine_min_f32(float* into, const float* from,
+                                                unsigned long long n)
 {
-    combine_into<Min<float> >(into, from, n);
+    combine_into<Min<float>>(into, from, n);
 }
 
-extern "C" __global__ void ring_combine_max_f32(float* into, const float* from, unsigned long long n)
+extern "C" __global__ void ring_combine_max_f32(float* into, const float* from,
+                                                unsigned long long n)
 {
-    combine_into<Max<float> >(into, from, n);
+    combine_into<Max<float>>(into, from, n);
 }
 
 extern "C" __global__ void ring_combine_sum_i32(int* into, const int* from, unsigned long long n)
 {
-    combine_into<Sum<int> >(into, from, n);
+    combine_into<Sum<int>>(into, from, n);
 }
 
 extern "C" __global__ void ring_combine_min_i32(int* into, const int* from, unsigned long long n)
 {
-    combine_into<Min<int> >(into, from, n);
+    combine_into<Min<int>>(into, from, n);
 }
 
 extern "C" __global__ void ring_combine_max_i32(int* into, const int* from, unsigned long long n)
 {
-    combine_into<Max<int> >(into, from, n);
+    combine_into<Max<int>>(into, from, n);
 }
 
-extern "C" __global__ void ring_combine_sum_u32(unsigned int* into, const unsigned int* from, unsigned long long n)
+extern "C" __global__ void ring_combine_sum_u32(unsigned int* into, const unsigned int* from,
+                                                unsigned long long n)
 {
-    combine_into<Sum<unsigned int> >(into, from, n);
+    combine_into<Sum<unsigned int>>(into, from, n);
 }
 
-extern "C" __global__ void ring_combine_min_u32(unsigned int* into, const unsigned int* from, unsigned long long n)
+extern "C" __global__ void ring_combine_min_u32(unsigned int* into, const unsigned int* from,
+                                                unsigned long long n)
 {
-    combine_into<Min<unsigned int> >(into, from, n);
+    combine_into<Min<unsigned int>>(into, from, n);
 }
 
-extern "C" __global__ void ring_combine_max_u32(unsigned int* into, const unsigned int* from, unsigned long long n)
+extern "C" __global__ void ring_combine_max_u32(unsigned int* into, const unsigned int* from,
+                                                unsigned long long n)
 {
-    combine_into<Max<unsigned int> >(into, from, n);
+    combine_into<Max<unsigned int>>(into, from, n);
 }
-
 
 // -------------------------------------------------------------------------------------------------
 // Steps 4 to 6: one kernel per GPU and call, the GPUs reading and writing each other's memory.
@@ -137,8 +144,7 @@ extern "C" __global__ void ring_combine_max_u32(unsigned int* into, const unsign
 #define PEER_KERNEL extern "C" __global__ void __launch_bounds__(512, 2)
 
 // What one GPU's kernel knows of the others, read from its table.
-template <class T>
-struct Peers {
+template <class T> struct Peers {
     const unsigned long long* table;
     unsigned rank;
     unsigned gpus;
@@ -221,8 +227,7 @@ __device__ __forceinline__ V fold_ranks(unsigned gpus, unsigned long long q, Fro
 }
 
 // The operation on 16-byte vectors, lane by lane, and on single elements.
-template <class Op>
-struct Lanes {
+template <class Op> struct Lanes {
     typedef typename Op::Value T;
     typedef typename Vec4<T>::Type V;
     __device__ V operator()(V a, V b) const
@@ -386,164 +391,164 @@ __device__ void two_shot_writes(typename Op::Value* buffer, const unsigned long 
 // ANCHOR_END: two_shot_writes
 
 // The entry points, <kind>_<op>_<type>: one_shot, two_shot and two_shot_writes.
-PEER_KERNEL one_shot_sum_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL one_shot_sum_f32(float* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    one_shot<Sum<float> >(buffer, table, n, epoch);
+    one_shot<Sum<float>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL one_shot_min_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL one_shot_min_f32(float* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    one_shot<Min<float> >(buffer, table, n, epoch);
+    one_shot<Min<float>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL one_shot_max_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL one_shot_max_f32(float* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    one_shot<Max<float> >(buffer, table, n, epoch);
+    one_shot<Max<float>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL one_shot_sum_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL one_shot_sum_i32(int* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    one_shot<Sum<int> >(buffer, table, n, epoch);
+    one_shot<Sum<int>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL one_shot_min_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL one_shot_min_i32(int* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    one_shot<Min<int> >(buffer, table, n, epoch);
+    one_shot<Min<int>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL one_shot_max_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL one_shot_max_i32(int* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    one_shot<Max<int> >(buffer, table, n, epoch);
+    one_shot<Max<int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
                              unsigned long long n, unsigned long long epoch)
 {
-    one_shot<Sum<unsigned int> >(buffer, table, n, epoch);
+    one_shot<Sum<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
                              unsigned long long n, unsigned long long epoch)
 {
-    one_shot<Min<unsigned int> >(buffer, table, n, epoch);
+    one_shot<Min<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL one_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
                              unsigned long long n, unsigned long long epoch)
 {
-    one_shot<Max<unsigned int> >(buffer, table, n, epoch);
+    one_shot<Max<unsigned int>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL two_shot_sum_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL two_shot_sum_f32(float* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    two_shot<Sum<float> >(buffer, table, n, epoch);
+    two_shot<Sum<float>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL two_shot_min_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL two_shot_min_f32(float* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    two_shot<Min<float> >(buffer, table, n, epoch);
+    two_shot<Min<float>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL two_shot_max_f32(float* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL two_shot_max_f32(float* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    two_shot<Max<float> >(buffer, table, n, epoch);
+    two_shot<Max<float>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL two_shot_sum_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL two_shot_sum_i32(int* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    two_shot<Sum<int> >(buffer, table, n, epoch);
+    two_shot<Sum<int>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL two_shot_min_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL two_shot_min_i32(int* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    two_shot<Min<int> >(buffer, table, n, epoch);
+    two_shot<Min<int>>(buffer, table, n, epoch);
 }
 
-PEER_KERNEL two_shot_max_i32(int* buffer, const unsigned long long* table,
-                             unsigned long long n, unsigned long long epoch)
+PEER_KERNEL two_shot_max_i32(int* buffer, const unsigned long long* table, unsigned long long n,
+                             unsigned long long epoch)
 {
-    two_shot<Max<int> >(buffer, table, n, epoch);
+    two_shot<Max<int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_sum_u32(unsigned int* buffer, const unsigned long long* table,
                              unsigned long long n, unsigned long long epoch)
 {
-    two_shot<Sum<unsigned int> >(buffer, table, n, epoch);
+    two_shot<Sum<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_min_u32(unsigned int* buffer, const unsigned long long* table,
                              unsigned long long n, unsigned long long epoch)
 {
-    two_shot<Min<unsigned int> >(buffer, table, n, epoch);
+    two_shot<Min<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_max_u32(unsigned int* buffer, const unsigned long long* table,
                              unsigned long long n, unsigned long long epoch)
 {
-    two_shot<Max<unsigned int> >(buffer, table, n, epoch);
+    two_shot<Max<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_sum_f32(float* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Sum<float> >(buffer, table, n, epoch);
+    two_shot_writes<Sum<float>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_min_f32(float* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Min<float> >(buffer, table, n, epoch);
+    two_shot_writes<Min<float>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_max_f32(float* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Max<float> >(buffer, table, n, epoch);
+    two_shot_writes<Max<float>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_sum_i32(int* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Sum<int> >(buffer, table, n, epoch);
+    two_shot_writes<Sum<int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_min_i32(int* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Min<int> >(buffer, table, n, epoch);
+    two_shot_writes<Min<int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_max_i32(int* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Max<int> >(buffer, table, n, epoch);
+    two_shot_writes<Max<int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_sum_u32(unsigned int* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Sum<unsigned int> >(buffer, table, n, epoch);
+    two_shot_writes<Sum<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_min_u32(unsigned int* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Min<unsigned int> >(buffer, table, n, epoch);
+    two_shot_writes<Min<unsigned int>>(buffer, table, n, epoch);
 }
 
 PEER_KERNEL two_shot_writes_max_u32(unsigned int* buffer, const unsigned long long* table,
                                     unsigned long long n, unsigned long long epoch)
 {
-    two_shot_writes<Max<unsigned int> >(buffer, table, n, epoch);
+    two_shot_writes<Max<unsigned int>>(buffer, table, n, epoch);
 }

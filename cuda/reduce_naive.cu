@@ -16,8 +16,7 @@
 
 // ANCHOR: kernel
 extern "C" __global__ void reduce_naive(const float* __restrict__ input,
-                                        float* __restrict__ partial,
-                                        unsigned int n)
+                                        float* __restrict__ partial, unsigned int n)
 {
     extern __shared__ float sdata[];
 

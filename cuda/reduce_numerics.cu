@@ -37,19 +37,21 @@ struct F16 {
 };
 struct BF16 {
     // bf16 is the top half of an f32: widening is a shift.
-    __device__ static float to_float(unsigned short bits) { return __uint_as_float((unsigned int)bits << 16); }
+    __device__ static float to_float(unsigned short bits)
+    {
+        return __uint_as_float((unsigned int)bits << 16);
+    }
 };
 
 // The f32 values of the two halves of a 32-bit word (the first element in the low half).
-template <class Half>
-__device__ __forceinline__ float2 pair_to_float(unsigned int word)
+template <class Half> __device__ __forceinline__ float2 pair_to_float(unsigned int word)
 {
-    return make_float2(Half::to_float((unsigned short)(word & 0xffffu)), Half::to_float((unsigned short)(word >> 16)));
+    return make_float2(Half::to_float((unsigned short)(word & 0xffffu)),
+                       Half::to_float((unsigned short)(word >> 16)));
 }
 
 // The f32 sum of 8 halves packed in a uint4.
-template <class Half>
-__device__ __forceinline__ float sum8(uint4 v)
+template <class Half> __device__ __forceinline__ float sum8(uint4 v)
 {
     const float2 a = pair_to_float<Half>(v.x), b = pair_to_float<Half>(v.y);
     const float2 c = pair_to_float<Half>(v.z), d = pair_to_float<Half>(v.w);
@@ -60,7 +62,8 @@ __device__ __forceinline__ float sum8(uint4 v)
 // iteration, with the elements before the first 16-byte boundary (the head) and after the last
 // whole vector (the tail) read one by one, as in reduce-shuffle.
 template <class Half>
-__device__ __forceinline__ float thread_sum_halves(const unsigned short* __restrict__ input, unsigned long long n)
+__device__ __forceinline__ float thread_sum_halves(const unsigned short* __restrict__ input,
+                                                   unsigned long long n)
 {
     const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
@@ -89,17 +92,19 @@ __device__ __forceinline__ float thread_sum_halves(const unsigned short* __restr
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-numerics_sum_f16(const unsigned short* __restrict__ input, float* __restrict__ partial,
-                 unsigned int* __restrict__ ticket, float* __restrict__ result, unsigned long long n)
+    numerics_sum_f16(const unsigned short* __restrict__ input, float* __restrict__ partial,
+                     unsigned int* __restrict__ ticket, float* __restrict__ result,
+                     unsigned long long n)
 {
-    reduce_last_block<Sum<float> >(thread_sum_halves<F16>(input, n), partial, ticket, result);
+    reduce_last_block<Sum<float>>(thread_sum_halves<F16>(input, n), partial, ticket, result);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-numerics_sum_bf16(const unsigned short* __restrict__ input, float* __restrict__ partial,
-                  unsigned int* __restrict__ ticket, float* __restrict__ result, unsigned long long n)
+    numerics_sum_bf16(const unsigned short* __restrict__ input, float* __restrict__ partial,
+                      unsigned int* __restrict__ ticket, float* __restrict__ result,
+                      unsigned long long n)
 {
-    reduce_last_block<Sum<float> >(thread_sum_halves<BF16>(input, n), partial, ticket, result);
+    reduce_last_block<Sum<float>>(thread_sum_halves<BF16>(input, n), partial, ticket, result);
 }
 // ANCHOR_END: halves
 
@@ -153,11 +158,12 @@ __device__ __forceinline__ Compensated load_from_l2(const Compensated* address)
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-numerics_sum_f32_compensated(const float* __restrict__ input, Compensated* __restrict__ partial,
-                             unsigned int* __restrict__ ticket, Compensated* __restrict__ result,
-                             unsigned long long n)
+    numerics_sum_f32_compensated(const float* __restrict__ input, Compensated* __restrict__ partial,
+                                 unsigned int* __restrict__ ticket,
+                                 Compensated* __restrict__ result, unsigned long long n)
 {
-    reduce_last_block<CompensatedSum>(thread_reduce_vec4<CompensatedSum>(input, n), partial, ticket, result);
+    reduce_last_block<CompensatedSum>(thread_reduce_vec4<CompensatedSum>(input, n), partial, ticket,
+                                      result);
 }
 // ANCHOR_END: compensated
 
@@ -166,12 +172,14 @@ numerics_sum_f32_compensated(const float* __restrict__ input, Compensated* __res
 // forms and Chan's combination are in moments.cuh (batch-stats uses them too).
 
 // This thread's moments of its share of an f32 input: 16-byte loads, head and tail one by one.
-__device__ __forceinline__ Moments thread_moments(const float* __restrict__ input, unsigned long long n)
+__device__ __forceinline__ Moments thread_moments(const float* __restrict__ input,
+                                                  unsigned long long n)
 {
     typedef MomentsOf<float> Op;
     const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
-    const unsigned long long misaligned = (reinterpret_cast<unsigned long long>(input) / sizeof(float)) % 4;
+    const unsigned long long misaligned =
+        (reinterpret_cast<unsigned long long>(input) / sizeof(float)) % 4;
     const unsigned long long head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
     const unsigned long long vectors = (n - head) / 4;
     const float4* __restrict__ vec = reinterpret_cast<const float4*>(input + head);
@@ -181,7 +189,8 @@ __device__ __forceinline__ Moments thread_moments(const float* __restrict__ inpu
     for (; v + threads < vectors; v += 2 * threads) {
         const float4 a = vec[v];
         const float4 b = vec[v + threads];
-        acc = Op::combine(acc, Op::combine(moments4(a.x, a.y, a.z, a.w), moments4(b.x, b.y, b.z, b.w)));
+        acc = Op::combine(acc,
+                          Op::combine(moments4(a.x, a.y, a.z, a.w), moments4(b.x, b.y, b.z, b.w)));
     }
     for (; v < vectors; v += threads) {
         const float4 a = vec[v];
@@ -199,7 +208,8 @@ __device__ __forceinline__ Moments thread_moments(const float* __restrict__ inpu
 
 // The same for halves: 16-byte loads of 8 halves, each 8 folded in as two groups of four.
 template <class Half>
-__device__ __forceinline__ Moments thread_moments_halves(const unsigned short* __restrict__ input, unsigned long long n)
+__device__ __forceinline__ Moments thread_moments_halves(const unsigned short* __restrict__ input,
+                                                         unsigned long long n)
 {
     typedef MomentsOf<float> Op;
     const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -214,7 +224,8 @@ __device__ __forceinline__ Moments thread_moments_halves(const unsigned short* _
         const uint4 q = vec[v];
         const float2 a = pair_to_float<Half>(q.x), b = pair_to_float<Half>(q.y);
         const float2 c = pair_to_float<Half>(q.z), d = pair_to_float<Half>(q.w);
-        acc = Op::combine(acc, Op::combine(moments4(a.x, a.y, b.x, b.y), moments4(c.x, c.y, d.x, d.y)));
+        acc = Op::combine(acc,
+                          Op::combine(moments4(a.x, a.y, b.x, b.y), moments4(c.x, c.y, d.x, d.y)));
     }
     if (thread < head) {
         acc = Op::combine(acc, moments1(Half::to_float(input[thread])));
@@ -226,23 +237,28 @@ __device__ __forceinline__ Moments thread_moments_halves(const unsigned short* _
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-numerics_moments_f32(const float* __restrict__ input, Moments* __restrict__ partial, unsigned int* __restrict__ ticket,
-                     Moments* __restrict__ result, unsigned long long n)
+    numerics_moments_f32(const float* __restrict__ input, Moments* __restrict__ partial,
+                         unsigned int* __restrict__ ticket, Moments* __restrict__ result,
+                         unsigned long long n)
 {
-    reduce_last_block<MomentsOf<float> >(thread_moments(input, n), partial, ticket, result);
+    reduce_last_block<MomentsOf<float>>(thread_moments(input, n), partial, ticket, result);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-numerics_moments_f16(const unsigned short* __restrict__ input, Moments* __restrict__ partial,
-                     unsigned int* __restrict__ ticket, Moments* __restrict__ result, unsigned long long n)
+    numerics_moments_f16(const unsigned short* __restrict__ input, Moments* __restrict__ partial,
+                         unsigned int* __restrict__ ticket, Moments* __restrict__ result,
+                         unsigned long long n)
 {
-    reduce_last_block<MomentsOf<float> >(thread_moments_halves<F16>(input, n), partial, ticket, result);
+    reduce_last_block<MomentsOf<float>>(thread_moments_halves<F16>(input, n), partial, ticket,
+                                        result);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-numerics_moments_bf16(const unsigned short* __restrict__ input, Moments* __restrict__ partial,
-                      unsigned int* __restrict__ ticket, Moments* __restrict__ result, unsigned long long n)
+    numerics_moments_bf16(const unsigned short* __restrict__ input, Moments* __restrict__ partial,
+                          unsigned int* __restrict__ ticket, Moments* __restrict__ result,
+                          unsigned long long n)
 {
-    reduce_last_block<MomentsOf<float> >(thread_moments_halves<BF16>(input, n), partial, ticket, result);
+    reduce_last_block<MomentsOf<float>>(thread_moments_halves<BF16>(input, n), partial, ticket,
+                                        result);
 }
 // ANCHOR_END: moments_kernels

@@ -13,7 +13,7 @@
 // takes many load instructions in flight per SM; 16-byte loads bring four times as much per
 // instruction.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_shuffle(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
+    reduce_shuffle(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
     float sum = 0.0f;
     long long stride = (long long)gridDim.x * blockDim.x;
@@ -21,7 +21,7 @@ reduce_shuffle(const float* __restrict__ input, float* __restrict__ partial, uns
         sum += input[i];
     }
 
-    sum = block_reduce<Sum<float> >(sum);
+    sum = block_reduce<Sum<float>>(sum);
     if (threadIdx.x == 0) {
         partial[blockIdx.x] = sum;
     }
@@ -33,8 +33,8 @@ reduce_shuffle(const float* __restrict__ input, float* __restrict__ partial, uns
 // flight per loop iteration (thread_reduce_vec4), then block_reduce. The loop is now limited by
 // memory bandwidth alone.
 template <class Op>
-__device__ __forceinline__ void reduce_vec4(const float* __restrict__ input, float* __restrict__ partial,
-                                            unsigned int n)
+__device__ __forceinline__ void reduce_vec4(const float* __restrict__ input,
+                                            float* __restrict__ partial, unsigned int n)
 {
     float value = thread_reduce_vec4<Op>(input, n);
     value = block_reduce<Op>(value);
@@ -44,24 +44,25 @@ __device__ __forceinline__ void reduce_vec4(const float* __restrict__ input, flo
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_shuffle_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
+    reduce_shuffle_vec4(const float* __restrict__ input, float* __restrict__ partial,
+                        unsigned int n)
 {
-    reduce_vec4<Sum<float> >(input, partial, n);
+    reduce_vec4<Sum<float>>(input, partial, n);
 }
 // ANCHOR_END: vec4
 
 // ANCHOR: extremes
 // The same kernel shape for max and min: only the operation changes.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_max_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
+    reduce_max_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
-    reduce_vec4<Max<float> >(input, partial, n);
+    reduce_vec4<Max<float>>(input, partial, n);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_min_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
+    reduce_min_vec4(const float* __restrict__ input, float* __restrict__ partial, unsigned int n)
 {
-    reduce_vec4<Min<float> >(input, partial, n);
+    reduce_vec4<Min<float>>(input, partial, n);
 }
 // ANCHOR_END: extremes
 
@@ -103,8 +104,8 @@ __device__ __forceinline__ Candidate warp_argmax(Candidate c)
 // Scalar grid-stride loads: each element needs its index, and the vectorised form gains little
 // once the comparison work per element dominates.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_argmax(const float* __restrict__ input, float* __restrict__ partial_value,
-              unsigned int* __restrict__ partial_index, unsigned int n)
+    reduce_argmax(const float* __restrict__ input, float* __restrict__ partial_value,
+                  unsigned int* __restrict__ partial_index, unsigned int n)
 {
     __shared__ Candidate warp_results[32];
     const unsigned int lane = threadIdx.x % 32;

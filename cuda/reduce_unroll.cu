@@ -13,9 +13,8 @@
 // 1's read of sdata[17] after lane 17's write to it. compute-sanitizer's racecheck reports these
 // hazards, and the compiler is free to reorder the lanes' accesses.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_unroll_volatile_racy(const float* __restrict__ input,
-                            float* __restrict__ partial,
-                            unsigned int n)
+    reduce_unroll_volatile_racy(const float* __restrict__ input, float* __restrict__ partial,
+                                unsigned int n)
 {
     extern __shared__ float sdata[];
 
@@ -80,9 +79,8 @@ __device__ __forceinline__ void last_warp_reduce(float* sdata, unsigned int tid)
 // last_warp_reduce. Six of the eight __syncthreads() are gone.
 // What it leaves slow: the tree loop still tests and branches on a run-time blockDim.x.
 extern "C" __global__ void __launch_bounds__(256, 8)
-reduce_unroll_last_warp(const float* __restrict__ input,
-                        float* __restrict__ partial,
-                        unsigned int n)
+    reduce_unroll_last_warp(const float* __restrict__ input, float* __restrict__ partial,
+                            unsigned int n)
 {
     extern __shared__ float sdata[];
 
@@ -127,9 +125,8 @@ static_assert(BLOCK_SIZE >= 64 && BLOCK_SIZE <= 1024 && (BLOCK_SIZE & (BLOCK_SIZ
               "BLOCK_SIZE must be a power of two from 64 to 1024");
 
 extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 2048 / BLOCK_SIZE)
-reduce_complete_unroll(const float* __restrict__ input,
-                       float* __restrict__ partial,
-                       unsigned int n)
+    reduce_complete_unroll(const float* __restrict__ input, float* __restrict__ partial,
+                           unsigned int n)
 {
     __shared__ float sdata[BLOCK_SIZE];
 

@@ -12,8 +12,8 @@
 // freely.
 
 template <int UNROLL>
-__device__ __forceinline__ void read_roof(const float4* __restrict__ input, float* __restrict__ sink,
-                                          long long count, float never)
+__device__ __forceinline__ void read_roof(const float4* __restrict__ input,
+                                          float* __restrict__ sink, long long count, float never)
 {
     const long long stride = (long long)gridDim.x * blockDim.x;
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -38,14 +38,14 @@ __device__ __forceinline__ void read_roof(const float4* __restrict__ input, floa
     }
 }
 
-extern "C" __global__ void read_roof_unroll4(const float4* __restrict__ input, float* __restrict__ sink,
-                                             long long count, float never)
+extern "C" __global__ void read_roof_unroll4(const float4* __restrict__ input,
+                                             float* __restrict__ sink, long long count, float never)
 {
     read_roof<4>(input, sink, count, never);
 }
 
-extern "C" __global__ void read_roof_unroll8(const float4* __restrict__ input, float* __restrict__ sink,
-                                             long long count, float never)
+extern "C" __global__ void read_roof_unroll8(const float4* __restrict__ input,
+                                             float* __restrict__ sink, long long count, float never)
 {
     read_roof<8>(input, sink, count, never);
 }

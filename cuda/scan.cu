@@ -34,7 +34,8 @@
 // idles.
 // Launch: one block of blockDim.x >= n threads (a multiple of 32, at most 1024).
 template <class T>
-__device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __restrict__ output, unsigned n)
+__device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __restrict__ output,
+                                              unsigned n)
 {
     __shared__ T buffer[2][1024];
     const unsigned i = threadIdx.x;
@@ -64,8 +65,7 @@ __device__ __forceinline__ void hillis_steele(const T* __restrict__ input, T* __
 
 // Where element i of a Blelloch tile lives in shared memory: at i itself, or (PADDED) with one
 // empty word after every 32, so that addresses 32 apart fall in different banks.
-template <bool PADDED>
-__device__ __forceinline__ unsigned slot(unsigned i)
+template <bool PADDED> __device__ __forceinline__ unsigned slot(unsigned i)
 {
     return PADDED ? i + (i >> 5) : i;
 }
@@ -76,8 +76,7 @@ __device__ __forceinline__ unsigned slot(unsigned i)
 // thread. Down-sweep: the root is cleared, and going down the tree each node passes its value to
 // its left child and (its value + the left child's old value) to its right child. 2(m - 1)
 // additions in 2 log2(m) steps.
-template <class T, bool PADDED>
-__device__ __forceinline__ T blelloch_sweeps(T* tile)
+template <class T, bool PADDED> __device__ __forceinline__ T blelloch_sweeps(T* tile)
 {
     const unsigned m = 2 * blockDim.x;
     const unsigned t = threadIdx.x;
@@ -87,7 +86,8 @@ __device__ __forceinline__ T blelloch_sweeps(T* tile)
         if (t < active) {
             const unsigned left = offset * (2 * t + 1) - 1;
             const unsigned right = offset * (2 * t + 2) - 1;
-            tile[slot<PADDED>(right)] = wrapping_add(tile[slot<PADDED>(left)], tile[slot<PADDED>(right)]);
+            tile[slot<PADDED>(right)] =
+                wrapping_add(tile[slot<PADDED>(left)], tile[slot<PADDED>(right)]);
         }
         offset *= 2;
     }
@@ -123,7 +123,8 @@ __device__ __forceinline__ T blelloch_sweeps(T* tile)
 // What it leaves slow: the bank conflicts (next kernel), a barrier per level, and one block.
 // Launch: one block of m / 2 threads, m the power of two at or above n (at least 64).
 template <class T, bool PADDED>
-__device__ __forceinline__ void blelloch(const T* __restrict__ input, T* __restrict__ output, unsigned n)
+__device__ __forceinline__ void blelloch(const T* __restrict__ input, T* __restrict__ output,
+                                         unsigned n)
 {
     __shared__ T tile[2048 + (PADDED ? 2048 / 32 : 0)];
     const unsigned a = threadIdx.x;
@@ -146,7 +147,7 @@ __device__ __forceinline__ void blelloch(const T* __restrict__ input, T* __restr
 // ---------------------------------------------------------------------------------------------
 
 #define MULTI_PASS_THREADS 1024
-#define MULTI_PASS_TILE 2048
+#define MULTI_PASS_TILE    2048
 
 // ANCHOR: scan_tile
 // Scans this block's tile of `input` (inclusive), adding `carry` to every element; returns the
@@ -182,7 +183,8 @@ __device__ __forceinline__ T scan_tile(const T* input, T* output, unsigned long 
 // scan_tiles, then read and written again by add_tile_prefixes: 4n accesses where 2n would do.
 // Launch: ceil(n / 2048) blocks of 1024 threads.
 template <class T>
-__device__ __forceinline__ void scan_tiles(const T* input, T* output, T* __restrict__ tile_sums, unsigned long long n)
+__device__ __forceinline__ void scan_tiles(const T* input, T* output, T* __restrict__ tile_sums,
+                                           unsigned long long n)
 {
     const T total = scan_tile(input, output, n, (T)0);
     if (threadIdx.x == 0) {
@@ -193,7 +195,8 @@ __device__ __forceinline__ void scan_tiles(const T* input, T* output, T* __restr
 // add_tile_prefixes: pass 2. `scanned_sums` is the inclusive scan of the tile sums, so tile b adds
 // scanned_sums[b - 1]. Launch: like scan_tiles.
 template <class T>
-__device__ __forceinline__ void add_tile_prefixes(T* data, const T* __restrict__ scanned_sums, unsigned long long n)
+__device__ __forceinline__ void add_tile_prefixes(T* data, const T* __restrict__ scanned_sums,
+                                                  unsigned long long n)
 {
     if (blockIdx.x == 0) {
         return;
@@ -217,13 +220,14 @@ __device__ __forceinline__ void add_tile_prefixes(T* data, const T* __restrict__
 // do) and a launch per pass; step 4 makes one pass in one launch.
 // Launch: ceil(n / 2048) blocks of 1024 threads.
 template <class T>
-__device__ __forceinline__ void reduce_tiles(const T* __restrict__ input, T* __restrict__ tile_sums, unsigned long long n)
+__device__ __forceinline__ void reduce_tiles(const T* __restrict__ input, T* __restrict__ tile_sums,
+                                             unsigned long long n)
 {
     const unsigned long long first = (unsigned long long)blockIdx.x * MULTI_PASS_TILE;
     const unsigned long long a = first + threadIdx.x;
     const unsigned long long b = a + MULTI_PASS_THREADS;
     T sum = wrapping_add(a < n ? input[a] : (T)0, b < n ? input[b] : (T)0);
-    sum = block_reduce<Sum<T> >(sum);
+    sum = block_reduce<Sum<T>>(sum);
     if (threadIdx.x == 0) {
         tile_sums[blockIdx.x] = sum;
     }
@@ -231,7 +235,8 @@ __device__ __forceinline__ void reduce_tiles(const T* __restrict__ input, T* __r
 
 // scan_tiles_with_prefix: pass 2. `scanned_sums` is the inclusive scan of the tile sums.
 template <class T>
-__device__ __forceinline__ void scan_tiles_with_prefix(const T* input, T* output, const T* __restrict__ scanned_sums,
+__device__ __forceinline__ void scan_tiles_with_prefix(const T* input, T* output,
+                                                       const T* __restrict__ scanned_sums,
                                                        unsigned long long n)
 {
     scan_tile(input, output, n, blockIdx.x > 0 ? scanned_sums[blockIdx.x - 1] : (T)0);
@@ -259,8 +264,7 @@ __device__ __forceinline__ void scan_tiles_with_prefix(const T* input, T* output
 #endif
 
 // Plain values: the input and output of a scan of T.
-template <class T>
-struct PlainTiles {
+template <class T> struct PlainTiles {
     typedef ScanSum<T> Op;
     typedef T Value; // what is scanned
     typedef T Out;   // what is written
@@ -272,7 +276,8 @@ struct PlainTiles {
     // Loads the warp's ITEMS elements per lane from `first`: as 16-byte vectors when the warp's
     // elements are all there and aligned, else one by one (elements past n read as 0).
     template <int ITEMS>
-    __device__ __forceinline__ void load(unsigned long long first, unsigned long long n, T (&x)[ITEMS]) const
+    __device__ __forceinline__ void load(unsigned long long first, unsigned long long n,
+                                         T (&x)[ITEMS]) const
     {
         typedef typename Vec4<T>::Type V;
         const unsigned lane = threadIdx.x & 31;
@@ -297,8 +302,8 @@ struct PlainTiles {
     // ANCHOR_END: load_tile
 
     template <int ITEMS>
-    __device__ __forceinline__ void store(unsigned long long first, unsigned long long n, const T (&x)[ITEMS],
-                                          const T (&y)[ITEMS]) const
+    __device__ __forceinline__ void store(unsigned long long first, unsigned long long n,
+                                          const T (&x)[ITEMS], const T (&y)[ITEMS]) const
     {
         typedef typename Vec4<T>::Type V;
         const unsigned lane = threadIdx.x & 31;
@@ -336,15 +341,16 @@ struct PlainTiles {
 // Returns the warp's total; lane_prefix[j] is what comes before the lane's 4 elements of row j
 // within the warp's part. The ITEMS / 4 warp scans are independent: their shuffles overlap.
 template <class Op, int ITEMS>
-__device__ __forceinline__ typename Op::Value scan_rows(const typename Op::Value (&x)[ITEMS],
-                                                        typename Op::Value (&lane_prefix)[ITEMS / 4])
+__device__ __forceinline__ typename Op::Value
+scan_rows(const typename Op::Value (&x)[ITEMS], typename Op::Value (&lane_prefix)[ITEMS / 4])
 {
     typedef typename Op::Value Value;
     const int lane = threadIdx.x & 31;
     Value inclusive[ITEMS / 4];
 #pragma unroll
     for (int j = 0; j < ITEMS / 4; ++j) {
-        const Value sum = Op::combine(Op::combine(Op::combine(x[4 * j], x[4 * j + 1]), x[4 * j + 2]), x[4 * j + 3]);
+        const Value sum = Op::combine(
+            Op::combine(Op::combine(x[4 * j], x[4 * j + 1]), x[4 * j + 2]), x[4 * j + 3]);
         inclusive[j] = warp_inclusive_scan<Op>(sum);
     }
     Value carry = Op::identity();
@@ -360,10 +366,9 @@ __device__ __forceinline__ typename Op::Value scan_rows(const typename Op::Value
 
 // The outputs of the lane's elements, given what comes before the warp's part (`base`).
 template <class IO, int ITEMS, bool INCLUSIVE>
-__device__ __forceinline__ void finish_rows(typename IO::Op::Value base,
-                                            const typename IO::Op::Value (&lane_prefix)[ITEMS / 4],
-                                            const typename IO::Value (&x)[ITEMS],
-                                            typename IO::Out (&y)[ITEMS])
+__device__ __forceinline__ void
+finish_rows(typename IO::Op::Value base, const typename IO::Op::Value (&lane_prefix)[ITEMS / 4],
+            const typename IO::Value (&x)[ITEMS], typename IO::Out (&y)[ITEMS])
 {
     typedef typename IO::Op Op;
 #pragma unroll
@@ -372,16 +377,17 @@ __device__ __forceinline__ void finish_rows(typename IO::Op::Value base,
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
             const typename Op::Value through = Op::combine(running, x[4 * j + c]);
-            y[4 * j + c] = INCLUSIVE ? IO::inclusive(through) : IO::exclusive(running, x[4 * j + c]);
+            y[4 * j + c] =
+                INCLUSIVE ? IO::inclusive(through) : IO::exclusive(running, x[4 * j + c]);
             running = through;
         }
     }
 }
 
-
 // The warps' totals in order: what comes before warp `warp`, and the tile's aggregate.
 template <class Op, int WARPS>
-__device__ __forceinline__ void combine_warps(const typename Op::Value* totals, typename Op::Value& before_warp,
+__device__ __forceinline__ void combine_warps(const typename Op::Value* totals,
+                                              typename Op::Value& before_warp,
                                               typename Op::Value& aggregate)
 {
     const int warp = threadIdx.x / 32;
@@ -435,7 +441,8 @@ struct WideLookBack {
 // SLEEP_NS: a __nanosleep between look-back polls, tried by scripts/lab/scan/tile-shape.cu (no
 // measurable change); 0, no sleep, in every kernel here.
 template <class IO, int THREADS, int ITEMS, bool INCLUSIVE, class Form, int SLEEP_NS = 0>
-__device__ __forceinline__ void single_pass(const IO& io, TileStatus status, unsigned* counter, unsigned long long n)
+__device__ __forceinline__ void single_pass(const IO& io, TileStatus status, unsigned* counter,
+                                            unsigned long long n)
 {
     typedef typename IO::Op Op;
     typedef typename Op::Value Value;
@@ -469,8 +476,8 @@ __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, uns
     Value before_warp, aggregate;
     combine_warps<Op, WARPS>(warp_totals, before_warp, aggregate);
     if (warp == 0) {
-        const Value exclusive =
-            tile_prefix<Op, Form::PER_LANE, SLEEP_NS>(status, tile, aggregate, look_back_pause_ns());
+        const Value exclusive = tile_prefix<Op, Form::PER_LANE, SLEEP_NS>(status, tile, aggregate,
+                                                                          look_back_pause_ns());
         if (threadIdx.x == 0) {
             before_tile = exclusive;
         }
@@ -481,7 +488,6 @@ __device__ __forceinline__ void single_pass(const IO& io, TileStatus status, uns
     io.template store<ITEMS>(tile * TILE + warp_offset, n, x, y);
 }
 // ANCHOR_END: single_pass
-
 
 __device__ __forceinline__ bool both_aligned(const void* a, const void* b)
 {
@@ -515,8 +521,9 @@ __device__ __forceinline__ bool both_aligned(const void* a, const void* b)
 // Launch: ceil(n / (THREADS * BULK_ITEMS)) blocks of THREADS threads, tile state as step 4.
 // pause_ns: the look-back's pause before its first read (look_back_pause_ns in the kernels).
 template <class T, int THREADS, int BULK_ITEMS, int ITEMS, bool INCLUSIVE>
-__device__ __forceinline__ void bulk_copy_pass(const T* input, T* output, TileStatus status, unsigned* counter,
-                                               unsigned long long n, unsigned pause_ns)
+__device__ __forceinline__ void bulk_copy_pass(const T* input, T* output, TileStatus status,
+                                               unsigned* counter, unsigned long long n,
+                                               unsigned pause_ns)
 {
     typedef ScanSum<T> Op;
     typedef typename Vec4<T>::Type V;
@@ -615,44 +622,42 @@ __device__ __forceinline__ void bulk_copy_pass(const T* input, T* output, TileSt
 // ---------------------------------------------------------------------------------------------
 
 // ANCHOR: segmented
-template <class T>
-struct Headed {
+template <class T> struct Headed {
     T value;
     unsigned head;
 };
 
-template <class T>
-__device__ __forceinline__ Headed<T> shfl_up(Headed<T> v, int delta)
+template <class T> __device__ __forceinline__ Headed<T> shfl_up(Headed<T> v, int delta)
 {
     return Headed<T>{shfl_up(v.value, delta), shfl_up(v.head, delta)};
 }
-template <class T>
-__device__ __forceinline__ Headed<T> shfl_down(Headed<T> v, int delta)
+template <class T> __device__ __forceinline__ Headed<T> shfl_down(Headed<T> v, int delta)
 {
     return Headed<T>{shfl_down(v.value, delta), shfl_down(v.head, delta)};
 }
-template <class T>
-__device__ __forceinline__ Headed<T> shfl_idx(Headed<T> v, int lane)
+template <class T> __device__ __forceinline__ Headed<T> shfl_idx(Headed<T> v, int lane)
 {
     return Headed<T>{shfl_idx(v.value, lane), shfl_idx(v.head, lane)};
 }
 
-template <class T>
-struct SegmentedSum {
+template <class T> struct SegmentedSum {
     typedef Headed<T> Value;
     __device__ static Value identity() { return Value{(T)0, 0u}; }
     __device__ static Value combine(Value earlier, Value later)
     {
-        return Value{later.head ? later.value : wrapping_add(earlier.value, later.value), earlier.head | later.head};
+        return Value{later.head ? later.value : wrapping_add(earlier.value, later.value),
+                     earlier.head | later.head};
     }
     __device__ static unsigned bits(Value v) { return to_bits(v.value); }
     __device__ static bool mark(Value v) { return v.head != 0; }
-    __device__ static Value unpack(unsigned bits, bool mark) { return Value{from_bits<T>(bits), mark ? 1u : 0u}; }
+    __device__ static Value unpack(unsigned bits, bool mark)
+    {
+        return Value{from_bits<T>(bits), mark ? 1u : 0u};
+    }
 };
 
 // Values and head flags (one byte each, nonzero: a segment starts here), read one by one.
-template <class T>
-struct SegmentedTiles {
+template <class T> struct SegmentedTiles {
     typedef SegmentedSum<T> Op;
     typedef Headed<T> Value;
     typedef T Out;
@@ -661,7 +666,8 @@ struct SegmentedTiles {
     T* output;
 
     template <int ITEMS>
-    __device__ __forceinline__ void load(unsigned long long first, unsigned long long n, Value (&x)[ITEMS]) const
+    __device__ __forceinline__ void load(unsigned long long first, unsigned long long n,
+                                         Value (&x)[ITEMS]) const
     {
         const unsigned lane = threadIdx.x & 31;
 #pragma unroll
@@ -672,8 +678,8 @@ struct SegmentedTiles {
     }
 
     template <int ITEMS>
-    __device__ __forceinline__ void store(unsigned long long first, unsigned long long n, const Value (&)[ITEMS],
-                                          const T (&y)[ITEMS]) const
+    __device__ __forceinline__ void store(unsigned long long first, unsigned long long n,
+                                          const Value (&)[ITEMS], const T (&y)[ITEMS]) const
     {
         const unsigned lane = threadIdx.x & 31;
 #pragma unroll
@@ -686,7 +692,10 @@ struct SegmentedTiles {
     }
 
     // A segment's first element has nothing before it in its segment.
-    __device__ __forceinline__ static T exclusive(Value before, Value x) { return x.head ? (T)0 : before.value; }
+    __device__ __forceinline__ static T exclusive(Value before, Value x)
+    {
+        return x.head ? (T)0 : before.value;
+    }
     __device__ __forceinline__ static T inclusive(Value through) { return through.value; }
 };
 // ANCHOR_END: segmented
@@ -699,55 +708,58 @@ struct SegmentedTiles {
 
 // Step 1 and step 2: one block.
 extern "C" __global__ void __launch_bounds__(1024)
-scan_hillis_steele_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
+    scan_hillis_steele_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
 {
     hillis_steele<float>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_hillis_steele_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
+    scan_hillis_steele_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
 {
     hillis_steele<int>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_hillis_steele_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
+    scan_hillis_steele_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output,
+                           unsigned n)
 {
     hillis_steele<unsigned>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_blelloch_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
+    scan_blelloch_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
 {
     blelloch<float, false>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_blelloch_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
+    scan_blelloch_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
 {
     blelloch<int, false>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_blelloch_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
+    scan_blelloch_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
 {
     blelloch<unsigned, false>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_blelloch_padded_f32(const float* __restrict__ input, float* __restrict__ output, unsigned n)
+    scan_blelloch_padded_f32(const float* __restrict__ input, float* __restrict__ output,
+                             unsigned n)
 {
     blelloch<float, true>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_blelloch_padded_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
+    scan_blelloch_padded_i32(const int* __restrict__ input, int* __restrict__ output, unsigned n)
 {
     blelloch<int, true>(input, output, n);
 }
 
 extern "C" __global__ void __launch_bounds__(1024)
-scan_blelloch_padded_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output, unsigned n)
+    scan_blelloch_padded_u32(const unsigned* __restrict__ input, unsigned* __restrict__ output,
+                             unsigned n)
 {
     blelloch<unsigned, true>(input, output, n);
 }
@@ -755,73 +767,77 @@ scan_blelloch_padded_u32(const unsigned* __restrict__ input, unsigned* __restric
 // Step 3: scan-then-propagate (scan_tiles, add_tile_prefixes) and reduce-then-scan (reduce_tiles,
 // scan_tiles_with_prefix); both scan the tile sums with scan_tiles.
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-scan_tiles_f32(const float* input, float* output, float* tile_sums, unsigned long long n)
+    scan_tiles_f32(const float* input, float* output, float* tile_sums, unsigned long long n)
 {
     scan_tiles<float>(input, output, tile_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-scan_tiles_i32(const int* input, int* output, int* tile_sums, unsigned long long n)
+    scan_tiles_i32(const int* input, int* output, int* tile_sums, unsigned long long n)
 {
     scan_tiles<int>(input, output, tile_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-scan_tiles_u32(const unsigned* input, unsigned* output, unsigned* tile_sums, unsigned long long n)
+    scan_tiles_u32(const unsigned* input, unsigned* output, unsigned* tile_sums,
+                   unsigned long long n)
 {
     scan_tiles<unsigned>(input, output, tile_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-add_tile_prefixes_f32(float* data, const float* scanned_sums, unsigned long long n)
+    add_tile_prefixes_f32(float* data, const float* scanned_sums, unsigned long long n)
 {
     add_tile_prefixes<float>(data, scanned_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-add_tile_prefixes_i32(int* data, const int* scanned_sums, unsigned long long n)
+    add_tile_prefixes_i32(int* data, const int* scanned_sums, unsigned long long n)
 {
     add_tile_prefixes<int>(data, scanned_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-add_tile_prefixes_u32(unsigned* data, const unsigned* scanned_sums, unsigned long long n)
+    add_tile_prefixes_u32(unsigned* data, const unsigned* scanned_sums, unsigned long long n)
 {
     add_tile_prefixes<unsigned>(data, scanned_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-reduce_tiles_f32(const float* input, float* tile_sums, unsigned long long n)
+    reduce_tiles_f32(const float* input, float* tile_sums, unsigned long long n)
 {
     reduce_tiles<float>(input, tile_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-reduce_tiles_i32(const int* input, int* tile_sums, unsigned long long n)
+    reduce_tiles_i32(const int* input, int* tile_sums, unsigned long long n)
 {
     reduce_tiles<int>(input, tile_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-reduce_tiles_u32(const unsigned* input, unsigned* tile_sums, unsigned long long n)
+    reduce_tiles_u32(const unsigned* input, unsigned* tile_sums, unsigned long long n)
 {
     reduce_tiles<unsigned>(input, tile_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-scan_tiles_with_prefix_f32(const float* input, float* output, const float* scanned_sums, unsigned long long n)
+    scan_tiles_with_prefix_f32(const float* input, float* output, const float* scanned_sums,
+                               unsigned long long n)
 {
     scan_tiles_with_prefix<float>(input, output, scanned_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-scan_tiles_with_prefix_i32(const int* input, int* output, const int* scanned_sums, unsigned long long n)
+    scan_tiles_with_prefix_i32(const int* input, int* output, const int* scanned_sums,
+                               unsigned long long n)
 {
     scan_tiles_with_prefix<int>(input, output, scanned_sums, n);
 }
 
 extern "C" __global__ void __launch_bounds__(MULTI_PASS_THREADS)
-scan_tiles_with_prefix_u32(const unsigned* input, unsigned* output, const unsigned* scanned_sums, unsigned long long n)
+    scan_tiles_with_prefix_u32(const unsigned* input, unsigned* output,
+                               const unsigned* scanned_sums, unsigned long long n)
 {
     scan_tiles_with_prefix<unsigned>(input, output, scanned_sums, n);
 }
@@ -832,238 +848,253 @@ scan_tiles_with_prefix_u32(const unsigned* input, unsigned* output, const unsign
 // wrong and the classic form measured faster). The input and output may be the same buffer (an
 // in-place scan): no __restrict__ on them.
 template <class T, class Form, bool INCLUSIVE>
-__device__ __forceinline__ void scan_plain(const T* input, T* output, unsigned long long* status, unsigned* counter,
-                                           unsigned long long n, unsigned epoch)
+__device__ __forceinline__ void scan_plain(const T* input, T* output, unsigned long long* status,
+                                           unsigned* counter, unsigned long long n, unsigned epoch)
 {
     const PlainTiles<T> io = {input, output, both_aligned(input, output)};
-    single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Form>(io, TileStatus{status, epoch}, counter, n);
+    single_pass<PlainTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Form>(
+        io, TileStatus{status, epoch}, counter, n);
 }
 
 template <class T, bool INCLUSIVE>
-__device__ __forceinline__ void scan_segmented(const T* input, const unsigned char* heads, T* output,
-                                               unsigned long long* status, unsigned* counter, unsigned long long n,
-                                               unsigned epoch)
+__device__ __forceinline__ void
+scan_segmented(const T* input, const unsigned char* heads, T* output, unsigned long long* status,
+               unsigned* counter, unsigned long long n, unsigned epoch)
 {
     const SegmentedTiles<T> io = {input, heads, output};
-    single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Classic>(io, TileStatus{status, epoch},
-                                                                                 counter, n);
+    single_pass<SegmentedTiles<T>, SCAN_THREADS, SCAN_ITEMS, INCLUSIVE, Classic>(
+        io, TileStatus{status, epoch}, counter, n);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_single_pass_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_single_pass_inclusive_f32(const float* input, float* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<float, Classic, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_single_pass_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_single_pass_inclusive_i32(const int* input, int* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<int, Classic, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_single_pass_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_single_pass_inclusive_u32(const unsigned* input, unsigned* output,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     scan_plain<unsigned, Classic, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_single_pass_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_single_pass_exclusive_f32(const float* input, float* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<float, Classic, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_single_pass_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_single_pass_exclusive_i32(const int* input, int* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<int, Classic, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_single_pass_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_single_pass_exclusive_u32(const unsigned* input, unsigned* output,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     scan_plain<unsigned, Classic, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_early_loads_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_early_loads_inclusive_f32(const float* input, float* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<float, EarlyLoads, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_early_loads_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_early_loads_inclusive_i32(const int* input, int* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<int, EarlyLoads, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_early_loads_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_early_loads_inclusive_u32(const unsigned* input, unsigned* output,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     scan_plain<unsigned, EarlyLoads, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_early_loads_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_early_loads_exclusive_f32(const float* input, float* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<float, EarlyLoads, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_early_loads_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_early_loads_exclusive_i32(const int* input, int* output, unsigned long long* status,
+                                   unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<int, EarlyLoads, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_early_loads_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
-                               unsigned long long n, unsigned epoch)
+    scan_early_loads_exclusive_u32(const unsigned* input, unsigned* output,
+                                   unsigned long long* status, unsigned* counter,
+                                   unsigned long long n, unsigned epoch)
 {
     scan_plain<unsigned, EarlyLoads, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_wide_look_back_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                                  unsigned long long n, unsigned epoch)
+    scan_wide_look_back_inclusive_f32(const float* input, float* output, unsigned long long* status,
+                                      unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<float, WideLookBack, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_wide_look_back_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                                  unsigned long long n, unsigned epoch)
+    scan_wide_look_back_inclusive_i32(const int* input, int* output, unsigned long long* status,
+                                      unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<int, WideLookBack, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_wide_look_back_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status,
-                                  unsigned* counter, unsigned long long n, unsigned epoch)
+    scan_wide_look_back_inclusive_u32(const unsigned* input, unsigned* output,
+                                      unsigned long long* status, unsigned* counter,
+                                      unsigned long long n, unsigned epoch)
 {
     scan_plain<unsigned, WideLookBack, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_wide_look_back_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                                  unsigned long long n, unsigned epoch)
+    scan_wide_look_back_exclusive_f32(const float* input, float* output, unsigned long long* status,
+                                      unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<float, WideLookBack, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_wide_look_back_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                                  unsigned long long n, unsigned epoch)
+    scan_wide_look_back_exclusive_i32(const int* input, int* output, unsigned long long* status,
+                                      unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_plain<int, WideLookBack, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_wide_look_back_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status,
-                                  unsigned* counter, unsigned long long n, unsigned epoch)
+    scan_wide_look_back_exclusive_u32(const unsigned* input, unsigned* output,
+                                      unsigned long long* status, unsigned* counter,
+                                      unsigned long long n, unsigned epoch)
 {
     scan_plain<unsigned, WideLookBack, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-segmented_scan_inclusive_f32(const float* input, const unsigned char* heads, float* output, unsigned long long* status,
-                             unsigned* counter, unsigned long long n, unsigned epoch)
+    segmented_scan_inclusive_f32(const float* input, const unsigned char* heads, float* output,
+                                 unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_segmented<float, true>(input, heads, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-segmented_scan_inclusive_i32(const int* input, const unsigned char* heads, int* output, unsigned long long* status,
-                             unsigned* counter, unsigned long long n, unsigned epoch)
+    segmented_scan_inclusive_i32(const int* input, const unsigned char* heads, int* output,
+                                 unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_segmented<int, true>(input, heads, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-segmented_scan_inclusive_u32(const unsigned* input, const unsigned char* heads, unsigned* output,
-                             unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)
+    segmented_scan_inclusive_u32(const unsigned* input, const unsigned char* heads,
+                                 unsigned* output, unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_segmented<unsigned, true>(input, heads, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-segmented_scan_exclusive_f32(const float* input, const unsigned char* heads, float* output, unsigned long long* status,
-                             unsigned* counter, unsigned long long n, unsigned epoch)
+    segmented_scan_exclusive_f32(const float* input, const unsigned char* heads, float* output,
+                                 unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_segmented<float, false>(input, heads, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-segmented_scan_exclusive_i32(const int* input, const unsigned char* heads, int* output, unsigned long long* status,
-                             unsigned* counter, unsigned long long n, unsigned epoch)
+    segmented_scan_exclusive_i32(const int* input, const unsigned char* heads, int* output,
+                                 unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_segmented<int, false>(input, heads, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-segmented_scan_exclusive_u32(const unsigned* input, const unsigned char* heads, unsigned* output,
-                             unsigned long long* status, unsigned* counter, unsigned long long n, unsigned epoch)
+    segmented_scan_exclusive_u32(const unsigned* input, const unsigned char* heads,
+                                 unsigned* output, unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_segmented<unsigned, false>(input, heads, output, status, counter, n, epoch);
 }
 
 // Step 5: the tile in shared memory by one bulk copy, inclusive and exclusive.
 template <class T, bool INCLUSIVE>
-__device__ __forceinline__ void scan_bulk(const T* input, T* output, unsigned long long* status, unsigned* counter,
-                                          unsigned long long n, unsigned epoch)
+__device__ __forceinline__ void scan_bulk(const T* input, T* output, unsigned long long* status,
+                                          unsigned* counter, unsigned long long n, unsigned epoch)
 {
-    bulk_copy_pass<T, SCAN_THREADS, SCAN_BULK_ITEMS, SCAN_ITEMS, INCLUSIVE>(input, output, TileStatus{status, epoch},
-                                                                            counter, n, look_back_pause_ns());
+    bulk_copy_pass<T, SCAN_THREADS, SCAN_BULK_ITEMS, SCAN_ITEMS, INCLUSIVE>(
+        input, output, TileStatus{status, epoch}, counter, n, look_back_pause_ns());
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_bulk_copy_inclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                             unsigned long long n, unsigned epoch)
+    scan_bulk_copy_inclusive_f32(const float* input, float* output, unsigned long long* status,
+                                 unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_bulk<float, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_bulk_copy_inclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                             unsigned long long n, unsigned epoch)
+    scan_bulk_copy_inclusive_i32(const int* input, int* output, unsigned long long* status,
+                                 unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_bulk<int, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_bulk_copy_inclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
-                             unsigned long long n, unsigned epoch)
+    scan_bulk_copy_inclusive_u32(const unsigned* input, unsigned* output,
+                                 unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_bulk<unsigned, true>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_bulk_copy_exclusive_f32(const float* input, float* output, unsigned long long* status, unsigned* counter,
-                             unsigned long long n, unsigned epoch)
+    scan_bulk_copy_exclusive_f32(const float* input, float* output, unsigned long long* status,
+                                 unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_bulk<float, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_bulk_copy_exclusive_i32(const int* input, int* output, unsigned long long* status, unsigned* counter,
-                             unsigned long long n, unsigned epoch)
+    scan_bulk_copy_exclusive_i32(const int* input, int* output, unsigned long long* status,
+                                 unsigned* counter, unsigned long long n, unsigned epoch)
 {
     scan_bulk<int, false>(input, output, status, counter, n, epoch);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_bulk_copy_exclusive_u32(const unsigned* input, unsigned* output, unsigned long long* status, unsigned* counter,
-                             unsigned long long n, unsigned epoch)
+    scan_bulk_copy_exclusive_u32(const unsigned* input, unsigned* output,
+                                 unsigned long long* status, unsigned* counter,
+                                 unsigned long long n, unsigned epoch)
 {
     scan_bulk<unsigned, false>(input, output, status, counter, n, epoch);
 }

@@ -45,15 +45,15 @@
 // building the exponent's bits, in two factors so that results down to 2^-149 round only once.
 __device__ __forceinline__ float softmax_exp(float x)
 {
-    x = x < -104.0f ? -104.0f : x; // e^-104 rounds to 0; -inf lands here too, NaN does not
+    x = x < -104.0f ? -104.0f : x;     // e^-104 rounds to 0; -inf lands here too, NaN does not
     const float shifter = 12582912.0f; // 1.5 * 2^23: adding it rounds to a whole number
     const float t = fmaf(x, 1.44269504f, shifter);
-    const float j = t - shifter;                              // round(x / ln2)
+    const float j = t - shifter;                               // round(x / ln2)
     const int k = __float_as_int(t) - __float_as_int(shifter); // the same, as an integer
-    float r = fmaf(j, -0.693145751953125f, x);               // ln2's first 16 bits: exact
-    r = fmaf(j, -1.42860677e-06f, r);                        // the rest of ln2
-    float p = 1.98412698e-04f;                               // 1 / 7!
-    p = fmaf(p, r, 1.38888889e-03f);                         // 1 / 6!
+    float r = fmaf(j, -0.693145751953125f, x);                 // ln2's first 16 bits: exact
+    r = fmaf(j, -1.42860677e-06f, r);                          // the rest of ln2
+    float p = 1.98412698e-04f;                                 // 1 / 7!
+    p = fmaf(p, r, 1.38888889e-03f);                           // 1 / 6!
     p = fmaf(p, r, 8.33333333e-03f);
     p = fmaf(p, r, 4.16666667e-02f);
     p = fmaf(p, r, 1.66666667e-01f);
@@ -89,7 +89,10 @@ __device__ __forceinline__ float sfu_exp(float x)
 // f32 (j a constant once loops unroll), `bits` an element's bits as loaded, and minus_infinity() a
 // word of -inf. `exp` is the element's exp of x - max: softmax_exp for f32 rows, sfu_exp for bf16
 // rows. KEEPS_EXP says whether an element's slot in a vector has room for its f32 exp (`keep`).
-__device__ __forceinline__ unsigned int word_of(uint4 q, int i) { return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w; }
+__device__ __forceinline__ unsigned int word_of(uint4 q, int i)
+{
+    return i == 0 ? q.x : i == 1 ? q.y : i == 2 ? q.z : q.w;
+}
 
 struct F32 {
     typedef float Word;
@@ -188,14 +191,15 @@ __device__ __forceinline__ float block_broadcast(float value)
 //
 // Launch (each kernel): block THREADS, grid rows. The scratch: rows floats of max, rows of sums.
 template <class E>
-__device__ void pass_max(const typename E::Word* __restrict__ in, float* __restrict__ row_max, unsigned int cols)
+__device__ void pass_max(const typename E::Word* __restrict__ in, float* __restrict__ row_max,
+                         unsigned int cols)
 {
     const typename E::Word* x = in + (size_t)blockIdx.x * cols;
     float m = Max<float>::identity();
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
         m = Max<float>::combine(m, E::load(x, i));
     }
-    m = block_reduce<Max<float> >(m);
+    m = block_reduce<Max<float>>(m);
     if (threadIdx.x == 0) {
         row_max[blockIdx.x] = m;
     }
@@ -211,16 +215,16 @@ __device__ void pass_sum(const typename E::Word* __restrict__ in, const float* _
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
         s += E::exp(E::load(x, i) - m);
     }
-    s = block_reduce<Sum<float> >(s);
+    s = block_reduce<Sum<float>>(s);
     if (threadIdx.x == 0) {
         row_sum[blockIdx.x] = s;
     }
 }
 
 template <class E>
-__device__ void pass_normalise(const typename E::Word* __restrict__ in, const float* __restrict__ row_max,
-                               const float* __restrict__ row_sum, typename E::Word* __restrict__ out,
-                               unsigned int cols)
+__device__ void pass_normalise(const typename E::Word* __restrict__ in,
+                               const float* __restrict__ row_max, const float* __restrict__ row_sum,
+                               typename E::Word* __restrict__ out, unsigned int cols)
 {
     const size_t offset = (size_t)blockIdx.x * cols;
     const float m = row_max[blockIdx.x], inverse = 1.0f / row_sum[blockIdx.x];
@@ -230,33 +234,35 @@ __device__ void pass_normalise(const typename E::Word* __restrict__ in, const fl
 }
 // ANCHOR_END: three_pass
 
-extern "C" __global__ void softmax_max(const float* in, float* row_max, unsigned int rows, unsigned int cols)
+extern "C" __global__ void softmax_max(const float* in, float* row_max, unsigned int rows,
+                                       unsigned int cols)
 {
     pass_max<F32>(in, row_max, cols);
 }
-extern "C" __global__ void softmax_sum(const float* in, const float* row_max, float* row_sum, unsigned int rows,
-                                       unsigned int cols)
+extern "C" __global__ void softmax_sum(const float* in, const float* row_max, float* row_sum,
+                                       unsigned int rows, unsigned int cols)
 {
     pass_sum<F32>(in, row_max, row_sum, cols);
 }
-extern "C" __global__ void softmax_normalise(const float* in, const float* row_max, const float* row_sum,
-                                             float* out, unsigned int rows, unsigned int cols)
+extern "C" __global__ void softmax_normalise(const float* in, const float* row_max,
+                                             const float* row_sum, float* out, unsigned int rows,
+                                             unsigned int cols)
 {
     pass_normalise<F32>(in, row_max, row_sum, out, cols);
 }
-extern "C" __global__ void softmax_max_bf16(const unsigned short* in, float* row_max, unsigned int rows,
-                                            unsigned int cols)
+extern "C" __global__ void softmax_max_bf16(const unsigned short* in, float* row_max,
+                                            unsigned int rows, unsigned int cols)
 {
     pass_max<BF16>(in, row_max, cols);
 }
-extern "C" __global__ void softmax_sum_bf16(const unsigned short* in, const float* row_max, float* row_sum,
-                                            unsigned int rows, unsigned int cols)
+extern "C" __global__ void softmax_sum_bf16(const unsigned short* in, const float* row_max,
+                                            float* row_sum, unsigned int rows, unsigned int cols)
 {
     pass_sum<BF16>(in, row_max, row_sum, cols);
 }
 extern "C" __global__ void softmax_normalise_bf16(const unsigned short* in, const float* row_max,
-                                                  const float* row_sum, unsigned short* out, unsigned int rows,
-                                                  unsigned int cols)
+                                                  const float* row_sum, unsigned short* out,
+                                                  unsigned int rows, unsigned int cols)
 {
     pass_normalise<BF16>(in, row_max, row_sum, out, cols);
 }
@@ -287,13 +293,13 @@ __device__ void fused(const typename E::Word* __restrict__ in, typename E::Word*
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
         m = Max<float>::combine(m, E::load(x, i));
     }
-    m = block_broadcast(block_reduce<Max<float> >(m));
+    m = block_broadcast(block_reduce<Max<float>>(m));
     // ANCHOR: solution the sum of exp(x - m) over the row: each thread its elements (i = threadIdx.x, threadIdx.x + blockDim.x, ...), then a block reduction (block_reduce<Sum<float> >) broadcast to every thread (block_broadcast)
     float s = 0.0f;
     for (unsigned int i = threadIdx.x; i < cols; i += blockDim.x) {
         s += E::exp(E::load(x, i) - m);
     }
-    s = block_broadcast(block_reduce<Sum<float> >(s));
+    s = block_broadcast(block_reduce<Sum<float>>(s));
     // ANCHOR_END: solution
     // ANCHOR: stub float s = 0.0f;
     const float inverse = 1.0f / s;
@@ -303,12 +309,13 @@ __device__ void fused(const typename E::Word* __restrict__ in, typename E::Word*
 }
 // ANCHOR_END: fused
 
-extern "C" __global__ void softmax_fused(const float* in, float* out, unsigned int rows, unsigned int cols)
+extern "C" __global__ void softmax_fused(const float* in, float* out, unsigned int rows,
+                                         unsigned int cols)
 {
     fused<F32>(in, out, cols);
 }
-extern "C" __global__ void softmax_fused_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
-                                              unsigned int cols)
+extern "C" __global__ void softmax_fused_bf16(const unsigned short* in, unsigned short* out,
+                                              unsigned int rows, unsigned int cols)
 {
     fused<BF16>(in, out, cols);
 }
@@ -344,7 +351,10 @@ struct OnlineOp {
         Online empty = {Max<float>::identity(), 0.0f};
         return empty;
     }
-    __device__ static float rescale(float part_max, float m) { return part_max == m ? 1.0f : softmax_exp(part_max - m); }
+    __device__ static float rescale(float part_max, float m)
+    {
+        return part_max == m ? 1.0f : softmax_exp(part_max - m);
+    }
     __device__ static Online combine(Online a, Online b)
     {
         const float m = Max<float>::combine(a.m, b.m);
@@ -356,7 +366,8 @@ struct OnlineOp {
 // The warp reductions move both fields.
 __device__ __forceinline__ Online shuffle_down(Online value, int offset)
 {
-    Online moved = {__shfl_down_sync(0xffffffffu, value.m, offset), __shfl_down_sync(0xffffffffu, value.s, offset)};
+    Online moved = {__shfl_down_sync(0xffffffffu, value.m, offset),
+                    __shfl_down_sync(0xffffffffu, value.s, offset)};
     return moved;
 }
 
@@ -419,12 +430,13 @@ __device__ void online(const typename E::Word* __restrict__ in, typename E::Word
 }
 // ANCHOR_END: online_kernel
 
-extern "C" __global__ void softmax_online(const float* in, float* out, unsigned int rows, unsigned int cols)
+extern "C" __global__ void softmax_online(const float* in, float* out, unsigned int rows,
+                                          unsigned int cols)
 {
     online<F32>(in, out, cols);
 }
-extern "C" __global__ void softmax_online_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
-                                               unsigned int cols)
+extern "C" __global__ void softmax_online_bf16(const unsigned short* in, unsigned short* out,
+                                               unsigned int rows, unsigned int cols)
 {
     online<BF16>(in, out, cols);
 }
@@ -436,11 +448,15 @@ extern "C" __global__ void softmax_online_bf16(const unsigned short* in, unsigne
 // of an odd length starts wherever the one before it ended) is read one element at a time, which
 // is correct and slower. Four vectors per thread are in flight per iteration (the unrolled loop's
 // loads do not depend on the state).
-__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<size_t>(p) & 15) == 0; }
+__device__ __forceinline__ bool aligned16(const void* p)
+{
+    return (reinterpret_cast<size_t>(p) & 15) == 0;
+}
 
 template <class E>
-__device__ __forceinline__ Online online_span(const typename E::Word* __restrict__ x, unsigned int len,
-                                              unsigned int thread, unsigned int threads)
+__device__ __forceinline__ Online online_span(const typename E::Word* __restrict__ x,
+                                              unsigned int len, unsigned int thread,
+                                              unsigned int threads)
 {
     Online acc = OnlineOp::identity();
     unsigned int done = 0;
@@ -467,9 +483,9 @@ __device__ __forceinline__ Online online_span(const typename E::Word* __restrict
 // Writes y = exp(x - m) * inverse over the span, 16 bytes at a time where both x and y start on a
 // boundary.
 template <class E>
-__device__ __forceinline__ void write_span(const typename E::Word* __restrict__ x, typename E::Word* __restrict__ y,
-                                           unsigned int len, unsigned int thread, unsigned int threads, float m,
-                                           float inverse)
+__device__ __forceinline__ void
+write_span(const typename E::Word* __restrict__ x, typename E::Word* __restrict__ y,
+           unsigned int len, unsigned int thread, unsigned int threads, float m, float inverse)
 {
     unsigned int done = 0;
     if (aligned16(x) && aligned16(y)) {
@@ -510,8 +526,8 @@ __device__ __forceinline__ void write_span(const typename E::Word* __restrict__ 
 //
 // Launch: block THREADS, grid ceil(rows / (THREADS / 32)).
 template <class E>
-__device__ void warp_rows(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
-                          unsigned int rows, unsigned int cols)
+__device__ void warp_rows(const typename E::Word* __restrict__ in,
+                          typename E::Word* __restrict__ out, unsigned int rows, unsigned int cols)
 {
     const unsigned int lane = threadIdx.x % 32;
     const size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -523,7 +539,8 @@ __device__ void warp_rows(const typename E::Word* __restrict__ in, typename E::W
     // ANCHOR: solution merge the 32 lanes' states so that every lane holds the row's: a butterfly, combining (OnlineOp::combine) each lane's state with the one of the lane offset apart (__shfl_xor_sync on both fields) for offsets 16, 8, 4, 2, 1
 #pragma unroll
     for (int lanes = 16; lanes > 0; lanes >>= 1) {
-        Online other = {__shfl_xor_sync(0xffffffffu, acc.m, lanes), __shfl_xor_sync(0xffffffffu, acc.s, lanes)};
+        Online other = {__shfl_xor_sync(0xffffffffu, acc.m, lanes),
+                        __shfl_xor_sync(0xffffffffu, acc.s, lanes)};
         acc = OnlineOp::combine(acc, other);
     }
     // ANCHOR_END: solution
@@ -531,12 +548,13 @@ __device__ void warp_rows(const typename E::Word* __restrict__ in, typename E::W
 }
 // ANCHOR_END: warp_rows
 
-extern "C" __global__ void softmax_warp_rows(const float* in, float* out, unsigned int rows, unsigned int cols)
+extern "C" __global__ void softmax_warp_rows(const float* in, float* out, unsigned int rows,
+                                             unsigned int cols)
 {
     warp_rows<F32>(in, out, rows, cols);
 }
-extern "C" __global__ void softmax_warp_rows_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
-                                                  unsigned int cols)
+extern "C" __global__ void softmax_warp_rows_bf16(const unsigned short* in, unsigned short* out,
+                                                  unsigned int rows, unsigned int cols)
 {
     warp_rows<BF16>(in, out, rows, cols);
 }
@@ -576,9 +594,10 @@ __device__ void split_partial(const typename E::Word* __restrict__ in, float* __
 }
 
 template <class E>
-__device__ void split_normalise(const typename E::Word* __restrict__ in, const float* __restrict__ partial,
-                                typename E::Word* __restrict__ out, unsigned int cols, unsigned int parts,
-                                unsigned int chunk)
+__device__ void split_normalise(const typename E::Word* __restrict__ in,
+                                const float* __restrict__ partial,
+                                typename E::Word* __restrict__ out, unsigned int cols,
+                                unsigned int parts, unsigned int chunk)
 {
     const size_t row = blockIdx.x / parts;
     const unsigned int begin = (blockIdx.x % parts) * chunk;
@@ -599,23 +618,26 @@ __device__ void split_normalise(const typename E::Word* __restrict__ in, const f
 // ANCHOR_END: split
 
 extern "C" __global__ void softmax_split_partial(const float* in, float* partial, unsigned int rows,
-                                                 unsigned int cols, unsigned int parts, unsigned int chunk)
+                                                 unsigned int cols, unsigned int parts,
+                                                 unsigned int chunk)
 {
     split_partial<F32>(in, partial, cols, parts, chunk);
 }
-extern "C" __global__ void softmax_split_normalise(const float* in, const float* partial, float* out,
-                                                   unsigned int rows, unsigned int cols, unsigned int parts,
-                                                   unsigned int chunk)
+extern "C" __global__ void softmax_split_normalise(const float* in, const float* partial,
+                                                   float* out, unsigned int rows, unsigned int cols,
+                                                   unsigned int parts, unsigned int chunk)
 {
     split_normalise<F32>(in, partial, out, cols, parts, chunk);
 }
-extern "C" __global__ void softmax_split_partial_bf16(const unsigned short* in, float* partial, unsigned int rows,
-                                                      unsigned int cols, unsigned int parts, unsigned int chunk)
+extern "C" __global__ void softmax_split_partial_bf16(const unsigned short* in, float* partial,
+                                                      unsigned int rows, unsigned int cols,
+                                                      unsigned int parts, unsigned int chunk)
 {
     split_partial<BF16>(in, partial, cols, parts, chunk);
 }
-extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in, const float* partial,
-                                                        unsigned short* out, unsigned int rows, unsigned int cols,
+extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in,
+                                                        const float* partial, unsigned short* out,
+                                                        unsigned int rows, unsigned int cols,
                                                         unsigned int parts, unsigned int chunk)
 {
     split_normalise<BF16>(in, partial, out, cols, parts, chunk);
@@ -628,14 +650,12 @@ extern "C" __global__ void softmax_split_normalise_bf16(const unsigned short* in
 // the block). The barrier is the group's own (bar.sync with an id per group and the group's
 // thread count), not the block's: the other groups of the block do not wait for this one. Every
 // group of a block has GROUP threads, so every thread reaches the barriers or none does.
-template <int GROUP>
-__device__ __forceinline__ void group_barrier()
+template <int GROUP> __device__ __forceinline__ void group_barrier()
 {
     asm volatile("bar.sync %0, %1;" ::"r"(1 + threadIdx.x / GROUP), "n"(GROUP) : "memory");
 }
 
-template <class Op, int GROUP>
-__device__ __forceinline__ float group_reduce(float value)
+template <class Op, int GROUP> __device__ __forceinline__ float group_reduce(float value)
 {
     __shared__ float slots[32];
 #pragma unroll
@@ -695,8 +715,7 @@ struct MaxNaN {
 // registers take every slot and test none; only the loads and the stores ask held().
 // An f32 slot keeps its exp(x - max) in place of x (keep); a bf16 slot has no room for it, so the
 // write takes exp again, from the slot (sfu_exp: three instructions).
-template <class E, int GROUP, int VALUES>
-struct RowShare {
+template <class E, int GROUP, int VALUES> struct RowShare {
     enum { VECTORS = VALUES / E::PER_VEC };
     unsigned int thread; // in the group
     unsigned int len;    // the row's elements (0: a group with no row)
@@ -705,11 +724,13 @@ struct RowShare {
 
     __device__ unsigned int at(int j) const
     {
-        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC + j % E::PER_VEC : thread + j * GROUP;
+        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC + j % E::PER_VEC
+                       : thread + j * GROUP;
     }
     __device__ bool held(int j) const
     {
-        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC < len : thread + j * GROUP < len;
+        return vectors ? (thread + (j / E::PER_VEC) * GROUP) * E::PER_VEC < len
+                       : thread + j * GROUP < len;
     }
     __device__ float get(int j) const { return E::element(q[j / E::PER_VEC], j % E::PER_VEC); }
     __device__ void keep(int j, float e) { E::keep(q[j / E::PER_VEC], j % E::PER_VEC, e); }
@@ -720,7 +741,8 @@ struct RowShare {
             const uint4* __restrict__ v = reinterpret_cast<const uint4*>(x_row);
 #pragma unroll
             for (int k = 0; k < VECTORS; k++) {
-                q[k] = held(k * E::PER_VEC) ? v[thread + k * GROUP] : make_uint4(pad, pad, pad, pad);
+                q[k] =
+                    held(k * E::PER_VEC) ? v[thread + k * GROUP] : make_uint4(pad, pad, pad, pad);
             }
         } else {
             // Element j's bits go to word (j % PER_VEC) / PER_WORD of q[k], at bit 32 / PER_WORD
@@ -743,7 +765,10 @@ struct RowShare {
         }
     }
     // Slot j's exp(x - shift): kept (f32), or taken again (bf16).
-    __device__ float exp_of(int j, float shift) const { return E::KEEPS_EXP ? get(j) : E::exp(get(j) - shift); }
+    __device__ float exp_of(int j, float shift) const
+    {
+        return E::KEEPS_EXP ? get(j) : E::exp(get(j) - shift);
+    }
     // y = exp(x - shift) * scale for each held element.
     __device__ void store(typename E::Word* __restrict__ y_row, float shift, float scale) const
     {
@@ -808,8 +833,8 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
     const unsigned int len = row < rows ? cols : 0;
     const typename E::Word* x_row = in + row * cols;
     typename E::Word* y_row = out + row * cols;
-    RowShare<E, GROUP, VALUES> share = {threadIdx.x % GROUP, len,
-                                        aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0};
+    RowShare<E, GROUP, VALUES> share = {
+        threadIdx.x % GROUP, len, aligned16(x_row) && aligned16(y_row) && cols % E::PER_VEC == 0};
     share.load(x_row);
 
     // ANCHOR: solution the row's max m: each thread's over all its slots (share.get(j); MaxNaN::combine, which keeps a NaN; the slots past the row hold -inf), then the group's (group_reduce<MaxNaN, GROUP>); then each e = E::exp(x - m), kept in its slot (share.keep) and summed, and the group's sum s (group_reduce<Sum<float>, GROUP>)
@@ -837,92 +862,101 @@ __device__ void on_chip(const typename E::Word* __restrict__ in, typename E::Wor
 // group and the elements are compile-time: the shifts, the offsets of the loads and the reductions'
 // loops are constants). Blocks of max(GROUP, 256) threads; at 512, up to 128 registers a thread.
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_16x8(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_16x8(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 16, 8>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_16x16(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_16x16(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 16, 16>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_16x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_16x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 16, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_32x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_32x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 32, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_64x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_64x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 64, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_128x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_128x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 128, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 256, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_512x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_512x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 512, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_512x64(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_512x64(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     on_chip<F32, 512, 64>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_16x8_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_16x8_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                              unsigned int cols)
 {
     on_chip<BF16, 16, 8>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_16x16_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_16x16_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                               unsigned int cols)
 {
     on_chip<BF16, 16, 16>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_16x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_16x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                               unsigned int cols)
 {
     on_chip<BF16, 16, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_32x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_32x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                               unsigned int cols)
 {
     on_chip<BF16, 32, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_64x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_64x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                               unsigned int cols)
 {
     on_chip<BF16, 64, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_128x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_128x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                unsigned int cols)
 {
     on_chip<BF16, 128, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(256)
-softmax_on_chip_256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_256x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                unsigned int cols)
 {
     on_chip<BF16, 256, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_512x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_512x32_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                unsigned int cols)
 {
     on_chip<BF16, 512, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __launch_bounds__(512)
-softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_on_chip_512x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                unsigned int cols)
 {
     on_chip<BF16, 512, 64>(in, out, rows, cols);
 }
@@ -999,16 +1033,17 @@ __device__ __forceinline__ size_t cluster_part(unsigned int cols, unsigned int& 
 }
 
 template <class E, int CLUSTER, int BLOCK, int VALUES>
-__device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E::Word* __restrict__ out,
-                             unsigned int rows, unsigned int cols)
+__device__ void cluster_rows(const typename E::Word* __restrict__ in,
+                             typename E::Word* __restrict__ out, unsigned int rows,
+                             unsigned int cols)
 {
     __shared__ float slots[2]; // the block's (m, s), for the cluster to read
     unsigned int len;
     const size_t offset = cluster_part<CLUSTER>(cols, len);
     const typename E::Word* x_part = in + offset;
     typename E::Word* y_part = out + offset;
-    RowShare<E, BLOCK, VALUES> share = {threadIdx.x, len,
-                                        aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
+    RowShare<E, BLOCK, VALUES> share = {
+        threadIdx.x, len, aligned16(x_part) && aligned16(y_part) && cols % E::PER_VEC == 0};
     share.load(x_part);
 
     // ANCHOR: solution the block's state: its max m (each thread's over all its slots, share.get(j) with MaxNaN::combine, then group_reduce<MaxNaN, BLOCK>), each e = E::exp(x - shift) kept in its slot (share.keep; shift is m, or 0 where m is -inf: a part of only -inf) and their sum s (group_reduce<Sum<float>, BLOCK>); thread 0 writes (m, s) to slots, the cluster waits (cluster_arrive, cluster_wait), and every thread merges the CLUSTER blocks' slots (read_slot, rank 0 first) with OnlineOp::combine into `whole`
@@ -1051,32 +1086,35 @@ __device__ void cluster_rows(const typename E::Word* __restrict__ in, typename E
 // picks: blocks of 256 threads (four per SM) for rows a cluster of 8 of them holds, then 512; 32
 // elements a thread for f32 rows, 64 for bf16 rows (held two to a register).
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
-softmax_cluster_4x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_cluster_4x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     cluster_rows<F32, 4, 256, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
-softmax_cluster_8x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_cluster_8x256x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     cluster_rows<F32, 8, 256, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
-softmax_cluster_8x512x32(const float* in, float* out, unsigned int rows, unsigned int cols)
+    softmax_cluster_8x512x32(const float* in, float* out, unsigned int rows, unsigned int cols)
 {
     cluster_rows<F32, 8, 512, 32>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
-softmax_cluster_4x256x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_cluster_4x256x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                  unsigned int cols)
 {
     cluster_rows<BF16, 4, 256, 64>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
-softmax_cluster_8x256x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_cluster_8x256x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                  unsigned int cols)
 {
     cluster_rows<BF16, 8, 256, 64>(in, out, rows, cols);
 }
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
-softmax_cluster_8x512x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows, unsigned int cols)
+    softmax_cluster_8x512x64_bf16(const unsigned short* in, unsigned short* out, unsigned int rows,
+                                  unsigned int cols)
 {
     cluster_rows<BF16, 8, 512, 64>(in, out, rows, cols);
 }

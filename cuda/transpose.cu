@@ -181,7 +181,8 @@ __device__ __forceinline__ void transpose_tiles(const word* __restrict__ in, wor
     __shared__ word tile[SIDE][SWIZZLE ? SIDE : SIDE + 1];
 
     unsigned int x = threadIdx.x, y = threadIdx.y;
-    unsigned int r0 = (DOWN ? blockIdx.x : blockIdx.y) * SIDE, c0 = (DOWN ? blockIdx.y : blockIdx.x) * SIDE;
+    unsigned int r0 = (DOWN ? blockIdx.x : blockIdx.y) * SIDE,
+                 c0 = (DOWN ? blockIdx.y : blockIdx.x) * SIDE;
 
     // Read: every load first, into registers (elements outside the matrix read as 0 and are never
     // written out).
@@ -231,7 +232,8 @@ __device__ __forceinline__ void transpose_tiles(const word* __restrict__ in, wor
 //
 // Launch: block (32, 8), grid (ceil(cols / 32), ceil(rows / 32)).
 extern "C" __global__ void __launch_bounds__(256)
-transpose_four_per_thread(const word* __restrict__ in, word* __restrict__ out, unsigned int rows, unsigned int cols)
+    transpose_four_per_thread(const word* __restrict__ in, word* __restrict__ out,
+                              unsigned int rows, unsigned int cols)
 {
     transpose_tiles<32, 8, false>(in, out, rows, cols);
 }
@@ -245,7 +247,8 @@ transpose_four_per_thread(const word* __restrict__ in, word* __restrict__ out, u
 //
 // Launch: block (32, 8), grid (ceil(cols / 32), ceil(rows / 32)).
 extern "C" __global__ void __launch_bounds__(256)
-transpose_swizzled(const word* __restrict__ in, word* __restrict__ out, unsigned int rows, unsigned int cols)
+    transpose_swizzled(const word* __restrict__ in, word* __restrict__ out, unsigned int rows,
+                       unsigned int cols)
 {
     transpose_tiles<32, 8, true>(in, out, rows, cols);
 }
@@ -264,7 +267,8 @@ transpose_swizzled(const word* __restrict__ in, word* __restrict__ out, unsigned
 //
 // Launch: block (32, 16), grid (ceil(cols / 64), ceil(rows / 64)).
 extern "C" __global__ void __launch_bounds__(512)
-transpose_wide_tiles(const word* __restrict__ in, word* __restrict__ out, unsigned int rows, unsigned int cols)
+    transpose_wide_tiles(const word* __restrict__ in, word* __restrict__ out, unsigned int rows,
+                         unsigned int cols)
 {
     transpose_tiles<64, 16, false>(in, out, rows, cols);
 }
@@ -288,7 +292,8 @@ transpose_wide_tiles(const word* __restrict__ in, word* __restrict__ out, unsign
 //
 // Launch: block (32, 16), grid (ceil(rows / 64), ceil(cols / 64)).
 extern "C" __global__ void __launch_bounds__(512)
-transpose_column_order(const word* __restrict__ in, word* __restrict__ out, unsigned int rows, unsigned int cols)
+    transpose_column_order(const word* __restrict__ in, word* __restrict__ out, unsigned int rows,
+                           unsigned int cols)
 {
     transpose_tiles<64, 16, false, true>(in, out, rows, cols);
 }

@@ -12,12 +12,13 @@
 
 #include "peers.cuh"
 
-PEER int cub_select_flagged_f32(const float* input, const unsigned char* flags, float* output, unsigned* kept,
-                                long long n, void* temp, unsigned long long* temp_bytes, void* stream)
+PEER int cub_select_flagged_f32(const float* input, const unsigned char* flags, float* output,
+                                unsigned* kept, long long n, void* temp,
+                                unsigned long long* temp_bytes, void* stream)
 {
     size_t bytes = *temp_bytes;
-    cudaError_t status =
-        cub::DeviceSelect::Flagged(temp, bytes, input, flags, output, kept, n, (cudaStream_t)stream);
+    cudaError_t status = cub::DeviceSelect::Flagged(temp, bytes, input, flags, output, kept, n,
+                                                    (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }
@@ -28,11 +29,12 @@ struct GreaterThan {
 };
 
 PEER int cub_select_if_greater_f32(const float* input, float* output, unsigned* kept, long long n,
-                                   float threshold, void* temp, unsigned long long* temp_bytes, void* stream)
+                                   float threshold, void* temp, unsigned long long* temp_bytes,
+                                   void* stream)
 {
     size_t bytes = *temp_bytes;
-    cudaError_t status =
-        cub::DeviceSelect::If(temp, bytes, input, output, kept, n, GreaterThan{threshold}, (cudaStream_t)stream);
+    cudaError_t status = cub::DeviceSelect::If(temp, bytes, input, output, kept, n,
+                                               GreaterThan{threshold}, (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }

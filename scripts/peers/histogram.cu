@@ -12,28 +12,29 @@
 
 #include "peers.cuh"
 
-PEER int cub_histogram_even_u8(const unsigned char* samples, unsigned int* counts, long long n, void* temp,
-                               unsigned long long* temp_bytes, void* stream)
+PEER int cub_histogram_even_u8(const unsigned char* samples, unsigned int* counts, long long n,
+                               void* temp, unsigned long long* temp_bytes, void* stream)
 {
     if (n < 0 || n > INT_MAX) {
         return (int)cudaErrorInvalidValue;
     }
     size_t bytes = *temp_bytes;
-    cudaError_t status = cub::DeviceHistogram::HistogramEven(temp, bytes, samples, counts, 257, 0, 256, (int)n,
-                                                             (cudaStream_t)stream);
+    cudaError_t status = cub::DeviceHistogram::HistogramEven(temp, bytes, samples, counts, 257, 0,
+                                                             256, (int)n, (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }
 
-PEER int cub_histogram_even_f32(const float* samples, unsigned int* counts, long long n, int bins, float lower,
-                                float upper, void* temp, unsigned long long* temp_bytes, void* stream)
+PEER int cub_histogram_even_f32(const float* samples, unsigned int* counts, long long n, int bins,
+                                float lower, float upper, void* temp,
+                                unsigned long long* temp_bytes, void* stream)
 {
     if (n < 0 || n > INT_MAX) {
         return (int)cudaErrorInvalidValue;
     }
     size_t bytes = *temp_bytes;
-    cudaError_t status = cub::DeviceHistogram::HistogramEven(temp, bytes, samples, counts, bins + 1, lower, upper,
-                                                             (int)n, (cudaStream_t)stream);
+    cudaError_t status = cub::DeviceHistogram::HistogramEven(
+        temp, bytes, samples, counts, bins + 1, lower, upper, (int)n, (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }

@@ -18,7 +18,8 @@ PEER int cub_reduce_sum_f32(const float* input, float* result, long long n, void
                             unsigned long long* temp_bytes, void* stream)
 {
     size_t bytes = *temp_bytes;
-    cudaError_t status = cub::DeviceReduce::Sum(temp, bytes, input, result, n, (cudaStream_t)stream);
+    cudaError_t status =
+        cub::DeviceReduce::Sum(temp, bytes, input, result, n, (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }
@@ -67,8 +68,10 @@ __global__ void seed_reduce_first_add(float* g_data, float* g_result, int n)
     int tid = threadIdx.x;
     int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
     float sum = 0;
-    if (i < n) sum += g_data[i];
-    if (i + blockDim.x < n) sum += g_data[i + blockDim.x];
+    if (i < n)
+        sum += g_data[i];
+    if (i + blockDim.x < n)
+        sum += g_data[i + blockDim.x];
     sdata[tid] = sum;
     __syncthreads();
     for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
@@ -122,8 +125,10 @@ __global__ void seed_reduce_warp_unroll(float* g_data, float* g_result, int n)
     int tid = threadIdx.x;
     int i = blockIdx.x * blockDim.x * 2 + threadIdx.x;
     sdata[tid] = 0;
-    if (i < n) sdata[tid] += g_data[i];
-    if (i + blockDim.x < n) sdata[tid] += g_data[i + blockDim.x];
+    if (i < n)
+        sdata[tid] += g_data[i];
+    if (i + blockDim.x < n)
+        sdata[tid] += g_data[i + blockDim.x];
     __syncthreads();
     for (int stride = blockDim.x / 2; stride > 32; stride >>= 1) {
         if (tid < stride) {
@@ -146,20 +151,40 @@ __global__ void seed_reduce_complete_unroll(float* g_data, float* g_result, int 
     int tid = threadIdx.x;
     int i = blockIdx.x * blockSize * 2 + threadIdx.x;
     sdata[tid] = 0;
-    if (i < n) sdata[tid] += g_data[i];
-    if (i + blockSize < n) sdata[tid] += g_data[i + blockSize];
+    if (i < n)
+        sdata[tid] += g_data[i];
+    if (i + blockSize < n)
+        sdata[tid] += g_data[i + blockSize];
     __syncthreads();
-    if (blockSize >= 512) { if (tid < 256) sdata[tid] += sdata[tid + 256]; __syncthreads(); }
-    if (blockSize >= 256) { if (tid < 128) sdata[tid] += sdata[tid + 128]; __syncthreads(); }
-    if (blockSize >= 128) { if (tid < 64) sdata[tid] += sdata[tid + 64]; __syncthreads(); }
+    if (blockSize >= 512) {
+        if (tid < 256)
+            sdata[tid] += sdata[tid + 256];
+        __syncthreads();
+    }
+    if (blockSize >= 256) {
+        if (tid < 128)
+            sdata[tid] += sdata[tid + 128];
+        __syncthreads();
+    }
+    if (blockSize >= 128) {
+        if (tid < 64)
+            sdata[tid] += sdata[tid + 64];
+        __syncthreads();
+    }
     if (tid < 32) {
         volatile float* smem = sdata;
-        if (blockSize >= 64) smem[tid] += smem[tid + 32];
-        if (blockSize >= 32) smem[tid] += smem[tid + 16];
-        if (blockSize >= 16) smem[tid] += smem[tid + 8];
-        if (blockSize >= 8) smem[tid] += smem[tid + 4];
-        if (blockSize >= 4) smem[tid] += smem[tid + 2];
-        if (blockSize >= 2) smem[tid] += smem[tid + 1];
+        if (blockSize >= 64)
+            smem[tid] += smem[tid + 32];
+        if (blockSize >= 32)
+            smem[tid] += smem[tid + 16];
+        if (blockSize >= 16)
+            smem[tid] += smem[tid + 8];
+        if (blockSize >= 8)
+            smem[tid] += smem[tid + 4];
+        if (blockSize >= 4)
+            smem[tid] += smem[tid + 2];
+        if (blockSize >= 2)
+            smem[tid] += smem[tid + 1];
     }
     if (tid == 0) {
         g_result[blockIdx.x] = sdata[0];
@@ -201,20 +226,34 @@ __global__ void seed_reduce_shuffle(float* g_data, float* g_result, int n)
     }
 }
 
-// ---- how the seed launches them: 256 threads, one or two elements per thread, or SMs x 8 blocks ----
+// ---- how the seed launches them: 256 threads, one or two elements per thread, or SMs x 8 blocks
+// ----
 
-static long long one_per_thread(long long n) { return (n + 255) / 256; }
-static long long two_per_thread(long long n) { return (n + 511) / 512; }
-static long long fill_the_gpu(long long) { return 8LL * peer_multiprocessors(); }
+static long long one_per_thread(long long n)
+{
+    return (n + 255) / 256;
+}
+static long long two_per_thread(long long n)
+{
+    return (n + 511) / 512;
+}
+static long long fill_the_gpu(long long)
+{
+    return 8LL * peer_multiprocessors();
+}
 
-#define SEED_PEER(NAME, KERNEL, BLOCKS, SHARED)                                                        \
-    PEER long long seed004_##NAME##_partials(long long n) { return n > 0 ? BLOCKS(n) : 0; }             \
-    PEER int seed004_##NAME(const float* input, float* partials, long long n, void* stream)           \
-    {                                                                                                \
-        if (n <= 0 || n >= (1LL << 31)) return (int)cudaErrorInvalidValue;                            \
-        KERNEL<<<(unsigned int)BLOCKS(n), 256, SHARED, (cudaStream_t)stream>>>((float*)input, partials, \
-                                                                             (int)n);                \
-        return (int)cudaGetLastError();                                                              \
+#define SEED_PEER(NAME, KERNEL, BLOCKS, SHARED)                                                    \
+    PEER long long seed004_##NAME##_partials(long long n)                                          \
+    {                                                                                              \
+        return n > 0 ? BLOCKS(n) : 0;                                                              \
+    }                                                                                              \
+    PEER int seed004_##NAME(const float* input, float* partials, long long n, void* stream)        \
+    {                                                                                              \
+        if (n <= 0 || n >= (1LL << 31))                                                            \
+            return (int)cudaErrorInvalidValue;                                                     \
+        KERNEL<<<(unsigned int)BLOCKS(n), 256, SHARED, (cudaStream_t)stream>>>((float*)input,      \
+                                                                               partials, (int)n);  \
+        return (int)cudaGetLastError();                                                            \
     }
 
 SEED_PEER(naive, seed_reduce_naive, one_per_thread, 256 * sizeof(float))

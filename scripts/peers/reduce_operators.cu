@@ -40,42 +40,45 @@ struct NonZero {
 };
 
 template <class T, class Op>
-int reduce(const T* input, T* result, long long n, void* temp, unsigned long long* temp_bytes, void* stream, Op op,
-           T init)
+int reduce(const T* input, T* result, long long n, void* temp, unsigned long long* temp_bytes,
+           void* stream, Op op, T init)
 {
     size_t bytes = *temp_bytes;
-    cudaError_t status = cub::DeviceReduce::Reduce(temp, bytes, input, result, n, op, init, (cudaStream_t)stream);
+    cudaError_t status =
+        cub::DeviceReduce::Reduce(temp, bytes, input, result, n, op, init, (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }
 
 template <class T, class Op>
-int logical(const T* input, unsigned int* result, long long n, void* temp, unsigned long long* temp_bytes,
-            void* stream, Op op, unsigned int init)
+int logical(const T* input, unsigned int* result, long long n, void* temp,
+            unsigned long long* temp_bytes, void* stream, Op op, unsigned int init)
 {
     size_t bytes = *temp_bytes;
-    cudaError_t status =
-        cub::DeviceReduce::TransformReduce(temp, bytes, input, result, n, op, NonZero(), init, (cudaStream_t)stream);
+    cudaError_t status = cub::DeviceReduce::TransformReduce(temp, bytes, input, result, n, op,
+                                                            NonZero(), init, (cudaStream_t)stream);
     *temp_bytes = bytes;
     return (int)status;
 }
 
 template <class T>
-int arg(bool largest, const T* input, void* result, long long n, void* temp, unsigned long long* temp_bytes,
-        void* stream)
+int arg(bool largest, const T* input, void* result, long long n, void* temp,
+        unsigned long long* temp_bytes, void* stream)
 {
     size_t bytes = *temp_bytes;
 #if defined(CCCL_VERSION) && CCCL_VERSION >= 2008000
     T* value = (T*)result;
     long long* index = (long long*)((char*)result + 8);
-    cudaError_t status = largest
-        ? cub::DeviceReduce::ArgMax(temp, bytes, input, value, index, n, (cudaStream_t)stream)
-        : cub::DeviceReduce::ArgMin(temp, bytes, input, value, index, n, (cudaStream_t)stream);
+    cudaError_t status =
+        largest
+            ? cub::DeviceReduce::ArgMax(temp, bytes, input, value, index, n, (cudaStream_t)stream)
+            : cub::DeviceReduce::ArgMin(temp, bytes, input, value, index, n, (cudaStream_t)stream);
 #else
     // Older CUB: a (32-bit index, value) pair.
     cub::KeyValuePair<int, T>* pair = (cub::KeyValuePair<int, T>*)result;
-    cudaError_t status = largest ? cub::DeviceReduce::ArgMax(temp, bytes, input, pair, (int)n, (cudaStream_t)stream)
-                                 : cub::DeviceReduce::ArgMin(temp, bytes, input, pair, (int)n, (cudaStream_t)stream);
+    cudaError_t status =
+        largest ? cub::DeviceReduce::ArgMax(temp, bytes, input, pair, (int)n, (cudaStream_t)stream)
+                : cub::DeviceReduce::ArgMin(temp, bytes, input, pair, (int)n, (cudaStream_t)stream);
 #endif
     *temp_bytes = bytes;
     return (int)status;
@@ -83,23 +86,23 @@ int arg(bool largest, const T* input, void* result, long long n, void* temp, uns
 
 } // namespace
 
-#define PEER_VALUE(name, T, op, init)                                                                        \
-    PEER int name(const T* input, T* result, long long n, void* temp, unsigned long long* temp_bytes,        \
-                  void* stream)                                                                              \
-    {                                                                                                        \
-        return reduce<T>(input, result, n, temp, temp_bytes, stream, op, init);                              \
+#define PEER_VALUE(name, T, op, init)                                                              \
+    PEER int name(const T* input, T* result, long long n, void* temp,                              \
+                  unsigned long long* temp_bytes, void* stream)                                    \
+    {                                                                                              \
+        return reduce<T>(input, result, n, temp, temp_bytes, stream, op, init);                    \
     }
-#define PEER_LOGICAL(name, T, op, init)                                                                      \
-    PEER int name(const T* input, unsigned int* result, long long n, void* temp,                             \
-                  unsigned long long* temp_bytes, void* stream)                                              \
-    {                                                                                                        \
-        return logical<T>(input, result, n, temp, temp_bytes, stream, op, init);                             \
+#define PEER_LOGICAL(name, T, op, init)                                                            \
+    PEER int name(const T* input, unsigned int* result, long long n, void* temp,                   \
+                  unsigned long long* temp_bytes, void* stream)                                    \
+    {                                                                                              \
+        return logical<T>(input, result, n, temp, temp_bytes, stream, op, init);                   \
     }
-#define PEER_ARG(name, T, largest)                                                                           \
-    PEER int name(const T* input, void* result, long long n, void* temp, unsigned long long* temp_bytes,     \
-                  void* stream)                                                                              \
-    {                                                                                                        \
-        return arg<T>(largest, input, result, n, temp, temp_bytes, stream);                                  \
+#define PEER_ARG(name, T, largest)                                                                 \
+    PEER int name(const T* input, void* result, long long n, void* temp,                           \
+                  unsigned long long* temp_bytes, void* stream)                                    \
+    {                                                                                              \
+        return arg<T>(largest, input, result, n, temp, temp_bytes, stream);                        \
     }
 
 PEER_VALUE(cub_reduce_sum_f32, float, Plus(), 0.0f)

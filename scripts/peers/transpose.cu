@@ -16,21 +16,26 @@
 
 #include "peers.cuh"
 
-PEER int cublas_transpose_f32(const float* input, float* output, long long rows, long long cols, void* stream)
+PEER int cublas_transpose_f32(const float* input, float* output, long long rows, long long cols,
+                              void* stream)
 {
     static cublasHandle_t handle = nullptr;
     static bool reported = false;
-    if (rows <= 0 || cols <= 0 || rows > INT_MAX || cols > INT_MAX) return (int)cudaErrorInvalidValue;
+    if (rows <= 0 || cols <= 0 || rows > INT_MAX || cols > INT_MAX)
+        return (int)cudaErrorInvalidValue;
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-    if (handle == nullptr) status = cublasCreate(&handle);
-    if (status == CUBLAS_STATUS_SUCCESS) status = cublasSetStream(handle, (cudaStream_t)stream);
+    if (handle == nullptr)
+        status = cublasCreate(&handle);
+    if (status == CUBLAS_STATUS_SUCCESS)
+        status = cublasSetStream(handle, (cudaStream_t)stream);
     const float one = 1.0f, zero = 0.0f;
     if (status == CUBLAS_STATUS_SUCCESS) {
-        status = cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)cols, &one, input, (int)cols, &zero,
-                             output, (int)rows, output, (int)rows);
+        status = cublasSgeam(handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)cols, &one, input,
+                             (int)cols, &zero, output, (int)rows, output, (int)rows);
     }
     if (status != CUBLAS_STATUS_SUCCESS) {
-        if (!reported) fprintf(stderr, "cublas_transpose_f32: %s\n", cublasGetStatusString(status));
+        if (!reported)
+            fprintf(stderr, "cublas_transpose_f32: %s\n", cublasGetStatusString(status));
         reported = true;
         return (int)cudaErrorUnknown;
     }
