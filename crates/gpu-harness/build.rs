@@ -4,8 +4,9 @@ use std::{env, fs, path::PathBuf};
 fn main() {
     let cuda = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../../cuda");
     println!("cargo:rerun-if-changed={}", cuda.display());
-    let mut headers: Vec<PathBuf> =
-        fs::read_dir(&cuda).map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+    let mut headers: Vec<PathBuf> = fs::read_dir(&cuda)
+        .map(|dir| dir.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
     headers.retain(|p| p.extension().is_some_and(|e| e == "cuh"));
     headers.sort();
     let mut out = String::from("static SHARED_HEADERS: &[(&str, &str)] = &[\n");

@@ -49,7 +49,10 @@ pub mod measured;
 
 use std::fmt;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig,
+    Result,
+};
 
 pub use gpu_harness::bf16::{Value, bf16_to_f32, f32_to_bf16};
 pub use measured::steps;
@@ -197,8 +200,10 @@ impl Step {
         check_shape(shape)?;
         if self == Step::Flat && shape.per_channel() > MAX_SIDE {
             return Err(GpuError::BadInput(format!(
-                "{}: a {shape} tensor has {} elements a channel; step 5 counts a channel's vectors in 32 bits, so at \
-                 most {MAX_SIDE} (2^31 - 1): take the statistics of fewer samples at a time, or use step 4",
+                "{}: a {shape} tensor has {} elements a channel; step 5 counts a channel's \
+                 vectors in 32 bits, so at \
+                 most {MAX_SIDE} (2^31 - 1): take the statistics of fewer samples at a time, or \
+                 use step 4",
                 self.name(),
                 shape.per_channel()
             )));
@@ -216,7 +221,8 @@ impl Step {
         };
         if grid > MAX_BLOCKS {
             return Err(GpuError::BadInput(format!(
-                "{}: {shape} needs {grid} blocks, more than a grid's {MAX_BLOCKS}; take fewer channels at a time",
+                "{}: {shape} needs {grid} blocks, more than a grid's {MAX_BLOCKS}; take fewer \
+                 channels at a time",
                 self.name()
             )));
         }
@@ -229,7 +235,15 @@ impl Step {
             Step::Flat => T::BF16,
             _ => piece(shape.plane(), T::BF16) > 512,
         };
-        Ok(StatsPlan { step: self, config, pieces: pieces as u32, slices: slices as u32, per_slice, partials, halves })
+        Ok(StatsPlan {
+            step: self,
+            config,
+            pieces: pieces as u32,
+            slices: slices as u32,
+            per_slice,
+            partials,
+            halves,
+        })
     }
 }
 // ANCHOR_END: step
@@ -250,8 +264,10 @@ fn check_shape(shape: Nchw) -> Result<()> {
     let sides = [shape.batch, shape.channels, shape.plane(), shape.pieces(false)];
     if sides.iter().any(|&side| side > MAX_SIDE) || shape.elements().is_none() {
         return Err(GpuError::BadInput(format!(
-            "a {shape} tensor: N, C, H x W and a channel's pieces (N x ceil(H x W / 512)) must each be at most {MAX_SIDE} (2^31 - 1), \
-             for the kernels' 32-bit indices; take the statistics of fewer samples at a time and combine them"
+            "a {shape} tensor: N, C, H x W and a channel's pieces (N x ceil(H x W / 512)) must \
+             each be at most {MAX_SIDE} (2^31 - 1), \
+             for the kernels' 32-bit indices; take the statistics of fewer samples at a time and \
+             combine them"
         )));
     }
     Ok(())
@@ -300,7 +316,11 @@ impl StatsPlan {
                 per_piece * u64::from(self.pieces).div_ceil(warps) + 8
             }
             Step::Split | Step::Vectors | Step::Flat => {
-                let finish = if self.slices <= 32 { 5 } else { u64::from(self.slices).div_ceil(THREADS.into()) + 8 };
+                let finish = if self.slices <= 32 {
+                    5
+                } else {
+                    u64::from(self.slices).div_ceil(THREADS.into()) + 8
+                };
                 let extra = u64::from(self.step == Step::Flat);
                 per_piece * (u64::from(self.per_slice).div_ceil(warps) + extra) + 8 + finish
             }
@@ -317,7 +337,11 @@ impl fmt::Display for StatsPlan {
             Step::Naive => write!(f, ", a thread per channel"),
             Step::Coalesced => write!(f, ", a block per channel of {} pieces", self.pieces),
             Step::Split | Step::Vectors | Step::Flat if self.slices == 1 => {
-                write!(f, ", a block per channel of {} {units} (one slice: no partials, no finish)", self.pieces)
+                write!(
+                    f,
+                    ", a block per channel of {} {units} (one slice: no partials, no finish)",
+                    self.pieces
+                )
             }
             Step::Split | Step::Vectors | Step::Flat => write!(
                 f,
@@ -332,17 +356,21 @@ impl fmt::Display for StatsPlan {
 /// number of elements than the shape says.
 fn check_lengths(shape: Nchw, input: usize, mean: usize, var: usize) -> Result<usize> {
     let n = shape.elements().ok_or_else(|| {
-        GpuError::BadInput(format!("batch statistics: a {shape} tensor has more elements than a usize holds"))
+        GpuError::BadInput(format!(
+            "batch statistics: a {shape} tensor has more elements than a usize holds"
+        ))
     })?;
     if input != n {
         return Err(GpuError::BadInput(format!(
-            "batch statistics of a {shape} tensor: the input holds {input} elements, not N x C x H x W = {n}"
+            "batch statistics of a {shape} tensor: the input holds {input} elements, not N x C x \
+             H x W = {n}"
         )));
     }
     for (what, len) in [("mean", mean), ("variance", var)] {
         if len != shape.channels {
             return Err(GpuError::BadInput(format!(
-                "batch statistics of a {shape} tensor: the {what} holds {len} elements, not one per channel ({})",
+                "batch statistics of a {shape} tensor: the {what} holds {len} elements, not one \
+                 per channel ({})",
                 shape.channels
             )));
         }
@@ -416,7 +444,14 @@ impl BatchStats {
         let kernel = if T::SUFFIX.is_empty() { &self.f32_kernel } else { &self.bf16_kernel };
         if !self.step.finishes_on_the_last_block() {
             let launch = self.device.launch(kernel, plan.config).arg(input);
-            return launch.arg(&mut *mean).arg(&mut *var).arg(n).arg(c).arg(plane).arg(correction).run();
+            return launch
+                .arg(&mut *mean)
+                .arg(&mut *var)
+                .arg(n)
+                .arg(c)
+                .arg(plane)
+                .arg(correction)
+                .run();
         }
         if self.partials.as_ref().is_none_or(|p| p.len() < 2 * plan.partials) {
             let mut partials = self.device.alloc::<u64>(2 * plan.partials)?;
@@ -475,7 +510,11 @@ impl BatchStats {
 /// IEEE arithmetic does (an infinity's deviation is `inf - inf`, NaN). The reference the tests and
 /// the tour compare with.
 pub fn stats_cpu<T: Value>(input: &[T], shape: Nchw, variance: Variance) -> Vec<(f64, f64)> {
-    assert_eq!(Some(input.len()), shape.elements(), "stats_cpu: a {shape} tensor needs N x C x H x W elements");
+    assert_eq!(
+        Some(input.len()),
+        shape.elements(),
+        "stats_cpu: a {shape} tensor needs N x C x H x W elements"
+    );
     (0..shape.channels).map(|c| channel_stats(&channel(input, shape, c), variance)).collect()
 }
 
@@ -524,7 +563,10 @@ pub fn tolerance(values: &[f64], chain: u64, variance: Variance) -> (f64, f64) {
     let tiny = f64::powi(2.0, -149) * h;
     let n = values.len() as f64;
     let scale = n / (n - f64::from(variance.correction())).max(1.0);
-    (u * h * (largest + 6.0 * spread) + tiny, u * h * (8.0 * largest * spread + 3.0 * var) * scale + tiny)
+    (
+        u * h * (largest + 6.0 * spread) + tiny,
+        u * h * (8.0 * largest * spread + 3.0 * var) * scale + tiny,
+    )
 }
 
 /// The first channel whose `got_mean` or `got_var` (a step's statistics of the NCHW tensor `input`,
@@ -541,7 +583,10 @@ pub fn first_mismatch<T: Value>(
     got_mean: &[f32],
     got_var: &[f32],
 ) -> Option<String> {
-    if shape.elements() != Some(input.len()) || got_mean.len() != shape.channels || got_var.len() != shape.channels {
+    if shape.elements() != Some(input.len())
+        || got_mean.len() != shape.channels
+        || got_var.len() != shape.channels
+    {
         return Some(format!(
             "{shape}: the input holds {}, the means {} and the variances {} elements",
             input.len(),
@@ -559,8 +604,11 @@ pub fn first_mismatch<T: Value>(
                     let last = (first + per_core).min(shape.channels);
                     (first..last).find_map(|c| {
                         let values = channel(input, shape, c);
-                        channel_mismatch(&values, variance, chain, got_mean[c], got_var[c])
-                            .map(|why| format!("channel {c} of {shape} ({} values): {why}", values.len()))
+                        channel_mismatch(&values, variance, chain, got_mean[c], got_var[c]).map(
+                            |why| {
+                                format!("channel {c} of {shape} ({} values): {why}", values.len())
+                            },
+                        )
                     })
                 })
             })
@@ -570,7 +618,13 @@ pub fn first_mismatch<T: Value>(
 }
 
 /// Why `(mean, var)` are not acceptable statistics of `values` (see [`first_mismatch`]).
-pub fn channel_mismatch(values: &[f64], variance: Variance, chain: u64, mean: f32, var: f32) -> Option<String> {
+pub fn channel_mismatch(
+    values: &[f64],
+    variance: Variance,
+    chain: u64,
+    mean: f32,
+    var: f32,
+) -> Option<String> {
     let (want_mean, want_var) = channel_stats(values, variance);
     let (mean_bound, var_bound) = tolerance(values, chain, variance);
     let (mean, var) = (f64::from(mean), f64::from(var));
@@ -581,15 +635,17 @@ pub fn channel_mismatch(values: &[f64], variance: Variance, chain: u64, mean: f3
     };
     let bad_mean = !agrees(mean, want_mean, mean_bound);
     let m2 = want_var * (values.len() as f64 - f64::from(variance.correction()));
-    let bad_var = if want_var.is_finite() && m2 + var_bound * values.len() as f64 > f64::from(f32::MAX) {
-        // m2 is past f32's range, or near enough that its rounding may take it there.
-        !(var == f64::INFINITY || m2 <= f64::from(f32::MAX) && agrees(var, want_var, var_bound))
-    } else {
-        !agrees(var, want_var, var_bound) || var < 0.0
-    };
+    let bad_var =
+        if want_var.is_finite() && m2 + var_bound * values.len() as f64 > f64::from(f32::MAX) {
+            // m2 is past f32's range, or near enough that its rounding may take it there.
+            !(var == f64::INFINITY || m2 <= f64::from(f32::MAX) && agrees(var, want_var, var_bound))
+        } else {
+            !agrees(var, want_var, var_bound) || var < 0.0
+        };
     (bad_mean || bad_var).then(|| {
         format!(
-            "mean {mean:e} (reference {want_mean:e}, bound {mean_bound:e}), variance {var:e} (reference {want_var:e}, \
+            "mean {mean:e} (reference {want_mean:e}, bound {mean_bound:e}), variance {var:e} \
+             (reference {want_var:e}, \
              bound {var_bound:e}), chain of {chain}"
         )
     })

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use gpu_harness::inputs::{Input, uniform_bf16_input, uniform_f32_input};
-use gpu_harness::{Case, Checked, Device, DeviceBuffer, GpuError, Prepared, Result, Shape, StepEntry};
+use gpu_harness::{
+    Case, Checked, Device, DeviceBuffer, GpuError, Prepared, Result, Shape, StepEntry,
+};
 
 use crate::{BatchStats, Nchw, Step, Value, Variance, first_mismatch};
 
@@ -22,7 +24,9 @@ pub const MEASURED_VARIANCE: Variance = Variance::Unbiased;
 /// Every step, in the registry's order: the five f32 steps, then the last two on bf16.
 pub fn steps() -> Vec<StepEntry> {
     let f32_step = |name, step| {
-        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step))
+        StepEntry::new(CRATE, name, move |d, c, s| {
+            measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step)
+        })
     };
     vec![
         f32_step("naive", Step::Naive),
@@ -33,7 +37,9 @@ pub fn steps() -> Vec<StepEntry> {
         StepEntry::new(CRATE, "vectors-bf16", |d, c, s| {
             measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, Step::Vectors)
         }),
-        StepEntry::new(CRATE, "flat-bf16", |d, c, s| measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, Step::Flat)),
+        StepEntry::new(CRATE, "flat-bf16", |d, c, s| {
+            measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, Step::Flat)
+        }),
     ]
 }
 
@@ -41,10 +47,15 @@ pub fn steps() -> Vec<StepEntry> {
 pub fn nchw(case: &Case) -> Result<Nchw> {
     match case.shape {
         Shape::Tensor4 { n, c, h, w } => {
-            let side = |x: u64| usize::try_from(x).map_err(|_| GpuError::BadInput(format!("case {case}: too large")));
+            let side = |x: u64| {
+                usize::try_from(x)
+                    .map_err(|_| GpuError::BadInput(format!("case {case}: too large")))
+            };
             Ok(Nchw::new(side(n)?, side(c)?, side(h)?, side(w)?))
         }
-        _ => Err(GpuError::BadInput(format!("batch-stats measures NCHW tensors (NxCxHxW), not case `{case}`"))),
+        _ => Err(GpuError::BadInput(format!(
+            "batch-stats measures NCHW tensors (NxCxHxW), not case `{case}`"
+        ))),
     }
 }
 
@@ -87,7 +98,8 @@ impl<T: Value, I> Prepared for Statistics<T, I> {
         self.queue()?;
         let (mean, var) = (self.mean.to_host()?, self.var.to_host()?);
         let input = (self.get)(&self.input);
-        let why = first_mismatch(&input.host, self.shape, MEASURED_VARIANCE, self.chain, &mean, &var);
+        let why =
+            first_mismatch(&input.host, self.shape, MEASURED_VARIANCE, self.chain, &mean, &var);
         Ok(input.outcome(self.stats.step().name(), why))
     }
 

@@ -12,11 +12,13 @@
 use std::fmt::Write as _;
 
 use batch_stats::{
-    BatchStats, MAX_SIDE, Nchw, Step, Value, Variance, channel_stats, f32_to_bf16, first_mismatch, stats_cpu,
+    BatchStats, MAX_SIDE, Nchw, Step, Value, Variance, channel_stats, f32_to_bf16, first_mismatch,
+    stats_cpu,
 };
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, on_threads, too_large_here,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, on_threads,
+    too_large_here,
 };
 
 /// The shapes every step is tested at: N x C x H x W.
@@ -66,14 +68,17 @@ fn check<T: Value>(
     variance: Variance,
 ) -> TestResult {
     let input = device.upload(host)?;
-    let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
+    let (mut mean, mut var) =
+        (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
     mean.fill(POISON)?;
     var.fill(POISON)?;
     stats.stats(input.as_view(), shape, variance, &mut mean, &mut var)?;
     let chain = stats.plan::<T>(shape)?.longest_chain(shape);
     match first_mismatch(host, shape, variance, chain, &mean.to_host()?, &var.to_host()?) {
         None => Ok(()),
-        Some(wrong) => Err(rng.fail(format!("{} {} {variance:?}: {wrong}", stats.step().name(), T::NAME))),
+        Some(wrong) => {
+            Err(rng.fail(format!("{} {} {variance:?}: {wrong}", stats.step().name(), T::NAME)))
+        }
     }
 }
 
@@ -95,7 +100,8 @@ fn every_shape<T: Value>(device: &Device, step: Step) -> TestResult {
 /// 56, where it runs in test time; on the simulator 2 x 5 x 56 x 56.
 fn a_larger_tensor(device: &Device, step: Step) -> TestResult {
     let mut rng = TestRng::new();
-    let shape = if device.is_simulated() { Nchw::new(2, 5, 56, 56) } else { Nchw::new(32, 64, 56, 56) };
+    let shape =
+        if device.is_simulated() { Nchw::new(2, 5, 56, 56) } else { Nchw::new(32, 64, 56, 56) };
     if let Some(why) = fits_test_time(device, shape.elements().unwrap()) {
         return Err(why.into());
     }
@@ -151,7 +157,14 @@ fn torch_semantics<T: Value>(device: &Device, step: Step) -> TestResult {
         let (mean, var) = stats.stats_host(&host, shape, variance)?;
         for (c, (what, values)) in channels.iter().enumerate() {
             let fail = |why: &str| {
-                Err(format!("{} {} {what}: {why}: mean {}, variance {}", step.name(), T::NAME, mean[c], var[c]).into())
+                Err(format!(
+                    "{} {} {what}: {why}: mean {}, variance {}",
+                    step.name(),
+                    T::NAME,
+                    mean[c],
+                    var[c]
+                )
+                .into())
             };
             let exact = T::from_f32(values[0]).to_f64() as f32;
             match *what {
@@ -166,7 +179,9 @@ fn torch_semantics<T: Value>(device: &Device, step: Step) -> TestResult {
                 "a +inf" if mean[c] != f32::INFINITY || !var[c].is_nan() => {
                     return fail("expected a mean of +inf and a NaN variance");
                 }
-                "1e17 and more" | "1e38 and 3e38" if !mean[c].is_finite() => return fail("the mean overflowed"),
+                "1e17 and more" | "1e38 and 3e38" if !mean[c].is_finite() => {
+                    return fail("the mean overflowed");
+                }
                 "1e17 and more" if !var[c].is_finite() => return fail("the variance overflowed"),
                 "-3e38 and 3e38" if var[c] != f32::INFINITY => {
                     return fail("a variance past f32's range is +inf (torch: NaN)");
@@ -212,7 +227,8 @@ fn plan_snapshot() -> Result<String, GpuError> {
 fn counters(step: Step) -> Result<String, GpuError> {
     let device = Device::simulator()?;
     let shape = Nchw::new(4, 8, 30, 30);
-    let host: Vec<f32> = (0..shape.elements().unwrap()).map(|i| ((i * 37) % 101) as f32 / 16.0).collect();
+    let host: Vec<f32> =
+        (0..shape.elements().unwrap()).map(|i| ((i * 37) % 101) as f32 / 16.0).collect();
     let mut stats = BatchStats::new(&device, step)?;
     let input = device.upload(&host)?;
     let (mut mean, mut var) = (device.alloc::<f32>(8)?, device.alloc::<f32>(8)?);
@@ -226,7 +242,11 @@ fn counters(step: Step) -> Result<String, GpuError> {
 }
 
 /// Expects a [`GpuError::BadInput`] and appends its message to `text`.
-fn bad_input<T: std::fmt::Debug>(text: &mut String, what: &str, result: Result<T, GpuError>) -> TestResult {
+fn bad_input<T: std::fmt::Debug>(
+    text: &mut String,
+    what: &str,
+    result: Result<T, GpuError>,
+) -> TestResult {
     match result {
         Err(GpuError::BadInput(message)) => {
             let _ = writeln!(text, "{message}");
@@ -262,7 +282,8 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
     };
     let host = by_index(shape.elements().unwrap(), |i| f32_to_bf16(value(i)));
     let input = device.upload(&host)?;
-    let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
+    let (mut mean, mut var) =
+        (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
     for step in Step::ALL {
         let mut stats = BatchStats::new(device, step)?;
         mean.fill(POISON)?;
@@ -300,7 +321,11 @@ fn a_channel_past_2_to_the_25(device: &Device) -> TestResult {
     let chain = stats.plan::<f32>(shape)?.longest_chain(shape);
     let share = long_channel_bound(&batch_stats::channel(&host, shape, 0), chain);
     if share > 0.03 {
-        return Err(format!("the bound is {:.1}% of the variance: too wide to catch a 5% error", share * 100.0).into());
+        return Err(format!(
+            "the bound is {:.1}% of the variance: too wide to catch a 5% error",
+            share * 100.0
+        )
+        .into());
     }
     check(device, &mut stats, &rng, &host, shape, Variance::Unbiased)
 }
@@ -323,10 +348,14 @@ fn one_value_fold_is_outside_the_bound() -> TestResult {
     let var = f64::from(m2) / (count - 1) as f64;
     let values: Vec<f64> = host.iter().map(|&x| f64::from(x)).collect();
     let (_, want) = channel_stats(&values, Variance::Unbiased);
-    let chain = Step::Naive.plan::<f32>(LONG_CHANNEL, GpuShape::HOPPER_132_SMS)?.longest_chain(LONG_CHANNEL);
+    let chain = Step::Naive
+        .plan::<f32>(LONG_CHANNEL, GpuShape::HOPPER_132_SMS)?
+        .longest_chain(LONG_CHANNEL);
     let allowed = long_channel_bound(&values, chain) * want;
     if (var - want).abs() <= allowed {
-        return Err(rng.fail(format!("the one-value fold gave {var} for {want}, within the bound {allowed}")));
+        return Err(rng.fail(format!(
+            "the one-value fold gave {var} for {want}, within the bound {allowed}"
+        )));
     }
     Ok(())
 }
@@ -364,7 +393,10 @@ fn main() -> std::process::ExitCode {
             }
             let (mean, var) = channel_stats(&[2.5], Variance::Unbiased);
             if mean != 2.5 || !var.is_nan() {
-                return Err(format!("one value, unbiased: ({mean}, {var}), torch gives (2.5, nan)").into());
+                return Err(format!(
+                    "one value, unbiased: ({mean}, {var}), torch gives (2.5, nan)"
+                )
+                .into());
             }
             if channel_stats(&[2.5], Variance::Population) != (2.5, 0.0) {
                 return Err("one value, population: torch gives (2.5, 0)".into());
@@ -380,9 +412,15 @@ fn main() -> std::process::ExitCode {
         let name = step.name();
         suite = suite
             .gpu(format!("{name}::f32_every_shape"), move |device| every_shape::<f32>(device, step))
-            .gpu(format!("{name}::bf16_every_shape"), move |device| every_shape::<u16>(device, step))
-            .gpu(format!("{name}::f32_torch_semantics"), move |device| torch_semantics::<f32>(device, step))
-            .gpu(format!("{name}::bf16_torch_semantics"), move |device| torch_semantics::<u16>(device, step))
+            .gpu(format!("{name}::bf16_every_shape"), move |device| {
+                every_shape::<u16>(device, step)
+            })
+            .gpu(format!("{name}::f32_torch_semantics"), move |device| {
+                torch_semantics::<f32>(device, step)
+            })
+            .gpu(format!("{name}::bf16_torch_semantics"), move |device| {
+                torch_semantics::<u16>(device, step)
+            })
             .gpu(format!("{name}::a_larger_tensor"), move |device| a_larger_tensor(device, step))
             .gpu(format!("{name}::one_element_per_channel"), move |device| {
                 let mut stats = BatchStats::new(device, step)?;
@@ -390,9 +428,13 @@ fn main() -> std::process::ExitCode {
                 for variance in [Variance::Unbiased, Variance::Population] {
                     let (mean, var) = stats.stats_host(&x, Nchw::new(1, 3, 1, 1), variance)?;
                     let want = if variance == Variance::Unbiased { f32::NAN } else { 0.0 };
-                    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
+                    let same =
+                        |a: f32, b: f32| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
                     if mean != x || !var.iter().all(|&v| same(v, want)) {
-                        return Err(format!("{name} {variance:?}: mean {mean:?}, variance {var:?}").into());
+                        return Err(format!(
+                            "{name} {variance:?}: mean {mean:?}, variance {var:?}"
+                        )
+                        .into());
                     }
                 }
                 Ok(())
@@ -400,31 +442,66 @@ fn main() -> std::process::ExitCode {
             .gpu(format!("{name}::views_at_odd_offsets"), move |device| {
                 let mut rng = TestRng::new();
                 let mut stats = BatchStats::new(device, step)?;
-                for shape in [Nchw::new(3, 2, 14, 14), Nchw::new(1, 3, 16, 16), Nchw::new(2, 2, 1, 197)] {
+                for shape in
+                    [Nchw::new(3, 2, 14, 14), Nchw::new(1, 3, 16, 16), Nchw::new(2, 2, 1, 197)]
+                {
                     let n = shape.elements().unwrap();
                     let host = values::<f32>(&mut rng, n + 7);
                     let bf16: Vec<u16> = host.iter().map(|&x| f32_to_bf16(x)).collect();
                     let (buffer, bf16_buffer) = (device.upload(&host)?, device.upload(&bf16)?);
                     for offset in 1..=7 {
-                        let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc(shape.channels)?);
+                        let (mut mean, mut var) =
+                            (device.alloc::<f32>(shape.channels)?, device.alloc(shape.channels)?);
                         for bf16_input in [false, true] {
                             mean.fill(POISON)?;
                             var.fill(POISON)?;
-                            let chain = if bf16_input { stats.plan::<u16>(shape) } else { stats.plan::<f32>(shape) }?
-                                .longest_chain(shape);
+                            let chain = if bf16_input {
+                                stats.plan::<u16>(shape)
+                            } else {
+                                stats.plan::<f32>(shape)
+                            }?
+                            .longest_chain(shape);
                             let wrong = if bf16_input {
                                 let view = bf16_buffer.view(offset..offset + n)?;
-                                stats.stats(view, shape, Variance::Unbiased, &mut mean, &mut var)?;
+                                stats.stats(
+                                    view,
+                                    shape,
+                                    Variance::Unbiased,
+                                    &mut mean,
+                                    &mut var,
+                                )?;
                                 let (m, v) = (mean.to_host()?, var.to_host()?);
-                                first_mismatch(&bf16[offset..offset + n], shape, Variance::Unbiased, chain, &m, &v)
+                                first_mismatch(
+                                    &bf16[offset..offset + n],
+                                    shape,
+                                    Variance::Unbiased,
+                                    chain,
+                                    &m,
+                                    &v,
+                                )
                             } else {
                                 let view = buffer.view(offset..offset + n)?;
-                                stats.stats(view, shape, Variance::Unbiased, &mut mean, &mut var)?;
+                                stats.stats(
+                                    view,
+                                    shape,
+                                    Variance::Unbiased,
+                                    &mut mean,
+                                    &mut var,
+                                )?;
                                 let (m, v) = (mean.to_host()?, var.to_host()?);
-                                first_mismatch(&host[offset..offset + n], shape, Variance::Unbiased, chain, &m, &v)
+                                first_mismatch(
+                                    &host[offset..offset + n],
+                                    shape,
+                                    Variance::Unbiased,
+                                    chain,
+                                    &m,
+                                    &v,
+                                )
                             };
                             if let Some(m) = wrong {
-                                return Err(rng.fail(format!("{name} at offset {offset} (bf16: {bf16_input}): {m}")));
+                                return Err(rng.fail(format!(
+                                    "{name} at offset {offset} (bf16: {bf16_input}): {m}"
+                                )));
                             }
                         }
                     }
@@ -444,10 +521,14 @@ fn main() -> std::process::ExitCode {
                 }
                 Ok(())
             })
-            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
-                insta::assert_snapshot!(format!("{name}_simulator_counters"), counters(step)?);
-                Ok(())
-            });
+            .nvrtc_if(
+                format!("illustration::{name}::simulator_counters"),
+                counters_comparable,
+                move || {
+                    insta::assert_snapshot!(format!("{name}_simulator_counters"), counters(step)?);
+                    Ok(())
+                },
+            );
     }
 
     suite
@@ -457,9 +538,11 @@ fn main() -> std::process::ExitCode {
             let mut text = format!("x, {shape} (N x C x H x W): {x:?}\n");
             for variance in [Variance::Unbiased, Variance::Population] {
                 let reference = stats_cpu(&x, shape, variance);
-                let _ = writeln!(text, "{variance:?}: f64 reference (mean, variance): {reference:?}");
+                let _ =
+                    writeln!(text, "{variance:?}: f64 reference (mean, variance): {reference:?}");
                 for step in Step::ALL {
-                    let (mean, var) = BatchStats::new(device, step)?.stats_host(&x, shape, variance)?;
+                    let (mean, var) =
+                        BatchStats::new(device, step)?.stats_host(&x, shape, variance)?;
                     let _ = writeln!(text, "{:>10}: mean {mean:?}, variance {var:?}", step.name());
                     if let Some(m) = first_mismatch(&x, shape, variance, 16, &mean, &var) {
                         return Err(format!("{}: {m}", step.name()).into());
@@ -504,7 +587,11 @@ fn main() -> std::process::ExitCode {
                 stats.stats_host(&[1u16; 7], Nchw::new(2, 1, 1, 3), Variance::Unbiased),
             )?;
             let past = Nchw::new(usize::MAX / 2, 1, 1, 3);
-            bad_input(&mut text, "past usize", stats.stats_host(&[1.0f32; 4], past, Variance::Unbiased))?;
+            bad_input(
+                &mut text,
+                "past usize",
+                stats.stats_host(&[1.0f32; 4], past, Variance::Unbiased),
+            )?;
             insta::assert_snapshot!("wrong_lengths", text);
             Ok(())
         })
@@ -513,26 +600,51 @@ fn main() -> std::process::ExitCode {
             for step in Step::ALL {
                 let mut stats = BatchStats::new(device, step)?;
                 let empty = device.alloc::<f32>(0)?;
-                for shape in
-                    [Nchw::new(0, 3, 4, 4), Nchw::new(2, 3, 0, 5), Nchw::new(2, 3, 5, 0), Nchw::new(2, 0, 4, 4)]
-                {
-                    let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc(shape.channels)?);
+                for shape in [
+                    Nchw::new(0, 3, 4, 4),
+                    Nchw::new(2, 3, 0, 5),
+                    Nchw::new(2, 3, 5, 0),
+                    Nchw::new(2, 0, 4, 4),
+                ] {
+                    let (mut mean, mut var) =
+                        (device.alloc::<f32>(shape.channels)?, device.alloc(shape.channels)?);
                     mean.fill(POISON)?;
                     var.fill(POISON)?;
                     device.take_launches();
-                    stats.stats(empty.as_view(), shape, Variance::Population, &mut mean, &mut var)?;
+                    stats.stats(
+                        empty.as_view(),
+                        shape,
+                        Variance::Population,
+                        &mut mean,
+                        &mut var,
+                    )?;
                     let launched = device.take_launches();
                     if !launched.is_empty() {
-                        return Err(format!("{}: {shape} launched {}", step.name(), launched.len()).into());
+                        return Err(format!(
+                            "{}: {shape} launched {}",
+                            step.name(),
+                            launched.len()
+                        )
+                        .into());
                     }
                     // torch: NaN statistics for every channel of no elements; none for no channels.
                     let (mean, var) = (mean.to_host()?, var.to_host()?);
-                    if mean.len() != shape.channels || !mean.iter().chain(&var).all(|y| y.is_nan()) {
-                        return Err(format!("{}: {shape}: mean {mean:?}, variance {var:?}", step.name()).into());
+                    if mean.len() != shape.channels || !mean.iter().chain(&var).all(|y| y.is_nan())
+                    {
+                        return Err(format!(
+                            "{}: {shape}: mean {mean:?}, variance {var:?}",
+                            step.name()
+                        )
+                        .into());
                     }
                     let (mean, var) = stats.stats_host::<u16>(&[], shape, Variance::Unbiased)?;
-                    if mean.len() != shape.channels || !mean.iter().chain(&var).all(|y| y.is_nan()) {
-                        return Err(format!("{}: {shape} bf16: mean {mean:?}, variance {var:?}", step.name()).into());
+                    if mean.len() != shape.channels || !mean.iter().chain(&var).all(|y| y.is_nan())
+                    {
+                        return Err(format!(
+                            "{}: {shape} bf16: mean {mean:?}, variance {var:?}",
+                            step.name()
+                        )
+                        .into());
                     }
                 }
             }
@@ -553,8 +665,12 @@ fn main() -> std::process::ExitCode {
                 let step = Step::ALL[k % Step::ALL.len()];
                 let mut stats = BatchStats::new(device, step)?;
                 for _ in 0..3 {
-                    let shape =
-                        Nchw::new(rng.size_in(1..=4), rng.size_in(1..=40), rng.size_in(1..=9), rng.size_in(1..=30));
+                    let shape = Nchw::new(
+                        rng.size_in(1..=4),
+                        rng.size_in(1..=40),
+                        rng.size_in(1..=9),
+                        rng.size_in(1..=30),
+                    );
                     let host = values::<f32>(&mut rng, shape.elements().unwrap());
                     check(device, &mut stats, &rng, &host, shape, Variance::Unbiased)?;
                 }

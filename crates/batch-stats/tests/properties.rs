@@ -34,7 +34,8 @@ fn check<T: Value + props::Word>(
     offset: usize,
 ) -> gpu_test::TestResult {
     let data = Guarded::input(device, values, offset)?;
-    let (mut mean, mut var) = (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
+    let (mut mean, mut var) =
+        (device.alloc::<f32>(shape.channels)?, device.alloc::<f32>(shape.channels)?);
     mean.fill(-7.0)?;
     var.fill(-7.0)?;
     stats.stats(data.view()?, shape, variance, &mut mean, &mut var)?;
@@ -53,13 +54,13 @@ fn main() -> std::process::ExitCode {
                 .iter()
                 .map(|&step| BatchStats::new(device, step).map(RefCell::new))
                 .collect::<Result<_, _>>()?;
-            let cases = (shapes(device), 0..Step::ALL.len(), any::<bool>(), any::<bool>()).prop_flat_map(
-                |(shape, step, unbiased, bf16)| {
+            let cases = (shapes(device), 0..Step::ALL.len(), any::<bool>(), any::<bool>())
+                .prop_flat_map(|(shape, step, unbiased, bf16)| {
                     let n = shape.elements().unwrap_or(0);
-                    let input = props::input(Just(n), 7, f32_moment_mixes(), f32_arith_specials(), 3);
+                    let input =
+                        props::input(Just(n), 7, f32_moment_mixes(), f32_arith_specials(), 3);
                     (Just(shape), Just(step), Just(unbiased), Just(bf16), input)
-                },
-            );
+                });
             props::check(device, CASES, cases, |(shape, step, unbiased, bf16, input)| {
                 let variance = if unbiased { Variance::Unbiased } else { Variance::Population };
                 let mut stats = stats[step].borrow_mut();

@@ -74,7 +74,8 @@ pub fn workspace_files(root: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut folders = vec![PathBuf::new()];
     while let Some(folder) = folders.pop() {
-        let entries = std::fs::read_dir(root.join(&folder)).map_err(|e| format!("{}: {e}", folder.display()))?;
+        let entries = std::fs::read_dir(root.join(&folder))
+            .map_err(|e| format!("{}: {e}", folder.display()))?;
         for entry in entries.flatten() {
             let relative = folder.join(entry.file_name());
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -126,16 +127,23 @@ fn may_hold_regions(path: &Path) -> bool {
 pub fn assignments(root: &Path) -> Result<Vec<Assignment>> {
     let mut found = Vec::new();
     for file in workspace_files(root)?.into_iter().filter(|f| may_hold_regions(f)) {
-        let text = std::fs::read_to_string(root.join(&file)).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = std::fs::read_to_string(root.join(&file))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         for region in regions(&text).map_err(|e| format!("{}: {e}", file.display()))? {
-            let crate_name = region.owner.clone().or_else(|| file_crate(&file)).ok_or_else(|| {
-                format!(
-                    "{}:{}: a region in a shared file must name its crate: `solution(<crate>)`",
-                    file.display(),
-                    region.line
-                )
-            })?;
-            found.push(Assignment { file: file.clone(), line: region.line, crate_name, task: region.task });
+            let crate_name =
+                region.owner.clone().or_else(|| file_crate(&file)).ok_or_else(|| {
+                    format!(
+                        "{}:{}: a region in a shared file must name its crate: `solution(<crate>)`",
+                        file.display(),
+                        region.line
+                    )
+                })?;
+            found.push(Assignment {
+                file: file.clone(),
+                line: region.line,
+                crate_name,
+                task: region.task,
+            });
         }
     }
     Ok(found)
@@ -153,17 +161,24 @@ pub type Files = Vec<(PathBuf, Vec<u8>)>;
 /// Every file of the workspace at `root` with the regions of `crates` replaced by their stubs, and
 /// the regions stubbed.
 pub fn starter_files(root: &Path, crates: &[String]) -> Result<(Files, Vec<Assignment>)> {
-    let stubbed: Vec<Assignment> = assignments(root)?.into_iter().filter(|a| crates.contains(&a.crate_name)).collect();
+    let stubbed: Vec<Assignment> =
+        assignments(root)?.into_iter().filter(|a| crates.contains(&a.crate_name)).collect();
     let stub_files: BTreeSet<&PathBuf> = stubbed.iter().map(|a| &a.file).collect();
     let mut files = Vec::new();
     for file in workspace_files(root)? {
         let bytes = if stub_files.contains(&file) {
-            let text = std::fs::read_to_string(root.join(&file)).map_err(|e| format!("{}: {e}", file.display()))?;
+            let text = std::fs::read_to_string(root.join(&file))
+                .map_err(|e| format!("{}: {e}", file.display()))?;
             let file_owner = file_crate(&file);
             let chosen = |owner: Option<&str>| {
-                owner.map(str::to_string).or_else(|| file_owner.clone()).is_some_and(|c| crates.contains(&c))
+                owner
+                    .map(str::to_string)
+                    .or_else(|| file_owner.clone())
+                    .is_some_and(|c| crates.contains(&c))
             };
-            starter_text_for(&text, chosen).map_err(|e| format!("{}: {e}", file.display()))?.into_bytes()
+            starter_text_for(&text, chosen)
+                .map_err(|e| format!("{}: {e}", file.display()))?
+                .into_bytes()
         } else {
             std::fs::read(root.join(&file)).map_err(|e| format!("{}: {e}", file.display()))?
         };
@@ -202,7 +217,8 @@ impl ClassroomRecord {
         if !path.is_file() {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", path.display()))
     }
 }
@@ -226,7 +242,11 @@ pub fn write_starter(
     std::fs::create_dir_all(&classroom).map_err(|e| e.to_string())?;
     let student_files: BTreeSet<PathBuf> = stubbed.iter().map(|a| a.file.clone()).collect();
     let optimised: Vec<String> = match &reference {
-        Some(r) => crates.iter().filter(|c| r.counts.iter().any(|s| &s.crate_name == *c)).cloned().collect(),
+        Some(r) => crates
+            .iter()
+            .filter(|c| r.counts.iter().any(|s| &s.crate_name == *c))
+            .cloned()
+            .collect(),
         None => Vec::new(),
     };
     let nvrtc = reference.as_ref().map(|r| r.nvrtc.clone());
@@ -264,11 +284,14 @@ impl CopyLock {
             match created {
                 Ok(mut file) => {
                     use std::io::Write;
-                    write!(file, "{}", std::process::id()).map_err(|e| format!("{}: {e}", path.display()))?;
+                    write!(file, "{}", std::process::id())
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
                     return Ok(CopyLock { path: path.to_path_buf() });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse::<u32>().ok());
+                    let holder = std::fs::read_to_string(path)
+                        .ok()
+                        .and_then(|t| t.trim().parse::<u32>().ok());
                     match holder {
                         Some(pid) if process_alive(pid) => {
                             if let Some(tell) = wait.take() {
@@ -280,7 +303,9 @@ impl CopyLock {
                         // the removal fails or the next attempt sees the new holder).
                         _ => {
                             std::thread::sleep(std::time::Duration::from_millis(50));
-                            let again = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse::<u32>().ok());
+                            let again = std::fs::read_to_string(path)
+                                .ok()
+                                .and_then(|t| t.trim().parse::<u32>().ok());
                             if again == holder {
                                 let _ = std::fs::remove_file(path);
                             }
@@ -335,7 +360,8 @@ pub fn sync_tree(dest: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<usize> {
                     folders.push(relative);
                 }
             } else if !wanted.contains(&relative) {
-                std::fs::remove_file(entry.path()).map_err(|e| format!("{}: {e}", relative.display()))?;
+                std::fs::remove_file(entry.path())
+                    .map_err(|e| format!("{}: {e}", relative.display()))?;
             }
         }
     }
@@ -351,7 +377,8 @@ pub fn sync_tree(dest: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<usize> {
 /// and its bytes (that list, and the reference counts the optimisation points are scored against)
 /// are part of the digest, as `course.toml` (which says what each step's points measure) is.
 pub fn tests_digest(root: &Path) -> Result<String> {
-    let mut student_files: BTreeSet<PathBuf> = assignments(root)?.into_iter().map(|a| a.file).collect();
+    let mut student_files: BTreeSet<PathBuf> =
+        assignments(root)?.into_iter().map(|a| a.file).collect();
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
         for &b in bytes {
@@ -362,7 +389,8 @@ pub fn tests_digest(root: &Path) -> Result<String> {
         student_files.extend(record.student_files);
         eat(CLASSROOM_FILE.as_bytes());
         eat(&[0]);
-        eat(&std::fs::read(root.join(CLASSROOM_FILE)).map_err(|e| format!("{CLASSROOM_FILE}: {e}"))?);
+        eat(&std::fs::read(root.join(CLASSROOM_FILE))
+            .map_err(|e| format!("{CLASSROOM_FILE}: {e}"))?);
         eat(&[0]);
     }
     for file in workspace_files(root)? {
@@ -388,14 +416,23 @@ pub fn tests_digest(root: &Path) -> Result<String> {
 /// points, passed when the tests pass and every graded step's counts are within the reference's
 /// slack; its set-up installs the NVRTC release (`nvrtc`, `major.minor`) the reference was
 /// counted with, since counts follow the PTX it emits.
-pub fn autograding_json(crates: &[String], optimised: &[String], nvrtc: Option<&str>, digest: &str) -> String {
+pub fn autograding_json(
+    crates: &[String],
+    optimised: &[String],
+    nvrtc: Option<&str>,
+    digest: &str,
+) -> String {
     let pinned = nvrtc.map_or(String::new(), |v| format!("=={v}.*"));
     let test = |title: &str, name: &str, flag: &str, points: f64| {
         let package = if flag == "--require-optimised" { pinned.as_str() } else { "" };
         format!(
-            "    {{\n      \"name\": \"{title}\",\n      \"setup\": \"python3 -m pip install --user nvidia-cuda-nvrtc{package}\",\n      \
-             \"run\": \"cargo course grade --crates {name} {flag} --tests-digest {digest}\",\n      \"input\": \"\",\n      \
-             \"output\": \"\",\n      \"comparison\": \"included\",\n      \"timeout\": 20,\n      \"points\": {}\n    }}",
+            "    {{\n      \"name\": \"{title}\",\n      \"setup\": \"python3 -m pip install \
+             --user nvidia-cuda-nvrtc{package}\",\n      \
+             \"run\": \"cargo course grade --crates {name} {flag} \
+             --tests-digest {digest}\",\n      \
+             \"input\": \"\",\n      \
+             \"output\": \"\",\n      \"comparison\": \"included\",\n      \"timeout\": 20,\n      \
+             \"points\": {}\n    }}",
             points as u32
         )
     };
@@ -403,7 +440,12 @@ pub fn autograding_json(crates: &[String], optimised: &[String], nvrtc: Option<&
     for name in crates {
         tests.push(test(name, name, "--require-all", CORRECTNESS_POINTS));
         if optimised.contains(name) {
-            tests.push(test(&format!("{name} optimisation"), name, "--require-optimised", OPTIMISATION_POINTS));
+            tests.push(test(
+                &format!("{name} optimisation"),
+                name,
+                "--require-optimised",
+                OPTIMISATION_POINTS,
+            ));
         }
     }
     format!("{{\n  \"tests\": [\n{}\n  ]\n}}\n", tests.join(",\n"))
@@ -427,7 +469,11 @@ impl Grade {
     /// (ignored tests, which cannot run here, do not count).
     pub fn points(&self) -> f64 {
         let ran = self.passed + self.failed;
-        if !self.built || ran == 0 { 0.0 } else { CORRECTNESS_POINTS * self.passed as f64 / ran as f64 }
+        if !self.built || ran == 0 {
+            0.0
+        } else {
+            CORRECTNESS_POINTS * self.passed as f64 / ran as f64
+        }
     }
 
     /// Whether the crate is solved: its tests built, at least one ran, and none failed.
@@ -440,11 +486,20 @@ impl Grade {
 /// names the build folder (another workspace's, to reuse its builds), else the workspace's own.
 pub fn grade(root: &Path, crate_name: &str, target: Option<&Path>) -> Result<Grade> {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    command.args(["test", "--package", crate_name, "--no-fail-fast", "--", "--skip", SKIP_ILLUSTRATIONS]);
+    command.args([
+        "test",
+        "--package",
+        crate_name,
+        "--no-fail-fast",
+        "--",
+        "--skip",
+        SKIP_ILLUSTRATIONS,
+    ]);
     if let Some(target) = target {
         command.env("CARGO_TARGET_DIR", target);
     }
-    let output = command.current_dir(root).output().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let output =
+        command.current_dir(root).output().map_err(|e| format!("cannot run cargo: {e}"))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let mut grade = Grade {
@@ -473,7 +528,12 @@ pub fn grade(root: &Path, crate_name: &str, target: Option<&Path>) -> Result<Gra
         // Nothing failed, yet cargo did: the tests did not build (a stub or a solution that does
         // not compile), or a test binary crashed.
         grade.built = false;
-        let reason = stderr.lines().filter(|l| l.starts_with("error")).take(3).collect::<Vec<_>>().join("; ");
+        let reason = stderr
+            .lines()
+            .filter(|l| l.starts_with("error"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("; ");
         grade.failures.push(format!("the tests did not build or run: {reason}"));
     }
     Ok(grade)
@@ -483,8 +543,13 @@ pub fn grade(root: &Path, crate_name: &str, target: Option<&Path>) -> Result<Gra
 /// holds a solution region (the files a student edits) taken from `submission`: the instructor's
 /// tests grade the student's kernels and launchers, whatever the submission's tests say. Written
 /// by [`sync_tree`]: only what differs from the copy already there is rewritten.
-pub fn overlay_submission(instructor: &Path, submission: &Path, dest: &Path) -> Result<Vec<PathBuf>> {
-    let student_files: BTreeSet<PathBuf> = assignments(instructor)?.into_iter().map(|a| a.file).collect();
+pub fn overlay_submission(
+    instructor: &Path,
+    submission: &Path,
+    dest: &Path,
+) -> Result<Vec<PathBuf>> {
+    let student_files: BTreeSet<PathBuf> =
+        assignments(instructor)?.into_iter().map(|a| a.file).collect();
     let mut taken = Vec::new();
     let mut files = Vec::new();
     for file in workspace_files(instructor)? {
@@ -527,19 +592,30 @@ pub fn speed_points(steps: &[StepSpeed]) -> f64 {
 /// The median times of a tour results file: `(step, case, median ms)`.
 fn median_times(json: &Path) -> Result<Vec<(String, String, f64)>> {
     let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
-    let records = value["records"].as_array().ok_or_else(|| format!("{}: no records", json.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
+    let records =
+        value["records"].as_array().ok_or_else(|| format!("{}: no records", json.display()))?;
     Ok(records
         .iter()
         .filter_map(|r| {
-            Some((r["step"].as_str()?.to_string(), r["case"].as_str()?.to_string(), r["median_ms"].as_f64()?))
+            Some((
+                r["step"].as_str()?.to_string(),
+                r["case"].as_str()?.to_string(),
+                r["median_ms"].as_f64()?,
+            ))
         })
         .collect())
 }
 
 /// Times `crate_name`'s steps in the student's workspace and in the reference (instructor's) one,
 /// one after the other on the same GPU, with the tour; returns each step's time ratio.
-pub fn speed(student: &Path, reference: &Path, crate_name: &str, scratch: &Path) -> Result<Vec<StepSpeed>> {
+pub fn speed(
+    student: &Path,
+    reference: &Path,
+    crate_name: &str,
+    scratch: &Path,
+) -> Result<Vec<StepSpeed>> {
     let mut times = Vec::new();
     for (who, root) in [("student", student), ("reference", reference)] {
         let out = scratch.join(who);
@@ -613,7 +689,8 @@ impl CrateGrade {
 pub fn grade_table(grades: &[CrateGrade]) -> String {
     let with_optimisation = grades.iter().any(|g| g.optimisation.is_some());
     let with_speed = grades.iter().any(|g| g.speeds.is_some());
-    let mut out = format!("{:<22} {:>13} {:>8} {:>8}", "crate", "tests passed", "ignored", "points");
+    let mut out =
+        format!("{:<22} {:>13} {:>8} {:>8}", "crate", "tests passed", "ignored", "points");
     if with_optimisation {
         out += &format!(" {:>13}", "optimisation");
     }
@@ -650,10 +727,16 @@ pub fn grade_table(grades: &[CrateGrade]) -> String {
         }
         match &crate_grade.optimisation {
             Some(Optimisation::Scored(steps)) => {
-                let names: Vec<String> = steps.iter().map(|s| format!("{} ({})", s.step, s.case)).collect();
+                let names: Vec<String> =
+                    steps.iter().map(|s| format!("{} ({})", s.step, s.case)).collect();
                 let step_width = names.iter().map(String::len).chain([17]).max().unwrap_or(17);
-                let counter_width =
-                    steps.iter().flat_map(|s| &s.counters).map(|c| c.counter.len()).chain([7]).max().unwrap_or(7);
+                let counter_width = steps
+                    .iter()
+                    .flat_map(|s| &s.counters)
+                    .map(|c| c.counter.len())
+                    .chain([7])
+                    .max()
+                    .unwrap_or(7);
                 out += &format!(
                     "    {:<step_width$}  {:<counter_width$} {:>9} {:>9} {:>5}\n",
                     "step (counted at)", "counter", "student", "reference", "score"
@@ -674,7 +757,9 @@ pub fn grade_table(grades: &[CrateGrade]) -> String {
                     out += &format!("    {advice}\n");
                 }
             }
-            Some(Optimisation::NotScored(why)) => out += &format!("    optimisation: not counted ({why})\n"),
+            Some(Optimisation::NotScored(why)) => {
+                out += &format!("    optimisation: not counted ({why})\n")
+            }
             None => {}
         }
         if crate_grade.speeds.as_ref().is_some_and(|s| s.is_empty()) {
@@ -721,12 +806,18 @@ pub fn grade_json(backend: &str, grades: &[CrateGrade]) -> String {
                 "speed": speeds.as_ref().map(|s| serde_json::json!({
                     "points": speed_points(s),
                     "max_points": SPEED_POINTS,
-                    "steps": s.iter().map(|x| serde_json::json!({"step": x.step, "case": x.case, "time_over_reference": x.ratio, "score": x.score()})).collect::<Vec<_>>(),
+                    "steps": s.iter().map(|x| serde_json::json!({
+                        "step": x.step,
+                        "case": x.case,
+                        "time_over_reference": x.ratio,
+                        "score": x.score(),
+                    })).collect::<Vec<_>>(),
                 })),
             })
         })
         .collect();
-    serde_json::to_string_pretty(&serde_json::json!({ "backend": backend, "crates": crates })).unwrap_or_default()
+    serde_json::to_string_pretty(&serde_json::json!({ "backend": backend, "crates": crates }))
+        .unwrap_or_default()
         + "\n"
 }
 
@@ -761,7 +852,14 @@ mod tests {
 
     #[test]
     fn points_count_what_ran() {
-        let grade = Grade { crate_name: "x".into(), passed: 3, failed: 1, ignored: 5, failures: vec![], built: true };
+        let grade = Grade {
+            crate_name: "x".into(),
+            passed: 3,
+            failed: 1,
+            ignored: 5,
+            failures: vec![],
+            built: true,
+        };
         assert_eq!(grade.points(), 7.5);
         assert_eq!(Grade { built: false, ..grade.clone() }.points(), 0.0);
         let speeds = [
@@ -786,14 +884,19 @@ mod tests {
         assert_eq!(value["tests"][1]["name"], "reduce-naive optimisation");
         assert_eq!(
             value["tests"][1]["run"],
-            "cargo course grade --crates reduce-naive --require-optimised --tests-digest 0123456789abcdef"
+            "cargo course grade --crates reduce-naive --require-optimised --tests-digest \
+             0123456789abcdef"
         );
         assert_eq!(value["tests"][1]["points"], OPTIMISATION_POINTS as u32);
-        assert_eq!(value["tests"][1]["setup"], "python3 -m pip install --user nvidia-cuda-nvrtc==13.5.*");
+        assert_eq!(
+            value["tests"][1]["setup"],
+            "python3 -m pip install --user nvidia-cuda-nvrtc==13.5.*"
+        );
         assert_eq!(value["tests"][0]["setup"], "python3 -m pip install --user nvidia-cuda-nvrtc");
         assert_eq!(
             value["tests"][2]["run"],
-            "cargo course grade --crates reduce-atomic --require-all --tests-digest 0123456789abcdef"
+            "cargo course grade --crates reduce-atomic --require-all \
+             --tests-digest 0123456789abcdef"
         );
     }
 
@@ -805,10 +908,14 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), std::process::id().to_string());
         let waited = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
-            let second =
-                scope.spawn(|| CopyLock::take(&path, |_| waited.store(true, std::sync::atomic::Ordering::SeqCst)));
+            let second = scope.spawn(|| {
+                CopyLock::take(&path, |_| waited.store(true, std::sync::atomic::Ordering::SeqCst))
+            });
             std::thread::sleep(std::time::Duration::from_millis(300));
-            assert!(waited.load(std::sync::atomic::Ordering::SeqCst), "held by a live process: it waits");
+            assert!(
+                waited.load(std::sync::atomic::Ordering::SeqCst),
+                "held by a live process: it waits"
+            );
             drop(first);
             drop(second.join().unwrap().unwrap());
         });
@@ -822,8 +929,12 @@ mod tests {
     fn a_synced_tree_rewrites_only_what_changed_and_drops_the_rest() {
         let dest = std::env::temp_dir().join(format!("course-sync-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dest);
-        let files =
-            |a: &str| vec![(PathBuf::from("a/x.txt"), a.as_bytes().to_vec()), (PathBuf::from("y.txt"), b"y".to_vec())];
+        let files = |a: &str| {
+            vec![
+                (PathBuf::from("a/x.txt"), a.as_bytes().to_vec()),
+                (PathBuf::from("y.txt"), b"y".to_vec()),
+            ]
+        };
         assert_eq!(sync_tree(&dest, &files("one")).unwrap(), 2);
         std::fs::write(dest.join("a/stale.txt"), "old").unwrap();
         std::fs::create_dir_all(dest.join("target/debug")).unwrap();

@@ -55,7 +55,11 @@ impl StepCounts {
             crate_name: step.crate_name.to_string(),
             step: step.name.to_string(),
             case: case.to_string(),
-            counts: step.improves.iter().map(|i| (i.label(), i.value_of(elements, launches, transfers))).collect(),
+            counts: step
+                .improves
+                .iter()
+                .map(|i| (i.label(), i.value_of(elements, launches, transfers)))
+                .collect(),
         }
     }
 }
@@ -141,7 +145,8 @@ impl Optimisation {
     pub fn points(&self) -> f64 {
         match self {
             Optimisation::Scored(steps) if !steps.is_empty() => {
-                OPTIMISATION_POINTS * steps.iter().map(StepScore::score).sum::<f64>() / steps.len() as f64
+                OPTIMISATION_POINTS * steps.iter().map(StepScore::score).sum::<f64>()
+                    / steps.len() as f64
             }
             _ => 0.0,
         }
@@ -173,7 +178,10 @@ pub fn score(
         };
         let (mine, theirs) = (find(student, "student")?, find(reference, "reference")?);
         if mine.case != theirs.case {
-            return Err(format!("{crate_name}/{name}: counted at {} and at {}", mine.case, theirs.case));
+            return Err(format!(
+                "{crate_name}/{name}: counted at {} and at {}",
+                mine.case, theirs.case
+            ));
         }
         let mut counters = Vec::new();
         for improvement in step.improves {
@@ -193,7 +201,12 @@ pub fn score(
                 why: improvement.why.clone(),
             });
         }
-        scores.push(StepScore { step: name.to_string(), case: mine.case, counters, see: step.see() });
+        scores.push(StepScore {
+            step: name.to_string(),
+            case: mine.case,
+            counters,
+            see: step.see(),
+        });
     }
     Ok(scores)
 }
@@ -257,11 +270,18 @@ pub fn all_graded_steps(course: &Course) -> Vec<GradedStep<'_>> {
     let mut graded = Vec::new();
     for family in &course.families {
         for chapter in &family.chapters {
-            for step in family.steps().filter(|s| s.peer.is_none() && s.crate_name == chapter.crate_name) {
+            for step in
+                family.steps().filter(|s| s.peer.is_none() && s.crate_name == chapter.crate_name)
+            {
                 if !step.step.improves.is_empty() {
                     let (name, improves) = (step.step.name.as_str(), step.step.improves.as_slice());
                     let counted = Counted::OnOneDevice(step);
-                    graded.push(GradedStep { crate_name: &chapter.crate_name, name, improves, counted });
+                    graded.push(GradedStep {
+                        crate_name: &chapter.crate_name,
+                        name,
+                        improves,
+                        counted,
+                    });
                 }
             }
             for step in &chapter.world_steps {
@@ -286,7 +306,9 @@ pub fn graded_steps<'a>(course: &'a Course, crate_name: &str) -> Vec<GradedStep<
 /// counter its technique improves and why a count above the reference's happens. The instructors'
 /// page shows it (a test checks that it matches this registry).
 pub fn counters_table(course: &Course) -> String {
-    let mut out = String::from("| crate | step | counted at | counter | a count above the reference's says |\n");
+    let mut out = String::from(
+        "| crate | step | counted at | counter | a count above the reference's says |\n",
+    );
     out += "|---|---|---|---|---|\n";
     for step in all_graded_steps(course) {
         for (i, improvement) in step.improves.iter().enumerate() {
@@ -303,11 +325,15 @@ pub fn counters_table(course: &Course) -> String {
             };
             let counter = match &improvement.kernel {
                 Some(kernel) => {
-                    format!("{} (`{kernel}` only)", improvement.label().replace(&format!(" in {kernel}"), ""))
+                    format!(
+                        "{} (`{kernel}` only)",
+                        improvement.label().replace(&format!(" in {kernel}"), "")
+                    )
                 }
                 None => improvement.label(),
             };
-            out += &format!("| {crate_name} | {name} | {case} | {counter} | {} |\n", improvement.why);
+            out +=
+                &format!("| {crate_name} | {name} | {case} | {counter} | {} |\n", improvement.why);
         }
     }
     out
@@ -374,10 +400,15 @@ mod tests {
         assert_eq!(step.score(), 0.0);
         assert_eq!(
             step.advice(),
-            ["interleaved: 48 divergent branches per block, the reference has 6: the active threads are not \
-              contiguous (see \"Second move: sequential addressing\" in Step 2: reduce-interleaved)"]
+            ["interleaved: 48 divergent branches per block, the reference has 6: the active \
+                 threads are not contiguous (see \"Second move: sequential addressing\" in Step \
+                 2: reduce-interleaved)"]
         );
-        let full = StepScore { step: "strided-index".into(), counters: vec![step.counters[1].clone()], ..step.clone() };
+        let full = StepScore {
+            step: "strided-index".into(),
+            counters: vec![step.counters[1].clone()],
+            ..step.clone()
+        };
         assert_eq!(Optimisation::Scored(vec![full.clone(), step.clone()]).points(), 2.5);
         assert!(Optimisation::Scored(vec![full]).full());
         assert_eq!(Optimisation::NotScored("a graded test fails".into()).points(), 0.0);

@@ -67,7 +67,8 @@ pub fn regions(text: &str) -> Result<Vec<Region>, String> {
                 return Err(format!("line {number}: a solution region opens inside another"));
             }
             let (owner, task) = split_owner(task);
-            open = Some(Region { line: number, owner, task, solution: Vec::new(), stub: Vec::new() });
+            open =
+                Some(Region { line: number, owner, task, solution: Vec::new(), stub: Vec::new() });
             after_end = false;
         } else if comment == Some(END) {
             let region = open.take().ok_or(format!("line {number}: `{END}` closes no region"))?;
@@ -75,7 +76,9 @@ pub fn regions(text: &str) -> Result<Vec<Region>, String> {
             after_end = true;
         } else if let Some(stub) = comment.and_then(|c| c.strip_prefix(STUB)) {
             match (after_end, found.last_mut()) {
-                (true, Some(region)) => region.stub.push(stub.strip_prefix(' ').unwrap_or(stub).to_string()),
+                (true, Some(region)) => {
+                    region.stub.push(stub.strip_prefix(' ').unwrap_or(stub).to_string())
+                }
                 _ => return Err(format!("line {number}: a stub line must follow a region's end")),
             }
         } else {
@@ -145,7 +148,9 @@ pub fn starter_text_for(text: &str, stub: impl Fn(Option<&str>) -> bool) -> Resu
 mod tests {
     use super::*;
 
-    const KERNEL: &str = "int f(int x)\n{\n    // ANCHOR: solution double x\n    x = 2 * x;\n    // ANCHOR_END: solution\n    // ANCHOR: stub x = x + 0;\n    return x;\n}\n";
+    const KERNEL: &str = "int f(int x)\n{\n    // ANCHOR: solution double x\n    x = 2 * x;\n    \
+                          // ANCHOR_END: solution\n    // ANCHOR: stub x = x + 0;\n    return \
+                          x;\n}\n";
 
     #[test]
     fn finds_regions_with_their_task_and_stub() {
@@ -169,15 +174,23 @@ mod tests {
 
     #[test]
     fn regions_of_other_owners_stay_solved() {
-        let header = "// ANCHOR: solution(a) one\nx;\n// ANCHOR_END: solution\n// ANCHOR: solution(b) two\ny;\n// ANCHOR_END: solution\n";
+        let header = "// ANCHOR: solution(a) one\nx;\n// ANCHOR_END: solution\n// ANCHOR: \
+                      solution(b) two\ny;\n// ANCHOR_END: solution\n";
         assert_eq!(regions(header).unwrap()[1].owner.as_deref(), Some("b"));
         let only_b = starter_text_for(header, |owner| owner == Some("b")).unwrap();
-        assert_eq!(only_b, "// ANCHOR: solution(a) one\nx;\n// ANCHOR_END: solution\n// TODO(student): two\n");
+        assert_eq!(
+            only_b,
+            "// ANCHOR: solution(a) one\nx;\n// ANCHOR_END: solution\n// TODO(student): two\n"
+        );
     }
 
     #[test]
     fn malformed_regions_are_errors() {
-        assert!(regions("// ANCHOR: solution a\n// ANCHOR: solution b\n").unwrap_err().contains("line 2"));
+        assert!(
+            regions("// ANCHOR: solution a\n// ANCHOR: solution b\n")
+                .unwrap_err()
+                .contains("line 2")
+        );
         assert!(regions("// ANCHOR_END: solution\n").unwrap_err().contains("closes no region"));
         assert!(regions("// ANCHOR: solution a\nx\n").unwrap_err().contains("never closed"));
         assert!(regions("x\n// ANCHOR: stub y\n").unwrap_err().contains("must follow"));

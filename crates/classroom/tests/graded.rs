@@ -19,16 +19,28 @@ fn main() -> std::process::ExitCode {
                 let Some(chapter) = step.chapter() else { continue };
                 let page = std::fs::read_to_string(root().join("book/src").join(&chapter.file))?;
                 match step.section() {
-                    Some(section) if !page.lines().any(|l| l.trim_start_matches('#').trim() == section) => {
-                        problems.push(format!("{name}: no section \"{section}\" in book/src/{}", chapter.file));
+                    Some(section)
+                        if !page.lines().any(|l| l.trim_start_matches('#').trim() == section) =>
+                    {
+                        problems.push(format!(
+                            "{name}: no section \"{section}\" in book/src/{}",
+                            chapter.file
+                        ));
                     }
                     Some(_) => {}
-                    None => problems.push(format!("{name}: graded, with no `section` for the grader's advice")),
+                    None => problems.push(format!(
+                        "{name}: graded, with no `section` for the \
+                                                   grader's advice"
+                    )),
                 }
-                let source = std::fs::read_to_string(root().join("cuda").join(chapter.kernel_file()))?;
+                let source =
+                    std::fs::read_to_string(root().join("cuda").join(chapter.kernel_file()))?;
                 for kernel in step.improves.iter().filter_map(|i| i.kernel.as_ref()) {
                     if !course::kernel_written_out(&source, kernel) {
-                        problems.push(format!("{name}: counts `{kernel}`, not a kernel of cuda/{}", chapter.kernel_file()));
+                        problems.push(format!(
+                            "{name}: counts `{kernel}`, not a kernel of cuda/{}",
+                            chapter.kernel_file()
+                        ));
                     }
                 }
             }
@@ -40,17 +52,24 @@ fn main() -> std::process::ExitCode {
             let mut problems = Vec::new();
             for name in classroom::assigned_crates(&root())? {
                 if classroom::optimisation::graded_steps(course, &name).is_empty() {
-                    problems.push(format!("{name}: no step of course.toml lists what it `improves`"));
+                    problems
+                        .push(format!("{name}: no step of course.toml lists what it `improves`"));
                 }
             }
             if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
         })
         .cpu("the_instructors_page_shows_the_counters_of_course_toml", || -> TestResult {
-            const BEGIN: &str = "<!-- generated from course.toml (classroom::optimisation::counters_table): do not edit by hand; UPDATE_BOOK=1 cargo test -p classroom --test graded rewrites it -->\n";
+            const BEGIN: &str = "<!-- generated from course.toml \
+                                 (classroom::optimisation::counters_table): do not edit by hand; \
+                                 UPDATE_BOOK=1 cargo test -p classroom --test graded rewrites it \
+                                 -->\n";
             const END: &str = "<!-- end of the generated table -->";
             let path = root().join("book/src/instructors.md");
             let page = std::fs::read_to_string(&path)?;
-            let start = page.find(BEGIN).ok_or("book/src/instructors.md has no generated table's opening marker")? + BEGIN.len();
+            let start = page.find(BEGIN).ok_or(
+                "book/src/instructors.md has no generated table's \
+                                                opening marker",
+            )? + BEGIN.len();
             let end = start + page[start..].find(END).ok_or("no end marker after the table")?;
             let table = classroom::optimisation::counters_table(course::registry());
             if page[start..end] == table {
@@ -61,7 +80,9 @@ fn main() -> std::process::ExitCode {
                 return Ok(());
             }
             Err(format!(
-                "book/src/instructors.md's table of counters differs from course.toml's (UPDATE_BOOK=1 cargo test -p classroom --test graded rewrites it); expected:\n{table}"
+                "book/src/instructors.md's table of counters differs from course.toml's \
+                 (UPDATE_BOOK=1 cargo test -p classroom --test graded rewrites it); \
+                 expected:\n{table}"
             )
             .into())
         })

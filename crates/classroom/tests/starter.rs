@@ -28,7 +28,8 @@ fn digest_with(starter: &Path, path: &str, from: &str, to: &str) -> Result<Strin
 }
 
 fn a_starters_digest_guards_the_grade_but_not_the_students_files() -> TestResult {
-    let starter = std::env::temp_dir().join(format!("course-starter-digest-{}", std::process::id()));
+    let starter =
+        std::env::temp_dir().join(format!("course-starter-digest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&starter);
     let reference = vec![StepCounts {
         crate_name: "reduce-interleaved".into(),
@@ -43,14 +44,29 @@ fn a_starters_digest_guards_the_grade_but_not_the_students_files() -> TestResult
     assert_eq!((record.nvrtc.as_deref(), &record.reference), (Some("13.5"), &reference));
     let digest = tests_digest(&starter)?;
     let autograding = std::fs::read_to_string(starter.join(".github/classroom/autograding.json"))?;
-    assert!(autograding.contains(&format!("--require-optimised --tests-digest {digest}")), "{autograding}");
+    assert!(
+        autograding.contains(&format!("--require-optimised --tests-digest {digest}")),
+        "{autograding}"
+    );
 
-    let student_edit = digest_with(&starter, "cuda/reduce_interleaved.cu", "// TODO(student)", "x; // done")?;
+    let student_edit =
+        digest_with(&starter, "cuda/reduce_interleaved.cu", "// TODO(student)", "x; // done")?;
     assert_eq!(student_edit, digest, "the student's own file is theirs to edit");
     let why = "the active threads are not contiguous";
-    assert_ne!(digest_with(&starter, "course.toml", why, "anything")?, digest, "what the points measure");
-    assert_ne!(digest_with(&starter, "course.toml", "per = \"block\"", "per = \"element\"")?, digest);
-    assert_ne!(digest_with(&starter, CLASSROOM_FILE, "6.0", "60.0")?, digest, "the recorded reference counts");
+    assert_ne!(
+        digest_with(&starter, "course.toml", why, "anything")?,
+        digest,
+        "what the points measure"
+    );
+    assert_ne!(
+        digest_with(&starter, "course.toml", "per = \"block\"", "per = \"element\"")?,
+        digest
+    );
+    assert_ne!(
+        digest_with(&starter, CLASSROOM_FILE, "6.0", "60.0")?,
+        digest,
+        "the recorded reference counts"
+    );
     assert_ne!(
         digest_with(
             &starter,
@@ -61,7 +77,15 @@ fn a_starters_digest_guards_the_grade_but_not_the_students_files() -> TestResult
         digest,
         "a student who lists a test file as theirs"
     );
-    assert_ne!(digest_with(&starter, "crates/reduce-interleaved/tests/reduce_interleaved.rs", "fn", "fn ")?, digest);
+    assert_ne!(
+        digest_with(
+            &starter,
+            "crates/reduce-interleaved/tests/reduce_interleaved.rs",
+            "fn",
+            "fn "
+        )?,
+        digest
+    );
     // Another crate's region is still a region: its file is not in the digest either.
     assert_eq!(digest_with(&starter, "cuda/reduce_naive.cu", "__syncthreads();", "")?, digest);
     std::fs::remove_dir_all(&starter)?;

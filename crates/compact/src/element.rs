@@ -70,7 +70,9 @@ pub enum Keep<'a, T> {
 /// The CPU's compaction: the kept elements in order.
 pub fn cpu_compact<T: CompactElement>(input: &[T], keep: Keep<'_, T>) -> Vec<T> {
     match keep {
-        Keep::Mask(mask) => input.iter().zip(mask).filter(|(_, m)| **m != 0).map(|(&x, _)| x).collect(),
+        Keep::Mask(mask) => {
+            input.iter().zip(mask).filter(|(_, m)| **m != 0).map(|(&x, _)| x).collect()
+        }
         Keep::Test(predicate) => input.iter().copied().filter(|&x| predicate.keeps(x)).collect(),
     }
 }

@@ -99,7 +99,8 @@ impl<T: CompactElement> Compact<T> {
     /// The given step.
     pub fn with_step(device: &Device, step: CompactStep) -> Result<Self> {
         let kernels = |selection: Selection| -> Result<StepKernels> {
-            let kernel = |base: &str| crate::compile(device, &kernel_name(base, selection, T::SUFFIX));
+            let kernel =
+                |base: &str| crate::compile(device, &kernel_name(base, selection, T::SUFFIX));
             Ok(match step {
                 CompactStep::FlagsScanScatter => StepKernels {
                     first: kernel("compact_write_flags")?,
@@ -109,7 +110,9 @@ impl<T: CompactElement> Compact<T> {
                     first: kernel("compact_count_tiles")?,
                     second: Some(kernel("compact_scatter_tiles")?),
                 },
-                CompactStep::SinglePass => StepKernels { first: kernel("compact_single_pass")?, second: None },
+                CompactStep::SinglePass => {
+                    StepKernels { first: kernel("compact_single_pass")?, second: None }
+                }
             })
         };
         let scan = match step {
@@ -194,7 +197,8 @@ impl<T: CompactElement> Compact<T> {
         let kept = self.kept()?;
         if kept > output.len() {
             return Err(GpuError::BadInput(format!(
-                "{kept} of {} elements were kept, but the output holds {}: it has the first {} of them, and \
+                "{kept} of {} elements were kept, but the output holds {}: it has the first {} of \
+                 them, and \
                  nothing past it was written (an output as long as the input always suffices)",
                 input.len(),
                 output.len(),
@@ -205,7 +209,11 @@ impl<T: CompactElement> Compact<T> {
     }
 
     /// Compacts into a buffer the launcher allocates (as long as the input).
-    pub fn compact_new(&mut self, input: DeviceView<'_, T>, keep: DeviceKeep<'_, T>) -> Result<Compacted<T>> {
+    pub fn compact_new(
+        &mut self,
+        input: DeviceView<'_, T>,
+        keep: DeviceKeep<'_, T>,
+    ) -> Result<Compacted<T>> {
         let mut buffer = self.device.alloc::<T>(input.len())?;
         let len = self.compact(input, keep, &mut buffer)?;
         Ok(Compacted { buffer, len })
@@ -270,7 +278,9 @@ impl<T: CompactElement> Compact<T> {
                 keep.args(launch, input).arg(&mut self.scratch).arg(count).run()?;
                 let scan = self.scan.as_mut().expect("steps 1 and 2 scan");
                 scan.scan_in_place(kind, &mut self.scratch, ..scanned)?;
-                let launch = self.device.launch(kernels.second.as_ref().expect("steps 1 and 2 scatter"), last.config);
+                let launch = self
+                    .device
+                    .launch(kernels.second.as_ref().expect("steps 1 and 2 scatter"), last.config);
                 keep.args(launch, input)
                     .arg(&self.scratch)
                     .arg(&mut *output)
@@ -281,7 +291,8 @@ impl<T: CompactElement> Compact<T> {
             }
             CompactStep::SinglePass => {
                 let launch = self.device.launch(&kernels.first, first.config);
-                let launch = keep.args(launch, input).arg(&mut *output).arg(capacity).arg(&mut self.kept);
+                let launch =
+                    keep.args(launch, input).arg(&mut *output).arg(capacity).arg(&mut self.kept);
                 self.state.run(launch, n as u64)
             }
         }

@@ -22,7 +22,9 @@ pub const POISON_WORD: u32 = 0xffc0_0001;
 /// Every step of the chapter, then the peers (CUB), as the tour and the benches measure them.
 pub fn steps() -> Vec<StepEntry> {
     let step = |name, launcher, by_mask| {
-        StepEntry::new(CRATE, name, move |device, case, seed| measure(device, case, seed, launcher, by_mask))
+        StepEntry::new(CRATE, name, move |device, case, seed| {
+            measure(device, case, seed, launcher, by_mask)
+        })
     };
     vec![
         step("flags-scan-scatter", Some(CompactStep::FlagsScanScatter), true),
@@ -37,8 +39,11 @@ pub fn steps() -> Vec<StepEntry> {
 /// The share of elements a case keeps: `50%` is 0.5.
 pub fn kept_share(case: &Case) -> Result<f64> {
     let percent = case.variant.as_deref().and_then(|v| v.strip_suffix('%')?.parse::<f64>().ok());
-    let why =
-        || GpuError::BadInput(format!("case {case}: a compaction's case names the share kept, such as `2^28 50%`"));
+    let why = || {
+        GpuError::BadInput(format!(
+            "case {case}: a compaction's case names the share kept, such as `2^28 50%`"
+        ))
+    };
     percent.filter(|p| (0.0..=100.0).contains(p)).map(|p| p / 100.0).ok_or_else(why)
 }
 
@@ -58,8 +63,10 @@ pub fn input(device: &Device, case: &Case, seed: u64) -> Result<Arc<CaseInput>> 
         let host = random_values(n, seed, uniform_f32);
         let mask = random_values(n, seed ^ 1, |rng| u8::from(rng.random_bool(share)));
         let threshold = (1.0 - 2.0 * share) as f32;
-        let kept =
-            [cpu_compact(&host, Keep::Mask(&mask)), cpu_compact(&host, Keep::Test(Predicate::Greater(threshold)))];
+        let kept = [
+            cpu_compact(&host, Keep::Mask(&mask)),
+            cpu_compact(&host, Keep::Test(Predicate::Greater(threshold))),
+        ];
         let values = Input { device: device.upload(&host)?, host, case: case.label.clone(), seed };
         Ok(CaseInput { values, mask: device.upload(&mask)?, threshold, kept })
     })
@@ -82,15 +89,37 @@ struct Measured {
 }
 
 /// `(input, flags, output, kept, n, temp, temp_bytes, stream)`.
-type Flagged =
-    unsafe extern "C" fn(*const f32, *const u8, *mut f32, *mut u32, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+type Flagged = unsafe extern "C" fn(
+    *const f32,
+    *const u8,
+    *mut f32,
+    *mut u32,
+    i64,
+    *mut c_void,
+    *mut u64,
+    *mut c_void,
+) -> c_int;
 /// `(input, output, kept, n, threshold, temp, temp_bytes, stream)`.
-type IfGreater =
-    unsafe extern "C" fn(*const f32, *mut f32, *mut u32, i64, f32, *mut c_void, *mut u64, *mut c_void) -> c_int;
+type IfGreater = unsafe extern "C" fn(
+    *const f32,
+    *mut f32,
+    *mut u32,
+    i64,
+    f32,
+    *mut c_void,
+    *mut u64,
+    *mut c_void,
+) -> c_int;
 
 /// A step (`Some`), or CUB (`None`): `DeviceSelect::Flagged` by the mask, `DeviceSelect::If` by
 /// the threshold, its scratch allocated once.
-fn measure(device: &Device, case: &Case, seed: u64, step: Option<CompactStep>, by_mask: bool) -> Result<Measured> {
+fn measure(
+    device: &Device,
+    case: &Case,
+    seed: u64,
+    step: Option<CompactStep>,
+    by_mask: bool,
+) -> Result<Measured> {
     let (input, n) = (input(device, case, seed)?, case.elements()?);
     let (output, kept) = (device.alloc::<f32>(n)?, device.alloc::<u32>(1)?);
     let run = if let Some(step) = step {
@@ -98,8 +127,10 @@ fn measure(device: &Device, case: &Case, seed: u64, step: Option<CompactStep>, b
         compact.reserve(n)?;
         Run::Ours(Box::new(compact))
     } else {
-        let (values, flags) = (input.values.device.as_view().raw_address(), input.mask.as_view().raw_address());
-        let (to, count, threshold) = (output.as_view().raw_address(), kept.as_view().raw_address(), input.threshold);
+        let (values, flags) =
+            (input.values.device.as_view().raw_address(), input.mask.as_view().raw_address());
+        let (to, count, threshold) =
+            (output.as_view().raw_address(), kept.as_view().raw_address(), input.threshold);
         let (stream, n) = (peer_stream(device)?, n as i64);
         // The library exports these symbols with these signatures (scripts/peers/compact.cu).
         Run::Peer(if by_mask {
@@ -109,9 +140,13 @@ fn measure(device: &Device, case: &Case, seed: u64, step: Option<CompactStep>, b
             })?
         } else {
             let f: IfGreater = unsafe { peer_function("cub_select_if_greater_f32")? };
-            PeerCall::with_scratch(device, "cub_select_if_greater_f32", move |temp, bytes| unsafe {
-                f(values as _, to as _, count as _, n, threshold, temp, bytes, stream)
-            })?
+            PeerCall::with_scratch(
+                device,
+                "cub_select_if_greater_f32",
+                move |temp, bytes| unsafe {
+                    f(values as _, to as _, count as _, n, threshold, temp, bytes, stream)
+                },
+            )?
         })
     };
     Ok(Measured { run, by_mask, input, output, kept })
@@ -138,7 +173,11 @@ impl Prepared for Measured {
             Run::Ours(compact) => compact.kept()?,
             Run::Peer(_) => self.kept.to_host()?[0] as usize,
         };
-        let got = if kept == 0 { Vec::new() } else { self.output.view(..kept.min(self.output.len()))?.to_host()? };
+        let got = if kept == 0 {
+            Vec::new()
+        } else {
+            self.output.view(..kept.min(self.output.len()))?.to_host()?
+        };
         let expected = &self.input.kept[usize::from(!self.by_mask)];
         Ok(self.input.values.outcome("compaction", compact_mismatch(expected, &got)))
     }

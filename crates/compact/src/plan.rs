@@ -41,7 +41,10 @@ impl CompactTile {
 
     /// The `-D` defines the kernels are compiled with.
     pub fn defines(self) -> Vec<(&'static str, String)> {
-        vec![("COMPACT_THREADS", self.threads.to_string()), ("COMPACT_ITEMS", self.items.to_string())]
+        vec![
+            ("COMPACT_THREADS", self.threads.to_string()),
+            ("COMPACT_ITEMS", self.items.to_string()),
+        ]
     }
 }
 
@@ -135,10 +138,18 @@ pub fn compact_plan(
     match step {
         CompactStep::FlagsScanScatter => {
             let blocks = flag_blocks(n64, gpu);
-            launches.push(launch(name("compact_write_flags"), blocks, FLAG_THREADS, format!("{n} flags")));
+            launches.push(launch(
+                name("compact_write_flags"),
+                blocks,
+                FLAG_THREADS,
+                format!("{n} flags"),
+            ));
             let scan = SinglePass::FASTEST.plan(ScanKind::Exclusive, "u32", n)?;
-            launches
-                .extend(scan.launches.into_iter().map(|l| PlannedLaunch { note: format!("{n} flags to places"), ..l }));
+            launches.extend(
+                scan.launches
+                    .into_iter()
+                    .map(|l| PlannedLaunch { note: format!("{n} flags to places"), ..l }),
+            );
             launches.push(launch(
                 name("compact_scatter_flagged"),
                 blocks,
@@ -147,11 +158,18 @@ pub fn compact_plan(
             ));
         }
         CompactStep::CountScanScatter => {
-            launches.push(launch(name("compact_count_tiles"), tiles, threads, format!("{tiles} tile count(s)")));
+            launches.push(launch(
+                name("compact_count_tiles"),
+                tiles,
+                threads,
+                format!("{tiles} tile count(s)"),
+            ));
             let counts = tiles as usize;
             let scan = SinglePass::FASTEST.plan(ScanKind::Inclusive, "u32", counts)?;
             launches.extend(
-                scan.launches.into_iter().map(|l| PlannedLaunch { note: format!("{tiles} counts to tile ends"), ..l }),
+                scan.launches
+                    .into_iter()
+                    .map(|l| PlannedLaunch { note: format!("{tiles} counts to tile ends"), ..l }),
             );
             launches.push(launch(
                 name("compact_scatter_tiles"),
@@ -177,7 +195,8 @@ mod tests {
     fn sizes_past_32_bits_are_refused() {
         let too_many = (1usize << 32) + 5;
         for step in CompactStep::ALL {
-            let planned = compact_plan(step, Selection::Mask, "f32", too_many, GpuShape::HOPPER_132_SMS);
+            let planned =
+                compact_plan(step, Selection::Mask, "f32", too_many, GpuShape::HOPPER_132_SMS);
             assert!(matches!(planned, Err(GpuError::TooLarge { .. })), "{step:?}");
         }
     }
@@ -186,7 +205,10 @@ mod tests {
     fn an_empty_input_launches_nothing() {
         for step in CompactStep::ALL {
             assert!(
-                compact_plan(step, Selection::Test, "u32", 0, GpuShape::HOPPER_132_SMS).unwrap().launches.is_empty()
+                compact_plan(step, Selection::Test, "u32", 0, GpuShape::HOPPER_132_SMS)
+                    .unwrap()
+                    .launches
+                    .is_empty()
             );
         }
     }
@@ -197,10 +219,14 @@ mod tests {
         // only if the file's defaults are COMPACT_TILE.
         let source = include_str!("../../../cuda/compact.cu");
         for (name, value) in COMPACT_TILE.defines() {
-            let default = source
-                .lines()
-                .find_map(|line| line.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' '));
-            assert_eq!(default.map(str::trim), Some(value.as_str()), "#define {name} in cuda/compact.cu");
+            let default = source.lines().find_map(|line| {
+                line.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' ')
+            });
+            assert_eq!(
+                default.map(str::trim),
+                Some(value.as_str()),
+                "#define {name} in cuda/compact.cu"
+            );
         }
     }
 }

@@ -6,10 +6,13 @@
 use compact::measured::POISON_WORD;
 use compact::plan::{COMPACT_TILE, compact_plan};
 use compact::{
-    Compact, CompactElement, CompactStep, DeviceKeep, Keep, Predicate, Selection, compact_mismatch, cpu_compact,
+    Compact, CompactElement, CompactStep, DeviceKeep, Keep, Predicate, Selection, compact_mismatch,
+    cpu_compact,
 };
 use gpu_harness::{Device, GpuError, GpuShape};
-use gpu_test::{TestResult, TestRng, TestSuite, enough_memory, fits_test_time, on_threads, test_size};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, enough_memory, fits_test_time, on_threads, test_size,
+};
 use rand::RngExt;
 use scan::{Scan, ScanElement};
 
@@ -22,9 +25,31 @@ const SIMULATOR_ALL_MASKS: usize = 1 << 21;
 /// tile, a wave of tiles, and large sizes that are not powers of two.
 fn sizes() -> Vec<usize> {
     let warp_part = 32 * COMPACT_TILE.items as usize;
-    let mut sizes =
-        vec![0, 1, 2, 3, 5, 31, 32, 33, BLOCK - 1, BLOCK, BLOCK + 1, warp_part - 1, warp_part, warp_part + 1];
-    sizes.extend([TILE - 1, TILE, TILE + 1, 2 * TILE + 3, 33 * TILE + 1, (1 << 20) + 3, (3 << 22) + 11]);
+    let mut sizes = vec![
+        0,
+        1,
+        2,
+        3,
+        5,
+        31,
+        32,
+        33,
+        BLOCK - 1,
+        BLOCK,
+        BLOCK + 1,
+        warp_part - 1,
+        warp_part,
+        warp_part + 1,
+    ];
+    sizes.extend([
+        TILE - 1,
+        TILE,
+        TILE + 1,
+        2 * TILE + 3,
+        33 * TILE + 1,
+        (1 << 20) + 3,
+        (3 << 22) + 11,
+    ]);
     sizes
 }
 
@@ -32,7 +57,9 @@ fn sizes() -> Vec<usize> {
 /// first, and random densities (mask bytes of any nonzero value keep).
 fn masks(rng: &mut TestRng, n: usize) -> Vec<(&'static str, Vec<u8>)> {
     let mut random = |share: f64| -> Vec<u8> {
-        (0..n).map(|_| if rng.rng().random_bool(share) { rng.rng().random_range(1..=255) } else { 0 }).collect()
+        (0..n)
+            .map(|_| if rng.rng().random_bool(share) { rng.rng().random_range(1..=255) } else { 0 })
+            .collect()
     };
     let (one_percent, half, most) = (random(0.01), random(0.5), random(0.99));
     vec![
@@ -75,14 +102,20 @@ fn check<T: CompactElement>(
         Keep::Mask(mask) => {
             let mask_buffer = device.upload(mask)?;
             let mask_view = mask_buffer.view(mask_offset..mask_offset + n)?;
-            let want = cpu_compact(&values[offset..], Keep::Mask(&mask[mask_offset..mask_offset + n]));
+            let want =
+                cpu_compact(&values[offset..], Keep::Mask(&mask[mask_offset..mask_offset + n]));
             (want, compact.by_mask(input, mask_view, &mut output)?)
         }
-        Keep::Test(predicate) => {
-            (cpu_compact(&values[offset..], keep), compact.by_predicate(input, predicate, &mut output)?)
-        }
+        Keep::Test(predicate) => (
+            cpu_compact(&values[offset..], keep),
+            compact.by_predicate(input, predicate, &mut output)?,
+        ),
     };
-    let context = format!("{:?} {} n = {n} {what} (offsets {offset}, {mask_offset})", compact.step(), T::SUFFIX);
+    let context = format!(
+        "{:?} {} n = {n} {what} (offsets {offset}, {mask_offset})",
+        compact.step(),
+        T::SUFFIX
+    );
     if kept != want.len() {
         return Err(rng.fail(format!("{context}: counted {kept} kept, expected {}", want.len())));
     }
@@ -91,7 +124,9 @@ fn check<T: CompactElement>(
         return Err(rng.fail(format!("{context}: {why}")));
     }
     if let Some(i) = (kept..=n).find(|&i| !poisoned(got[i])) {
-        return Err(rng.fail(format!("{context}: output element {i}, past the {kept} kept, was written")));
+        return Err(
+            rng.fail(format!("{context}: output element {i}, past the {kept} kept, was written"))
+        );
     }
     Ok(())
 }
@@ -105,7 +140,15 @@ fn check_predicates<T: CompactElement>(
     predicates: &[Predicate<T>],
 ) -> TestResult {
     for &predicate in predicates {
-        check(device, rng, compact, &format!("{predicate:?}"), values, Keep::Test(predicate), (0, 0))?;
+        check(
+            device,
+            rng,
+            compact,
+            &format!("{predicate:?}"),
+            values,
+            Keep::Test(predicate),
+            (0, 0),
+        )?;
     }
     Ok(())
 }
@@ -123,7 +166,10 @@ fn step_suite<T: CompactElement>(mut suite: TestSuite, step: CompactStep) -> Tes
                 for (what, mask) in masks(&mut rng, n) {
                     // On the CPU simulator the largest size runs with two of the masks (a GPU runs
                     // them all): the others run the same code over as many tiles.
-                    if device.is_simulated() && n > SIMULATOR_ALL_MASKS && !matches!(what, "50%" | "only the last") {
+                    if device.is_simulated()
+                        && n > SIMULATOR_ALL_MASKS
+                        && !matches!(what, "50%" | "only the last")
+                    {
                         continue;
                     }
                     check(device, &rng, &mut compact, what, &values, Keep::Mask(&mask), (0, 0))?;
@@ -162,7 +208,15 @@ fn step_suite<T: CompactElement>(mut suite: TestSuite, step: CompactStep) -> Tes
                 let values = T::random(rng.rng(), n);
                 let mask: Vec<u8> = (0..n + 8).map(|_| rng.rng().random_range(0..2)).collect();
                 for offsets in [(1, 1), (3, 0), (0, 2), (4, 4), (5, 3)] {
-                    check(device, &rng, &mut compact, "50% mask", &values, Keep::Mask(&mask), offsets)?;
+                    check(
+                        device,
+                        &rng,
+                        &mut compact,
+                        "50% mask",
+                        &values,
+                        Keep::Mask(&mask),
+                        offsets,
+                    )?;
                 }
                 check(
                     device,
@@ -189,9 +243,10 @@ fn step_suite<T: CompactElement>(mut suite: TestSuite, step: CompactStep) -> Tes
                 match compact.by_mask(input.as_view(), mask_buffer.as_view(), &mut output) {
                     Err(GpuError::BadInput(_)) => {}
                     other => {
-                        return Err(
-                            rng.fail(format!("{} kept into {capacity}: expected BadInput, got {other:?}", want.len()))
-                        );
+                        return Err(rng.fail(format!(
+                            "{} kept into {capacity}: expected BadInput, got {other:?}",
+                            want.len()
+                        )));
                     }
                 }
                 let got = output.to_host()?;
@@ -251,42 +306,67 @@ fn special_suite(mut suite: TestSuite) -> TestSuite {
                         ],
                     )?;
                     let mask: Vec<u8> = values.iter().map(|x| x.is_nan() as u8).collect();
-                    check(device, &rng, &mut compact, "the NaNs by mask", &values, Keep::Mask(&mask), (0, 0))?;
+                    check(
+                        device,
+                        &rng,
+                        &mut compact,
+                        "the NaNs by mask",
+                        &values,
+                        Keep::Mask(&mask),
+                        (0, 0),
+                    )?;
                 }
                 Ok(())
             })
-            .gpu(format!("{s}::f32::nan_payloads_and_signed_zeros_kept_bit_for_bit"), move |device| {
-                // Compaction moves the kept values' bits, never computes with them: NaN payloads
-                // (quiet, signalling, negative), -0.0 and subnormals arrive unchanged.
-                let words = [0x7fc0_0000u32, 0x7f80_0001, 0xffc0_1234, 0x8000_0000, 0x0000_0001, 0x8000_0001];
-                let n = 2 * TILE + 5;
-                let values: Vec<f32> = (0..n).map(|i| f32::from_bits(words[i % words.len()])).collect();
-                let bits = |kept: &[f32]| -> Vec<u32> { kept.iter().map(|x| x.to_bits()).collect() };
-                let mut compact = Compact::<f32>::with_step(device, step)?;
-                for mask in [(0..n).map(|i| u8::from(i % 7 != 3)).collect::<Vec<u8>>(), vec![1; n]] {
-                    let want = bits(&cpu_compact(&values, Keep::Mask(&mask)));
-                    let got = bits(&compact.by_mask_host(&values, &mask)?);
-                    if got != want {
-                        let i = (0..want.len()).find(|&i| got.get(i) != Some(&want[i])).unwrap_or(want.len());
-                        return Err(format!(
-                            "kept {} of {}; element {i}: {:x?}, expected {:x?}",
-                            got.len(),
-                            want.len(),
-                            got.get(i),
-                            want.get(i)
-                        )
-                        .into());
+            .gpu(
+                format!("{s}::f32::nan_payloads_and_signed_zeros_kept_bit_for_bit"),
+                move |device| {
+                    // Compaction moves the kept values' bits, never computes with them: NaN
+                    // payloads (quiet, signalling, negative), -0.0 and subnormals arrive unchanged.
+                    let words = [
+                        0x7fc0_0000u32,
+                        0x7f80_0001,
+                        0xffc0_1234,
+                        0x8000_0000,
+                        0x0000_0001,
+                        0x8000_0001,
+                    ];
+                    let n = 2 * TILE + 5;
+                    let values: Vec<f32> =
+                        (0..n).map(|i| f32::from_bits(words[i % words.len()])).collect();
+                    let bits =
+                        |kept: &[f32]| -> Vec<u32> { kept.iter().map(|x| x.to_bits()).collect() };
+                    let mut compact = Compact::<f32>::with_step(device, step)?;
+                    for mask in
+                        [(0..n).map(|i| u8::from(i % 7 != 3)).collect::<Vec<u8>>(), vec![1; n]]
+                    {
+                        let want = bits(&cpu_compact(&values, Keep::Mask(&mask)));
+                        let got = bits(&compact.by_mask_host(&values, &mask)?);
+                        if got != want {
+                            let i = (0..want.len())
+                                .find(|&i| got.get(i) != Some(&want[i]))
+                                .unwrap_or(want.len());
+                            return Err(format!(
+                                "kept {} of {}; element {i}: {:x?}, expected {:x?}",
+                                got.len(),
+                                want.len(),
+                                got.get(i),
+                                want.get(i)
+                            )
+                            .into());
+                        }
                     }
-                }
-                Ok(())
-            })
+                    Ok(())
+                },
+            )
             .gpu(format!("{s}::integers::extremes"), move |device| {
                 let mut rng = TestRng::new();
                 let mut signed = Compact::<i32>::with_step(device, step)?;
                 let mut unsigned = Compact::<u32>::with_step(device, step)?;
                 let n = 2 * TILE + 7;
-                let ints: Vec<i32> =
-                    (0..n).map(|_| [i32::MIN, -1, 0, 1, i32::MAX][rng.rng().random_range(0..5)]).collect();
+                let ints: Vec<i32> = (0..n)
+                    .map(|_| [i32::MIN, -1, 0, 1, i32::MAX][rng.rng().random_range(0..5)])
+                    .collect();
                 check_predicates(
                     device,
                     &rng,
@@ -353,7 +433,9 @@ fn worked_example(device: &Device) -> gpu_harness::Result<String> {
     let mask = [1u8, 0, 1, 0, 1, 0, 1, 0];
     let flags: Vec<u32> = mask.iter().map(|&m| u32::from(m)).collect();
     let places = Scan::<u32>::new(device)?.exclusive_host(&flags)?;
-    let mut text = format!("input  {input:?}\nmask   {mask:?}\nplaces {places:?} (the exclusive scan of the mask)\n");
+    let mut text = format!(
+        "input  {input:?}\nmask   {mask:?}\nplaces {places:?} (the exclusive scan of the mask)\n"
+    );
     for step in CompactStep::ALL {
         let kept = Compact::<f32>::with_step(device, step)?.by_mask_host(&input, &mask)?;
         text += &format!("{:<18} {kept:?}\n", step.step());
@@ -376,7 +458,8 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("look_back_stress", |device| {
-            let (n, runs) = if device.is_simulated() { (64 * TILE + 3, 2) } else { ((1 << 24) + 3, 100) };
+            let (n, runs) =
+                if device.is_simulated() { (64 * TILE + 3, 2) } else { ((1 << 24) + 3, 100) };
             stress(device, 3 * TILE + 5, test_size(device, 400, 4))?;
             stress(device, n, runs)
         })
@@ -392,14 +475,19 @@ fn main() -> std::process::ExitCode {
                 let mut compact = Compact::<u32>::new(device)?;
                 let (input, flags) = (device.upload(&values)?, device.upload(&mask)?);
                 drop((values, mask));
-                let kept = compact.compact_new(input.as_view(), DeviceKeep::Mask(flags.as_view()))?;
+                let kept =
+                    compact.compact_new(input.as_view(), DeviceKeep::Mask(flags.as_view()))?;
                 if kept.len != n.div_ceil(3) {
-                    return Err(format!("kept {} of {n}, expected {}", kept.len, n.div_ceil(3)).into());
+                    return Err(
+                        format!("kept {} of {n}, expected {}", kept.len, n.div_ceil(3)).into()
+                    );
                 }
                 let got = kept.to_host()?;
                 match got.iter().enumerate().find(|&(j, &x)| x as usize != 3 * j) {
                     None => Ok(()),
-                    Some((j, x)) => Err(format!("kept element {j} is {x}, expected {}", 3 * j).into()),
+                    Some((j, x)) => {
+                        Err(format!("kept element {j} is {x}, expected {}", 3 * j).into())
+                    }
                 }
             },
         )
@@ -412,7 +500,9 @@ fn main() -> std::process::ExitCode {
                     let values = f32::random(rng.rng(), n);
                     let predicate = Predicate::Greater(0.25 * i as f32 - 0.5);
                     let got = compact.by_predicate_host(&values, predicate)?;
-                    if let Some(why) = compact_mismatch(&cpu_compact(&values, Keep::Test(predicate)), &got) {
+                    if let Some(why) =
+                        compact_mismatch(&cpu_compact(&values, Keep::Test(predicate)), &got)
+                    {
                         return Err(rng.fail(why));
                     }
                 }
@@ -429,8 +519,13 @@ fn main() -> std::process::ExitCode {
                 Err(GpuError::BadInput(message)) => messages.push(message),
                 other => return Err(format!("expected BadInput, got {other:?}").into()),
             }
-            let too_many =
-                compact_plan(CompactStep::SinglePass, Selection::Test, "f32", (1 << 32) + 1, GpuShape::HOPPER_132_SMS);
+            let too_many = compact_plan(
+                CompactStep::SinglePass,
+                Selection::Test,
+                "f32",
+                (1 << 32) + 1,
+                GpuShape::HOPPER_132_SMS,
+            );
             match too_many {
                 Err(e @ GpuError::TooLarge { .. }) => messages.push(e.to_string()),
                 other => return Err(format!("expected TooLarge, got {other:?}").into()),

@@ -11,7 +11,10 @@
 use std::cell::RefCell;
 
 use compact::plan::COMPACT_TILE;
-use compact::{Compact, CompactElement, CompactStep, DeviceKeep, Keep, Predicate, compact_mismatch, cpu_compact};
+use compact::{
+    Compact, CompactElement, CompactStep, DeviceKeep, Keep, Predicate, compact_mismatch,
+    cpu_compact,
+};
 use gpu_harness::Device;
 use gpu_test::TestSuite;
 use gpu_test::props::proptest::prelude::*;
@@ -26,7 +29,10 @@ const CASES: (u32, u32) = (256, 16);
 fn compact_sizes(device: &Device) -> BoxedStrategy<usize> {
     let (block, tile) = (COMPACT_TILE.threads as usize, COMPACT_TILE.elements() as usize);
     let warp_part = 32 * COMPACT_TILE.items as usize;
-    props::sizes(&[1, 32, block, warp_part, tile, 2 * tile, 4 * tile, 129 * tile], props::max_len(device))
+    props::sizes(
+        &[1, 32, block, warp_part, tile, 2 * tile, 4 * tile, 129 * tile],
+        props::max_len(device),
+    )
 }
 
 /// An element type a compaction takes, with the shared mixtures.
@@ -58,11 +64,8 @@ impl<T: Element> Test<T> {
 }
 
 fn tests<T: Element>() -> impl Strategy<Value = Test<T>> {
-    (0..4u8, T::specials(), prop::option::of(any::<usize>())).prop_map(|(which, special, from_input)| Test {
-        which,
-        special,
-        from_input,
-    })
+    (0..4u8, T::specials(), prop::option::of(any::<usize>()))
+        .prop_map(|(which, special, from_input)| Test { which, special, from_input })
 }
 
 /// The output room: as long as the input plus a guard (so a write past the kept elements shows),
@@ -159,23 +162,47 @@ fn typed<T: Element>(suite: TestSuite) -> TestSuite {
                 (steps(), inputs, masks(), rooms()),
                 |(step, input, (mix, seed, mask_offset), room)| {
                     let values = input.values();
-                    let mask = Input { len: values.len(), offset: mask_offset, mix, seed, specials: vec![] }.values();
+                    let mask = Input {
+                        len: values.len(),
+                        offset: mask_offset,
+                        mix,
+                        seed,
+                        specials: vec![],
+                    }
+                    .values();
                     let compact = &mut compacts.borrow_mut()[step];
-                    check(device, compact, &values, input.offset, Keep::Mask(&mask), mask_offset, room).map(drop)
+                    check(
+                        device,
+                        compact,
+                        &values,
+                        input.offset,
+                        Keep::Mask(&mask),
+                        mask_offset,
+                        room,
+                    )
+                    .map(drop)
                 },
             )
         })
         .gpu(format!("properties::{t}::by_predicate_matches_the_reference"), |device| {
             let compacts = launchers::<T>(device)?;
             let inputs = props::input(compact_sizes(device), 7, T::value_mixes(), T::specials(), 4);
-            props::check(device, CASES, (steps(), inputs, tests::<T>(), rooms()), |(step, input, test, room)| {
-                let values = input.values();
-                let predicate = test.predicate(&values);
-                let compact = &mut compacts.borrow_mut()[step];
-                check(device, compact, &values, input.offset, Keep::Test(predicate), 0, room)
-                    .map(drop)
-                    .map_err(|failed| format!("{predicate:?}: {}", failed.message().unwrap_or("failed")).into())
-            })
+            props::check(
+                device,
+                CASES,
+                (steps(), inputs, tests::<T>(), rooms()),
+                |(step, input, test, room)| {
+                    let values = input.values();
+                    let predicate = test.predicate(&values);
+                    let compact = &mut compacts.borrow_mut()[step];
+                    check(device, compact, &values, input.offset, Keep::Test(predicate), 0, room)
+                        .map(drop)
+                        .map_err(|failed| {
+                            format!("{predicate:?}: {}", failed.message().unwrap_or("failed"))
+                                .into()
+                        })
+                },
+            )
         })
 }
 
@@ -183,7 +210,8 @@ fn main() -> std::process::ExitCode {
     typed::<u32>(typed::<i32>(typed::<f32>(TestSuite::new())))
         .gpu("properties::same_compaction_at_any_offset", |device| {
             let compacts = launchers::<f32>(device)?;
-            let inputs = props::input(compact_sizes(device), 7, f32::value_mixes(), f32::specials(), 4);
+            let inputs =
+                props::input(compact_sizes(device), 7, f32::value_mixes(), f32::specials(), 4);
             let room = Room { short: false, fraction: 0 };
             props::check(
                 device,
@@ -191,7 +219,8 @@ fn main() -> std::process::ExitCode {
                 (steps(), inputs, masks(), 0..8usize, 0..8usize),
                 |(step, input, (mix, seed, a), other, b)| {
                     let values = input.values();
-                    let mask = Input { len: values.len(), offset: a, mix, seed, specials: vec![] }.values();
+                    let mask = Input { len: values.len(), offset: a, mix, seed, specials: vec![] }
+                        .values();
                     let compact = &mut compacts.borrow_mut()[step];
                     // `check` compares each with the CPU's, so they also agree with each other.
                     check(device, compact, &values, input.offset, Keep::Mask(&mask), a, room)?;
@@ -207,7 +236,11 @@ fn main() -> std::process::ExitCode {
                 let input = Guarded::input(device, &vec![7u32; n], 0)?;
                 let mask = device.alloc::<u8>(mask_len)?;
                 let mut output = Guarded::output_with(device, 0, n, 0)?;
-                let result = compacts.borrow_mut()[step].by_mask(input.view()?, mask.as_view(), output.buffer());
+                let result = compacts.borrow_mut()[step].by_mask(
+                    input.view()?,
+                    mask.as_view(),
+                    output.buffer(),
+                );
                 expect_bad_input(&format!("{n} values by a mask of {mask_len}"), result)?;
                 output.check_unchanged("the output of a refused compaction")?;
                 input.check_unchanged("the values")

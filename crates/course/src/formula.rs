@@ -30,11 +30,15 @@ impl Formula {
                     return Err(bad("an empty term or factor"));
                 }
                 if factor.chars().all(|c| c.is_ascii_digit()) {
-                    factors.push(Factor::Number(factor.parse().map_err(|_| bad("a number too large"))?));
+                    factors.push(Factor::Number(
+                        factor.parse().map_err(|_| bad("a number too large"))?,
+                    ));
                 } else if factor.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
                     factors.push(Factor::Name(factor.to_string()));
                 } else {
-                    return Err(bad(&format!("`{factor}` is neither a whole number nor a lower-case name")));
+                    return Err(bad(&format!(
+                        "`{factor}` is neither a whole number nor a lower-case name"
+                    )));
                 }
             }
             terms.push(factors);
@@ -51,13 +55,14 @@ impl Formula {
             for factor in term {
                 let v = match factor {
                     Factor::Number(v) => *v,
-                    Factor::Name(name) => {
-                        value(name).ok_or_else(|| format!("`{}`: no value for `{name}`", self.text))?
-                    }
+                    Factor::Name(name) => value(name)
+                        .ok_or_else(|| format!("`{}`: no value for `{name}`", self.text))?,
                 };
-                product = product.checked_mul(v).ok_or_else(|| format!("`{}` overflows", self.text))?;
+                product =
+                    product.checked_mul(v).ok_or_else(|| format!("`{}` overflows", self.text))?;
             }
-            total = total.checked_add(product).ok_or_else(|| format!("`{}` overflows", self.text))?;
+            total =
+                total.checked_add(product).ok_or_else(|| format!("`{}` overflows", self.text))?;
         }
         Ok(total)
     }
@@ -98,7 +103,13 @@ mod tests {
         assert_eq!(f.eval(value), Ok(60));
         assert_eq!(f.names().collect::<Vec<_>>(), ["n", "partials"]);
         assert!(f.eval(|_| None).unwrap_err().contains("no value for `n`"));
-        assert!(Formula::parse("4*n").unwrap().eval(|_| Some(u64::MAX)).unwrap_err().contains("overflows"));
+        assert!(
+            Formula::parse("4*n")
+                .unwrap()
+                .eval(|_| Some(u64::MAX))
+                .unwrap_err()
+                .contains("overflows")
+        );
     }
 
     #[test]

@@ -145,7 +145,9 @@ impl Counter {
             Counter::LongestBlock => c.longest_block,
             Counter::LongestWarp => c.longest_warp,
             Counter::CopySpan => run.transfers.iter().map(|t| t.finished_at).max().unwrap_or(0),
-            Counter::BusiestDeviceBytes => run.transfers.iter().map(|t| t.bytes_received).max().unwrap_or(0),
+            Counter::BusiestDeviceBytes => {
+                run.transfers.iter().map(|t| t.bytes_received).max().unwrap_or(0)
+            }
         };
         count as f64
     }
@@ -211,9 +213,14 @@ impl Improvement {
     /// A ratio takes no `per`; every other counter needs one; `why` says something.
     pub fn validate(&self) -> Result<(), String> {
         match (self.counter.is_ratio(), self.per) {
-            (true, Some(_)) => return Err(format!("`{}` is a ratio already: no `per`", self.counter.name())),
+            (true, Some(_)) => {
+                return Err(format!("`{}` is a ratio already: no `per`", self.counter.name()));
+            }
             (false, None) => {
-                return Err(format!("`{}` needs `per` (element, block, launch or run)", self.counter.name()));
+                return Err(format!(
+                    "`{}` needs `per` (element, block, launch or run)",
+                    self.counter.name()
+                ));
             }
             _ => {}
         }
@@ -226,10 +233,21 @@ impl Improvement {
     /// Its value over the launches of one run of a step on `elements` elements (those of its
     /// kernel, if it names one), and over the copies between devices of a step on several
     /// (`transfers`, one per device; none for a step on one).
-    pub fn value_of(&self, elements: u64, launches: &[(String, LaunchCounters)], transfers: &[Transfers]) -> f64 {
-        let counted: Vec<(String, LaunchCounters)> =
-            launches.iter().filter(|(name, _)| self.kernel.as_ref().is_none_or(|k| k == name)).cloned().collect();
-        self.value(&RunCounters { transfers: transfers.to_vec(), ..RunCounters::of(elements, &counted) })
+    pub fn value_of(
+        &self,
+        elements: u64,
+        launches: &[(String, LaunchCounters)],
+        transfers: &[Transfers],
+    ) -> f64 {
+        let counted: Vec<(String, LaunchCounters)> = launches
+            .iter()
+            .filter(|(name, _)| self.kernel.as_ref().is_none_or(|k| k == name))
+            .cloned()
+            .collect();
+        self.value(&RunCounters {
+            transfers: transfers.to_vec(),
+            ..RunCounters::of(elements, &counted)
+        })
     }
 
     /// Its value over one run of a step.
@@ -288,14 +306,28 @@ mod tests {
         };
         assert_eq!(divergence.label(), "divergent branches per block");
         assert!(divergence.validate().is_ok());
-        let sectors =
-            Improvement { counter: Counter::SectorsPerRequest, per: None, kernel: None, why: "strided".into() };
+        let sectors = Improvement {
+            counter: Counter::SectorsPerRequest,
+            per: None,
+            kernel: None,
+            why: "strided".into(),
+        };
         assert_eq!(sectors.label(), "sectors per request");
         let scatter = Improvement { kernel: Some("scatter".into()), ..sectors.clone() };
         assert_eq!(scatter.label(), "sectors per request in scatter");
         assert!(sectors.validate().is_ok());
-        assert!(Improvement { per: Some(Per::Element), ..sectors.clone() }.validate().unwrap_err().contains("ratio"));
-        assert!(Improvement { per: None, ..divergence.clone() }.validate().unwrap_err().contains("needs `per`"));
+        assert!(
+            Improvement { per: Some(Per::Element), ..sectors.clone() }
+                .validate()
+                .unwrap_err()
+                .contains("ratio")
+        );
+        assert!(
+            Improvement { per: None, ..divergence.clone() }
+                .validate()
+                .unwrap_err()
+                .contains("needs `per`")
+        );
         assert!(Improvement { why: " ".into(), ..divergence }.validate().is_err());
         for counter in Counter::ALL {
             let text = format!("\"{}\"", counter.name());
@@ -315,7 +347,8 @@ mod tests {
             ..Default::default()
         };
         let run = RunCounters { elements: 1 << 16, launches: 2, counters, transfers: Vec::new() };
-        let value = |counter, per| Improvement { counter, per, kernel: None, why: "x".into() }.value(&run);
+        let value =
+            |counter, per| Improvement { counter, per, kernel: None, why: "x".into() }.value(&run);
         assert_eq!(value(Counter::DivergentBranches, Some(Per::Block)), 6.0);
         assert_eq!(value(Counter::SectorsPerRequest, None), 4.5);
         assert_eq!(value(Counter::SharedAtomicConflicts, Some(Per::Element)), 64.0 / 65536.0);

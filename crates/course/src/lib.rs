@@ -287,9 +287,14 @@ impl<'a> StepRef<'a> {
 
     /// The bytes the step moves at `case`, given the counts it reported.
     pub fn bytes(&self, case: &Case, counts: &[(&str, u64)]) -> Result<u64, String> {
-        let value =
-            |name: &str| case_value(case, name).or_else(|| counts.iter().find(|(n, _)| *n == name).map(|&(_, v)| v));
-        self.step.bytes.eval(value).map_err(|e| format!("{}/{}: {e}", self.crate_name, self.step.name))
+        let value = |name: &str| {
+            case_value(case, name)
+                .or_else(|| counts.iter().find(|(n, _)| *n == name).map(|&(_, v)| v))
+        };
+        self.step
+            .bytes
+            .eval(value)
+            .map_err(|e| format!("{}/{}: {e}", self.crate_name, self.step.name))
     }
 }
 
@@ -298,10 +303,14 @@ fn validate_torch(peer: &Peer, torch: &str) -> Result<(), String> {
     let name = &peer.step.name;
     let words: Vec<&str> = torch.split(' ').collect();
     if words.len() != 2 || words.iter().any(|w| w.is_empty()) {
-        return Err(format!("peer `{name}`: `torch` is an op and a type, `softmax f32`, not `{torch}`"));
+        return Err(format!(
+            "peer `{name}`: `torch` is an op and a type, `softmax f32`, not `{torch}`"
+        ));
     }
     if !peer.step.kernel.is_empty() {
-        return Err(format!("peer `{name}`: measured by {TORCH_SCRIPT} (`torch`), it has no `kernel`"));
+        return Err(format!(
+            "peer `{name}`: measured by {TORCH_SCRIPT} (`torch`), it has no `kernel`"
+        ));
     }
     Ok(())
 }
@@ -349,11 +358,16 @@ impl Course {
                     (Some(peer), Some(torch)) => {
                         validate_torch(peer, torch)?;
                         if torch_ops.contains(&torch) {
-                            return Err(format!("peer `{}`: `torch = \"{torch}\"` twice", step.name()));
+                            return Err(format!(
+                                "peer `{}`: `torch = \"{torch}\"` twice",
+                                step.name()
+                            ));
                         }
                         torch_ops.push(torch);
                     }
-                    _ if step.step.kernel.is_empty() => return Err(format!("step `{}`: no `kernel`", step.name())),
+                    _ if step.step.kernel.is_empty() => {
+                        return Err(format!("step `{}`: no `kernel`", step.name()));
+                    }
                     _ => {}
                 }
                 if let Some(formula) = &step.step.input_bytes {
@@ -362,13 +376,19 @@ impl Course {
                 for improvement in &step.step.improves {
                     improvement.validate().map_err(|e| format!("step `{}`: {e}", step.name()))?;
                 }
-                if step.peer.is_some() && (!step.step.improves.is_empty() || step.step.count_case.is_some()) {
-                    return Err(format!("peer `{}`: `improves` and `count_case` are for graded steps", step.name()));
+                if step.peer.is_some()
+                    && (!step.step.improves.is_empty() || step.step.count_case.is_some())
+                {
+                    return Err(format!(
+                        "peer `{}`: `improves` and `count_case` are for graded steps",
+                        step.name()
+                    ));
                 }
                 if let Some(from) = &step.step.kernel_from {
                     if step.peer.is_some() {
                         return Err(format!(
-                            "peer `{}`: `kernel_from` is for steps (a peer's kernel is in scripts/peers/)",
+                            "peer `{}`: `kernel_from` is for steps (a peer's kernel is in \
+                             scripts/peers/)",
                             step.name()
                         ));
                     }
@@ -388,10 +408,15 @@ impl Course {
                     }
                     names.push(&world.name);
                     if world.devices < 2 || world.improves.is_empty() {
-                        return Err(format!("world step `{}`: two devices or more, and `improves`", world.name));
+                        return Err(format!(
+                            "world step `{}`: two devices or more, and `improves`",
+                            world.name
+                        ));
                     }
                     for improvement in &world.improves {
-                        improvement.validate().map_err(|e| format!("step `{}`: {e}", world.name))?;
+                        improvement
+                            .validate()
+                            .map_err(|e| format!("step `{}`: {e}", world.name))?;
                     }
                 }
             }
@@ -403,7 +428,10 @@ impl Course {
                 }
             }
             if !family.cases.contains(&family.summary_case) {
-                return Err(format!("family `{}`: its summary case is not one of its cases", family.id));
+                return Err(format!(
+                    "family `{}`: its summary case is not one of its cases",
+                    family.id
+                ));
             }
         }
         Ok(())
@@ -484,7 +512,9 @@ fn optional_case<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Ca
     case(deserializer).map(Some)
 }
 
-fn optional_cases<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<Case>>, D::Error> {
+fn optional_cases<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<Case>>, D::Error> {
     cases(deserializer).map(Some)
 }
 
@@ -496,7 +526,8 @@ pub fn kernel_written_out(source: &str, kernel: &str) -> bool {
     let lines: Vec<&str> = source.lines().collect();
     let call = format!("{kernel}(");
     let names = |text: &str| {
-        text.match_indices(&call).any(|(at, _)| !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        text.match_indices(&call)
+            .any(|(at, _)| !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
     };
     lines.iter().enumerate().any(|(i, line)| {
         line.trim_start()
@@ -577,7 +608,8 @@ bytes = "8*n"
             }
         }
         let twice = registry_with_peer("torch = \"rows f32\"")
-            + "\n[[family.peer]]\ncrate = \"rows\"\nname = \"torch-again\"\nabout = \"a\"\nsource = \"s\"\n\
+            + "\n[[family.peer]]\ncrate = \"rows\"\nname = \"torch-again\"\nabout = \"a\"\nsource \
+               = \"s\"\n\
                moves = \"read\"\nbytes = \"4*n\"\ntorch = \"rows f32\"\n";
         let error = Course::parse(&twice).map(|_| ()).unwrap_err();
         assert!(error.contains("peer `torch-again`: `torch = \"rows f32\"` twice"), "{error}");

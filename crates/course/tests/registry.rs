@@ -30,7 +30,11 @@ fn main() -> std::process::ExitCode {
             for name in course::registry().crates() {
                 let manifest = root().join("crates").join(name).join("Cargo.toml");
                 if !manifest.is_file() {
-                    return Err(format!("course.toml names crate `{name}`, which has no {}", manifest.display()).into());
+                    return Err(format!(
+                        "course.toml names crate `{name}`, which has no {}",
+                        manifest.display()
+                    )
+                    .into());
                 }
             }
             Ok(())
@@ -44,7 +48,8 @@ fn main() -> std::process::ExitCode {
                 // Only the chapter's own .cu is read: the shared headers (cuda/*.cuh) hold device
                 // functions, and every entry point is in the file of the chapter that teaches it.
                 let path = root().join("cuda").join(&file);
-                let source = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let source = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 let kernel = &step.step.kernel;
                 if !course::kernel_written_out(&source, kernel) {
                     problems.push(format!(
@@ -57,34 +62,51 @@ fn main() -> std::process::ExitCode {
             if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }
         })
         .cpu("a_kernel_name_made_by_a_macro_is_not_written_out", || -> TestResult {
-            let pasted = "#define PASS(S) \\\n    extern \"C\" __global__ void \\\n        scan_tiles_##S(float* x) {}\nPASS(f32)\n";
-            let handed = "#define PASS(NAME) \\\n    extern \"C\" __global__ void \\\n        NAME(float* x) {}\nPASS(scan_tiles_f32)\n";
-            let explicit = "extern \"C\" __global__ void __launch_bounds__(1024)\nscan_tiles_f32(float* x) {}\n";
+            let pasted = "#define PASS(S) \\\n    extern \"C\" __global__ void \\\n        \
+                          scan_tiles_##S(float* x) {}\nPASS(f32)\n";
+            let handed = "#define PASS(NAME) \\\n    extern \"C\" __global__ void \\\n        \
+                          NAME(float* x) {}\nPASS(scan_tiles_f32)\n";
+            let explicit = "extern \"C\" __global__ void \
+                            __launch_bounds__(1024)\nscan_tiles_f32(float* x) {}\n";
             let longer = "extern \"C\" __global__ void multi_scan_tiles_f32(float* x) {}\n";
-            for (what, source, expected) in
-                [("pasted", pasted, false), ("handed", handed, false), ("explicit", explicit, true), ("longer", longer, false)]
-            {
+            for (what, source, expected) in [
+                ("pasted", pasted, false),
+                ("handed", handed, false),
+                ("explicit", explicit, true),
+                ("longer", longer, false),
+            ] {
                 if course::kernel_written_out(source, "scan_tiles_f32") != expected {
-                    return Err(format!("{what}: written_out should be {expected} for\n{source}").into());
+                    return Err(
+                        format!("{what}: written_out should be {expected} for\n{source}").into()
+                    );
                 }
             }
             Ok(())
         })
         .cpu("kernel_from_must_name_a_chapter_of_the_family", || -> TestResult {
-            let bad = course::REGISTRY.replace("kernel_from = \"reduce-atomic\"", "kernel_from = \"scan\"");
+            let bad = course::REGISTRY.replace(
+                "kernel_from = \"reduce-atomic\"",
+                "kernel_from = \
+                \"scan\"",
+            );
             if bad == course::REGISTRY {
                 return Err("course.toml has no `kernel_from = \"reduce-atomic\"` to change".into());
             }
             match course::Course::parse(&bad) {
                 Err(e) if e.contains("not a chapter of family `reduction`") => Ok(()),
-                other => Err(format!("a kernel_from naming another family's chapter gave {other:?}").into()),
+                other => {
+                    Err(format!("a kernel_from naming another family's chapter gave {other:?}")
+                        .into())
+                }
             }
         })
         .nvrtc("every_step_kernel_is_an_entry_point_of_its_kernel_file", || -> TestResult {
             // The `.entry` names of each kernel file's PTX, compiled once per file.
             let mut entries: HashMap<String, Vec<String>> = HashMap::new();
-            let peers: String =
-                files("scripts/peers", "cu").iter().map(|p| std::fs::read_to_string(p).unwrap_or_default()).collect();
+            let peers: String = files("scripts/peers", "cu")
+                .iter()
+                .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+                .collect();
             let mut problems = Vec::new();
             // PyTorch's peers have no kernel: scripts/torch_reductions.py measures them.
             for step in course::registry().steps().filter(|s| s.timed_by_tour()) {
@@ -97,8 +119,11 @@ fn main() -> std::process::ExitCode {
                                 file: file.clone().leak(),
                                 code: std::fs::read_to_string(&path)?.leak(),
                             };
-                            let image =
-                                compile(&source, Target::Ptx { major: 9, minor: 0 }, &[("BLOCK_SIZE", "256".into())])?;
+                            let image = compile(
+                                &source,
+                                Target::Ptx { major: 9, minor: 0 },
+                                &[("BLOCK_SIZE", "256".into())],
+                            )?;
                             let ptx = image.ptx_text().unwrap_or_default();
                             let names = ptx
                                 .lines()
@@ -113,12 +138,20 @@ fn main() -> std::process::ExitCode {
                     // SEED_PEER(naive, ...).
                     None => {
                         peers.contains(&format!(" {kernel}("))
-                            || kernel.split_once('_').is_some_and(|(_, rest)| peers.contains(&format!("PEER({rest},")))
+                            || kernel
+                                .split_once('_')
+                                .is_some_and(|(_, rest)| peers.contains(&format!("PEER({rest},")))
                     }
                 };
                 if !found {
-                    let file = step.kernel_file().map_or("scripts/peers/".to_string(), |f| format!("cuda/{f}"));
-                    problems.push(format!("{}/{}: no kernel `{kernel}` in {file}", step.crate_name, step.name()));
+                    let file = step
+                        .kernel_file()
+                        .map_or("scripts/peers/".to_string(), |f| format!("cuda/{f}"));
+                    problems.push(format!(
+                        "{}/{}: no kernel `{kernel}` in {file}",
+                        step.crate_name,
+                        step.name()
+                    ));
                 }
             }
             if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }

@@ -36,7 +36,10 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     };
     let device = match Device::shared() {
         Ok(device) if device.is_simulated() => {
-            println!("{crate_name}: benches skipped: the CPU simulator runs kernels but does not time them");
+            println!(
+                "{crate_name}: benches skipped: the CPU simulator runs kernels but does not time \
+                 them"
+            );
             return ExitCode::SUCCESS;
         }
         Ok(device) => device,
@@ -56,7 +59,11 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
     let course = course::registry();
     for step in course.steps().filter(|s| s.crate_name == crate_name) {
         if let Some(torch) = step.torch() {
-            println!("{crate_name}: peer `{}` ({torch}) is measured by {}", step.name(), course::TORCH_SCRIPT);
+            println!(
+                "{crate_name}: peer `{}` ({torch}) is measured by {}",
+                step.name(),
+                course::TORCH_SCRIPT
+            );
             continue;
         }
         // A peer (cuBLAS, CUB) needs the peer library; without it the row is skipped, as in the
@@ -68,7 +75,10 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
             }
         }
         let Some(entry) = find_entry(&entries, &step) else {
-            eprintln!("{crate_name}: the registry lists step `{}`, which the crate does not offer", step.name());
+            eprintln!(
+                "{crate_name}: the registry lists step `{}`, which the crate does not offer",
+                step.name()
+            );
             ok = false;
             continue;
         };
@@ -79,11 +89,13 @@ pub fn main(entries: Vec<StepEntry>) -> ExitCode {
                 group.throughput(Throughput::BytesDecimal(bytes));
                 let mut failure = None;
                 group.bench_function(step.name(), |b| {
-                    b.iter_custom(|iters| match device.time_ms(|| (0..iters).try_for_each(|_| prepared.queue())) {
-                        Ok(ms) => Duration::from_secs_f64(ms / 1e3),
-                        Err(e) => {
-                            failure.get_or_insert(e);
-                            Duration::from_nanos(1)
+                    b.iter_custom(|iters| {
+                        match device.time_ms(|| (0..iters).try_for_each(|_| prepared.queue())) {
+                            Ok(ms) => Duration::from_secs_f64(ms / 1e3),
+                            Err(e) => {
+                                failure.get_or_insert(e);
+                                Duration::from_nanos(1)
+                            }
                         }
                     })
                 });

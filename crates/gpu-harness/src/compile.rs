@@ -83,7 +83,9 @@ impl CompiledImage {
     /// The PTX of the image: its bytes for a PTX target, else the PTX produced beside the CUBIN.
     pub fn ptx_text(&self) -> Option<String> {
         match self.target {
-            Target::Ptx { .. } => Some(String::from_utf8_lossy(&self.bytes).trim_end_matches('\0').to_string()),
+            Target::Ptx { .. } => {
+                Some(String::from_utf8_lossy(&self.bytes).trim_end_matches('\0').to_string())
+            }
             Target::Cubin { .. } => self.ptx.clone(),
         }
     }
@@ -160,7 +162,11 @@ type CacheKey = (KernelSource, Target, OwnedDefines);
 
 /// Compiles `source` for `target` with the given `-D NAME=VALUE` defines, through the process
 /// cache.
-pub fn compile(source: &KernelSource, target: Target, defines: &[(&str, String)]) -> Result<Arc<CompiledImage>> {
+pub fn compile(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(&str, String)],
+) -> Result<Arc<CompiledImage>> {
     static CACHE: OnceLock<Mutex<HashMap<CacheKey, Arc<CompiledImage>>>> = OnceLock::new();
     let key: CacheKey = (*source, target, owned_defines(defines));
     let cache = CACHE.get_or_init(Default::default);
@@ -172,18 +178,30 @@ pub fn compile(source: &KernelSource, target: Target, defines: &[(&str, String)]
     Ok(image)
 }
 
-fn compile_uncached(source: &KernelSource, target: Target, defines: &[(&str, String)]) -> Result<CompiledImage> {
+fn compile_uncached(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(&str, String)],
+) -> Result<CompiledImage> {
     load_nvrtc()?;
-    let c_string =
-        |s: &str, what: &str| CString::new(s).map_err(|_| GpuError::BadInput(format!("{what} contains a NUL byte")));
+    let c_string = |s: &str, what: &str| {
+        CString::new(s).map_err(|_| GpuError::BadInput(format!("{what} contains a NUL byte")))
+    };
     let code = c_string(source.code, source.file)?;
     let name = c_string(source.file, "kernel file name")?;
-    let header_texts = SHARED_HEADERS.iter().map(|(_, text)| c_string(text, "header")).collect::<Result<Vec<_>>>()?;
-    let header_names = SHARED_HEADERS.iter().map(|(n, _)| c_string(n, "header name")).collect::<Result<Vec<_>>>()?;
+    let header_texts = SHARED_HEADERS
+        .iter()
+        .map(|(_, text)| c_string(text, "header"))
+        .collect::<Result<Vec<_>>>()?;
+    let header_names = SHARED_HEADERS
+        .iter()
+        .map(|(n, _)| c_string(n, "header name"))
+        .collect::<Result<Vec<_>>>()?;
     let text_ptrs: Vec<*const c_char> = header_texts.iter().map(|s| s.as_ptr()).collect();
     let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
 
-    let mut options = vec![target.arch_flag(), "--std=c++17".to_string(), "--generate-line-info".to_string()];
+    let mut options =
+        vec![target.arch_flag(), "--std=c++17".to_string(), "--generate-line-info".to_string()];
     options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
     let options = options.iter().map(|o| c_string(o, "option")).collect::<Result<Vec<_>>>()?;
     let option_ptrs: Vec<*const c_char> = options.iter().map(|s| s.as_ptr()).collect();
@@ -202,9 +220,15 @@ fn compile_uncached(source: &KernelSource, target: Target, defines: &[(&str, Str
         },
         "nvrtcCreateProgram",
     )?;
-    let compiled = unsafe { sys::nvrtcCompileProgram(program, option_ptrs.len() as c_int, option_ptrs.as_ptr()) };
+    let compiled = unsafe {
+        sys::nvrtcCompileProgram(program, option_ptrs.len() as c_int, option_ptrs.as_ptr())
+    };
     let result = if compiled == sys::nvrtcResult::NVRTC_SUCCESS {
-        read_output(program, target).map(|bytes| CompiledImage { target, bytes, ptx: companion_ptx(program, target) })
+        read_output(program, target).map(|bytes| CompiledImage {
+            target,
+            bytes,
+            ptx: companion_ptx(program, target),
+        })
     } else {
         let log = program_log(program).unwrap_or_else(|e| format!("(no log: {e})"));
         Err(compile_error(source.file, &log))
@@ -220,7 +244,10 @@ fn read_output(program: sys::nvrtcProgram, target: Target) -> Result<Vec<u8>> {
         Target::Cubin { .. } => {
             check(unsafe { sys::nvrtcGetCUBINSize(program, &mut size) }, "nvrtcGetCUBINSize")?;
             bytes = vec![0u8; size];
-            check(unsafe { sys::nvrtcGetCUBIN(program, bytes.as_mut_ptr().cast()) }, "nvrtcGetCUBIN")?;
+            check(
+                unsafe { sys::nvrtcGetCUBIN(program, bytes.as_mut_ptr().cast()) },
+                "nvrtcGetCUBIN",
+            )?;
         }
         Target::Ptx { .. } => {
             check(unsafe { sys::nvrtcGetPTXSize(program, &mut size) }, "nvrtcGetPTXSize")?;
@@ -245,8 +272,13 @@ fn program_log(program: sys::nvrtcProgram) -> Result<String> {
     let mut size = 0usize;
     check(unsafe { sys::nvrtcGetProgramLogSize(program, &mut size) }, "nvrtcGetProgramLogSize")?;
     let mut log = vec![0u8; size.max(1)];
-    check(unsafe { sys::nvrtcGetProgramLog(program, log.as_mut_ptr().cast()) }, "nvrtcGetProgramLog")?;
-    let text = CStr::from_bytes_until_nul(&log).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    check(
+        unsafe { sys::nvrtcGetProgramLog(program, log.as_mut_ptr().cast()) },
+        "nvrtcGetProgramLog",
+    )?;
+    let text = CStr::from_bytes_until_nul(&log)
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default();
     Ok(text.trim_end().to_string())
 }
 
@@ -266,7 +298,11 @@ fn check(result: sys::nvrtcResult, call: &'static str) -> Result<()> {
     }
     let message = unsafe {
         let text = sys::nvrtcGetErrorString(result);
-        if text.is_null() { format!("{result:?}") } else { CStr::from_ptr(text).to_string_lossy().into_owned() }
+        if text.is_null() {
+            format!("{result:?}")
+        } else {
+            CStr::from_ptr(text).to_string_lossy().into_owned()
+        }
     };
     Err(GpuError::driver(call, message))
 }
@@ -334,7 +370,9 @@ pub fn nvrtc_folders() -> Vec<PathBuf> {
             folders.extend(wheel_library_folders(&site));
         }
     }
-    folders.extend(["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"].map(PathBuf::from));
+    folders.extend(
+        ["/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib"].map(PathBuf::from),
+    );
     folders.retain(|f| f.is_dir());
     folders.dedup();
     folders
@@ -348,12 +386,17 @@ fn site_packages(prefix: &Path) -> Vec<PathBuf> {
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3")))
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3"))
+                })
                 .collect()
         })
         .unwrap_or_default();
     pythons.sort();
-    pythons.into_iter().flat_map(|python| [python.join("site-packages"), python.join("dist-packages")]).collect()
+    pythons
+        .into_iter()
+        .flat_map(|python| [python.join("site-packages"), python.join("dist-packages")])
+        .collect()
 }
 
 /// Where NVRTC's pip wheels put the library inside a site-packages (or `--target`) folder:
@@ -368,7 +411,8 @@ mod tests {
 
     #[test]
     fn reads_parameter_sizes_from_ptx() {
-        let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[24],\n\t.param .f32 k_param_3\n)\n{";
+        let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 \
+                   k_param_1,\n\t.param .align 8 .b8 k_param_2[24],\n\t.param .f32 k_param_3\n)\n{";
         assert_eq!(ptx_param_sizes(ptx, "k"), Some(vec![8, 4, 24, 4]));
         assert_eq!(ptx_param_sizes(".visible .entry e(\n)\n{", "e"), Some(vec![]));
         assert_eq!(ptx_param_sizes(ptx, "missing"), None);
@@ -376,7 +420,8 @@ mod tests {
 
     #[test]
     fn compile_error_finds_the_first_error_line() {
-        let log = "k.cu(3): warning: unused\nk.cu(12): error: identifier \"x\" is undefined\nk.cu(14): error: other";
+        let log = "k.cu(3): warning: unused\nk.cu(12): error: identifier \"x\" is \
+                   undefined\nk.cu(14): error: other";
         match compile_error("k.cu", log) {
             GpuError::Compile { line, .. } => assert_eq!(line, Some(12)),
             other => panic!("unexpected {other:?}"),
@@ -386,6 +431,9 @@ mod tests {
     #[test]
     fn compile_error_without_a_line_still_carries_the_log() {
         let err = compile_error("k.cu", "internal compiler failure");
-        assert_eq!(err.to_string(), "k.cu:?: kernel failed to compile; NVRTC's log:\ninternal compiler failure");
+        assert_eq!(
+            err.to_string(),
+            "k.cu:?: kernel failed to compile; NVRTC's log:\ninternal compiler failure"
+        );
     }
 }

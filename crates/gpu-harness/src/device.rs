@@ -146,18 +146,23 @@ impl Device {
         let chosen = std::env::var("GPU_BACKEND").ok();
         let gpu_required = std::env::var("CUDA_REQUIRED").as_deref() == Ok("1");
         match (chosen.as_deref(), gpu_required) {
-            (Some("cpu"), true) => {
-                Err(GpuError::BadInput("GPU_BACKEND=cpu and CUDA_REQUIRED=1 contradict each other".into()))
-            }
+            (Some("cpu"), true) => Err(GpuError::BadInput(
+                "GPU_BACKEND=cpu and CUDA_REQUIRED=1 contradict each other".into(),
+            )),
             (Some("cpu"), false) => Device::simulator(),
             (Some("cuda"), _) | (None, true) => Device::open_gpu(),
             (None, false) => match Device::open_gpu() {
-                Err(gpu_error) if gpu_error.is_unavailable() => Device::simulator().map_err(|simulator_error| {
-                    GpuError::NoBackend { gpu: gpu_error.to_string(), simulator: simulator_error.to_string() }
-                }),
+                Err(gpu_error) if gpu_error.is_unavailable() => {
+                    Device::simulator().map_err(|simulator_error| GpuError::NoBackend {
+                        gpu: gpu_error.to_string(),
+                        simulator: simulator_error.to_string(),
+                    })
+                }
                 result => result,
             },
-            (Some(other), _) => Err(GpuError::BadInput(format!("GPU_BACKEND={other}: expected `cuda` or `cpu`"))),
+            (Some(other), _) => {
+                Err(GpuError::BadInput(format!("GPU_BACKEND={other}: expected `cuda` or `cpu`")))
+            }
         }
     }
 
@@ -246,9 +251,15 @@ impl Device {
 
     /// Like [`Device::kernel`], compiling with `-D NAME=VALUE` for each define (for compile-time
     /// constants such as a block size).
-    pub fn kernel_with_defines(&self, source: &KernelSource, name: &str, defines: &[(&str, String)]) -> Result<Kernel> {
+    pub fn kernel_with_defines(
+        &self,
+        source: &KernelSource,
+        name: &str,
+        defines: &[(&str, String)],
+    ) -> Result<Kernel> {
         let key = (*source, compile::owned_defines(defines));
-        let missing = || GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() };
+        let missing =
+            || GpuError::MissingKernel { file: source.file.to_string(), kernel: name.to_string() };
         let backend = match &self.inner.backend {
             Backend::Cuda(cuda) => {
                 let (module, ptx) = cached(&cuda.modules, key, || {
@@ -257,8 +268,10 @@ impl Device {
                         Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
                         Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
                     };
-                    let module =
-                        cuda.context.load_module(loadable).map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                    let module = cuda
+                        .context
+                        .load_module(loadable)
+                        .map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
                     Ok((module, image.ptx_text().map(Arc::new)))
                 })?;
                 let function = module.load_function(name).map_err(|_| missing())?;
@@ -267,11 +280,19 @@ impl Device {
             }
             Backend::Cpu(cpu) => {
                 let module = cached(&cpu.modules, key, || {
-                    let image = compile::compile(source, Target::Ptx { major: 9, minor: 0 }, defines)?;
-                    let module = ptx_sim::parse(&ptx_text(&image.bytes)).map_err(|e| sim_error(source.file, e))?;
+                    let image =
+                        compile::compile(source, Target::Ptx { major: 9, minor: 0 }, defines)?;
+                    let module = ptx_sim::parse(&ptx_text(&image.bytes))
+                        .map_err(|e| sim_error(source.file, e))?;
                     Ok(Arc::new(module))
                 })?;
-                let sizes = module.kernel(name).ok_or_else(missing)?.params.iter().map(|p| p.size as usize).collect();
+                let sizes = module
+                    .kernel(name)
+                    .ok_or_else(missing)?
+                    .params
+                    .iter()
+                    .map(|p| p.size as usize)
+                    .collect();
                 (KernelBackend::Cpu(module), Some(sizes))
             }
         };
@@ -301,7 +322,9 @@ fn driver_gpu_count() -> Result<usize> {
     if !unsafe { sys::is_culib_present() } {
         return Err(GpuError::NoDriver { library: "libcuda.so.1".into() });
     }
-    CudaContext::device_count().map(|c| c.max(0) as usize).map_err(|e| GpuError::NoDevice { reason: e.to_string() })
+    CudaContext::device_count()
+        .map(|c| c.max(0) as usize)
+        .map_err(|e| GpuError::NoDevice { reason: e.to_string() })
 }
 
 fn open_uncaught(ordinal: usize) -> Result<Device> {
@@ -310,15 +333,19 @@ fn open_uncaught(ordinal: usize) -> Result<Device> {
         return Err(GpuError::NoDevice { reason: "the driver reports 0 devices".into() });
     }
     if ordinal >= count {
-        return Err(GpuError::NoDevice { reason: format!("GPU {ordinal} asked for, the driver reports {count}") });
+        return Err(GpuError::NoDevice {
+            reason: format!("GPU {ordinal} asked for, the driver reports {count}"),
+        });
     }
-    let context = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
+    let context =
+        CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice { reason: e.to_string() })?;
     // One stream, used in order, so cudarc's per-buffer event tracking (meant for several
     // streams) would only add host work to every launch.
     unsafe { context.disable_event_tracking() };
     let stream = context.default_stream();
 
-    let attribute = |attr| context.attribute(attr).map_err(|e| GpuError::driver("cuDeviceGetAttribute", e));
+    let attribute =
+        |attr| context.attribute(attr).map_err(|e| GpuError::driver("cuDeviceGetAttribute", e));
     use sys::CUdevice_attribute_enum as A;
     let major = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
     let minor = attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
@@ -332,9 +359,12 @@ fn open_uncaught(ordinal: usize) -> Result<Device> {
         name: context.name().map_err(|e| GpuError::driver("cuDeviceGetName", e))?,
         compute_capability: (major, minor),
         multiprocessors: attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-        max_threads_per_multiprocessor: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)? as u32,
+        max_threads_per_multiprocessor: attribute(
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        )? as u32,
         l2_cache_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
-        memory_bytes: context.total_mem().map_err(|e| GpuError::driver("cuDeviceTotalMem", e))? as u64,
+        memory_bytes: context.total_mem().map_err(|e| GpuError::driver("cuDeviceTotalMem", e))?
+            as u64,
         memory_clock_mhz: attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
             .ok()
             .and_then(positive)
@@ -348,7 +378,8 @@ fn open_uncaught(ordinal: usize) -> Result<Device> {
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
     let target = compile::target_for_device(major, minor)?;
-    let cuda = CudaBackend { context, stream, target, modules: Arc::new(Mutex::new(HashMap::new())) };
+    let cuda =
+        CudaBackend { context, stream, target, modules: Arc::new(Mutex::new(HashMap::new())) };
     Ok(Device { inner: Arc::new(Inner { facts, ordinal, backend: Backend::Cuda(cuda) }) })
 }
 

@@ -31,7 +31,10 @@ pub enum GpuError {
     NoCompiler { tried: String },
 
     /// NVRTC rejected a kernel source. `line` is the first line NVRTC reported an error on.
-    #[error("{file}:{line}: kernel failed to compile; NVRTC's log:\n{log}", line = line.map_or("?".to_string(), |l| l.to_string()))]
+    #[error(
+        "{file}:{line}: kernel failed to compile; NVRTC's log:\n{log}",
+        line = line.map_or("?".to_string(), |l| l.to_string())
+    )]
     Compile { file: String, line: Option<u32>, log: String },
 
     /// Neither backend can run kernels here: no usable GPU, and no NVRTC for the CPU simulator.
@@ -52,7 +55,8 @@ pub enum GpuError {
 
     /// A launch's arguments do not match the kernel's parameters (their number or a size).
     #[error(
-        "kernel `{kernel}` launched with the wrong arguments: {problem} (do the launcher's `.arg(..)` calls match the kernel's signature?)"
+        "kernel `{kernel}` launched with the wrong arguments: {problem} (do the launcher's \
+         `.arg(..)` calls match the kernel's signature?)"
     )]
     Arguments { kernel: String, problem: String },
 

@@ -35,7 +35,9 @@ pub fn cached<T: Any + Send + Sync>(
     static MADE: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
     let key: Key = (TypeId::of::<T>(), case.n(), case.variant.clone(), seed);
     let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, _, input)) = made.iter().find(|(owner, k, _)| owner.is_same(device) && *k == key) {
+    if let Some((_, _, input)) =
+        made.iter().find(|(owner, k, _)| owner.is_same(device) && *k == key)
+    {
         return Ok(input.clone().downcast::<T>().expect("the key holds the type"));
     }
     if made.len() >= KEPT {
@@ -60,7 +62,10 @@ impl<T: Element> Input<T> {
     pub fn outcome(&self, step: &str, wrong: Option<impl Display>) -> Checked {
         match wrong {
             None => Checked::Correct,
-            Some(why) => Checked::Wrong(format!("{step}: {why} (input {} from seed {})", self.case, self.seed)),
+            Some(why) => Checked::Wrong(format!(
+                "{step}: {why} (input {} from seed {})",
+                self.case, self.seed
+            )),
         }
     }
 }
@@ -84,7 +89,12 @@ pub struct UniformBf16(pub Input<u16>);
 pub fn uniform_bf16_input(device: &Device, case: &Case, seed: u64) -> Result<Arc<UniformBf16>> {
     cached(device, case, seed, || {
         let host = random_values(case.elements()?, seed, |rng| f32_to_bf16(uniform_f32(rng)));
-        Ok(UniformBf16(Input { device: device.upload(&host)?, host, case: case.label.clone(), seed }))
+        Ok(UniformBf16(Input {
+            device: device.upload(&host)?,
+            host,
+            case: case.label.clone(),
+            seed,
+        }))
     })
 }
 
@@ -115,7 +125,11 @@ pub fn random_values<T: Send + Default + Clone>(
 }
 
 /// Fills `data` chunk by chunk on every core, chunk `i` from a generator seeded by `seed` and `i`.
-pub fn fill_in_parallel<T: Send>(data: &mut [T], seed: u64, fill: impl Fn(&mut SmallRng, &mut [T]) + Sync) {
+pub fn fill_in_parallel<T: Send>(
+    data: &mut [T],
+    seed: u64,
+    fill: impl Fn(&mut SmallRng, &mut [T]) + Sync,
+) {
     const CHUNK: usize = 1 << 22;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_core = data.len().div_ceil(CHUNK).div_ceil(cores).max(1) * CHUNK;
@@ -125,7 +139,9 @@ pub fn fill_in_parallel<T: Send>(data: &mut [T], seed: u64, fill: impl Fn(&mut S
             scope.spawn(move || {
                 for (index, chunk) in part.chunks_mut(CHUNK).enumerate() {
                     let chunk_index = (group * per_core / CHUNK + index) as u64;
-                    let mut rng = SmallRng::seed_from_u64(seed ^ (chunk_index + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                    let mut rng = SmallRng::seed_from_u64(
+                        seed ^ (chunk_index + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                    );
                     fill(&mut rng, chunk);
                 }
             });

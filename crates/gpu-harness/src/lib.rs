@@ -35,8 +35,8 @@ pub mod workload;
 
 pub use compile::KernelSource;
 pub use device::{
-    Device, DeviceBuffer, DeviceFacts, DeviceView, Element, Event, GpuShape, Kernel, KernelArg, Launch, LaunchConfig,
-    LaunchCounters, PinnedBuffer, Transfers, launch_together,
+    Device, DeviceBuffer, DeviceFacts, DeviceView, Element, Event, GpuShape, Kernel, KernelArg,
+    Launch, LaunchConfig, LaunchCounters, PinnedBuffer, Transfers, launch_together,
 };
 pub use error::{GpuError, PIP_INSTALL_NVRTC, Result};
 pub use workload::{Case, Checked, Measured, Prepared, Shape, Stateful, StepEntry};

@@ -52,7 +52,10 @@ impl Roofs {
     pub fn measure(device: &Device, bytes: u64) -> Result<Roofs> {
         let vectors = bytes.div_ceil(16).max(1) as usize;
         let source = device.upload(&vec![1.0f32; 4 * vectors])?;
-        Ok(Roofs { copy_gbs: copy_roof_gbs(device, &source)?, read_gbs: read_roof_gbs(device, &source)? })
+        Ok(Roofs {
+            copy_gbs: copy_roof_gbs(device, &source)?,
+            read_gbs: read_roof_gbs(device, &source)?,
+        })
     }
 }
 
@@ -81,7 +84,13 @@ fn read_roof_gbs(device: &Device, source: &crate::DeviceBuffer<f32>) -> Result<f
         for blocks in [grids.clone(), grids].concat() {
             let config = LaunchConfig::linear(blocks, 256, 0);
             let ms = median_ms(device, SAMPLES, || {
-                device.launch(&kernel, config).arg(source).arg(&sink).arg(vectors as i64).arg(f32::NAN).run()
+                device
+                    .launch(&kernel, config)
+                    .arg(source)
+                    .arg(&sink)
+                    .arg(vectors as i64)
+                    .arg(f32::NAN)
+                    .run()
             })?;
             best = best.max(gigabytes_per_second(16 * vectors, ms));
         }

@@ -35,7 +35,8 @@ impl PeerLibrary {
     fn open_env() -> Result<PeerLibrary> {
         let path = std::env::var_os(PEERS_VARIABLE).map(PathBuf::from).ok_or_else(|| {
             GpuError::Unsupported(format!(
-                "no peer library: build it on a machine with nvcc (scripts/build-peers) and set {PEERS_VARIABLE} to it"
+                "no peer library: build it on a machine with nvcc (scripts/build-peers) and set \
+                 {PEERS_VARIABLE} to it"
             ))
         })?;
         // Loading runs the library's initialisers (the CUDA runtime's): trusted, built from
@@ -50,8 +51,9 @@ impl PeerLibrary {
     /// # Safety
     /// `F` must be the function's true signature.
     pub unsafe fn function<F: Copy>(&self, symbol: &str) -> Result<F> {
-        let found = unsafe { self.library.get::<F>(symbol.as_bytes()) }
-            .map_err(|e| GpuError::Unsupported(format!("{} has no `{symbol}`: {e}", self.path.display())))?;
+        let found = unsafe { self.library.get::<F>(symbol.as_bytes()) }.map_err(|e| {
+            GpuError::Unsupported(format!("{} has no `{symbol}`: {e}", self.path.display()))
+        })?;
         Ok(*found)
     }
 }
@@ -61,7 +63,10 @@ pub fn check_peer(symbol: &str, code: c_int) -> Result<()> {
     if code == 0 {
         Ok(())
     } else {
-        Err(GpuError::Launch { kernel: symbol.to_string(), message: format!("CUDA runtime error {code}") })
+        Err(GpuError::Launch {
+            kernel: symbol.to_string(),
+            message: format!("CUDA runtime error {code}"),
+        })
     }
 }
 
@@ -71,7 +76,9 @@ pub type RawStream = *mut c_void;
 /// The stream peers run on: the device's own, so they queue behind the same work as our steps. The
 /// CPU simulator has none: peers are NVIDIA's compiled libraries.
 pub fn peer_stream(device: &Device) -> Result<RawStream> {
-    device.raw_stream().ok_or_else(|| GpuError::Unsupported("peers run on a GPU, not on the CPU simulator".into()))
+    device
+        .raw_stream()
+        .ok_or_else(|| GpuError::Unsupported("peers run on a GPU, not on the CPU simulator".into()))
 }
 
 /// The function `symbol` of the peer library, of C type `F`.

@@ -82,8 +82,9 @@ impl Case {
 
     /// The number of elements as `usize`, or an error where it does not fit this machine.
     pub fn elements(&self) -> Result<usize> {
-        usize::try_from(self.n())
-            .map_err(|_| GpuError::BadInput(format!("case {}: too many elements for this machine", self.label)))
+        usize::try_from(self.n()).map_err(|_| {
+            GpuError::BadInput(format!("case {}: too many elements for this machine", self.label))
+        })
     }
 
     /// The case with the same shape and kind, but `n` elements (for the simulator's small runs): a
@@ -112,7 +113,11 @@ impl Case {
 
 /// `2^k` for powers of two of at least 2^10, else the number: how counts are written in labels.
 pub fn count_label(n: u64) -> String {
-    if n.is_power_of_two() && n >= 1024 { format!("2^{}", n.trailing_zeros()) } else { n.to_string() }
+    if n.is_power_of_two() && n >= 1024 {
+        format!("2^{}", n.trailing_zeros())
+    } else {
+        n.to_string()
+    }
 }
 
 impl std::str::FromStr for Case {
@@ -135,7 +140,10 @@ impl std::str::FromStr for Case {
                     let k: u32 = exponent.parse().map_err(|_| bad("2^k needs a whole k"))?;
                     1u64.checked_shl(k).filter(|_| k < 64).ok_or_else(|| bad("2^k needs k < 64"))?
                 }
-                None => text.replace('_', "").parse().map_err(|_| bad("a size is a number, 2^k, or RxC"))?,
+                None => text
+                    .replace('_', "")
+                    .parse()
+                    .map_err(|_| bad("a size is a number, 2^k, or RxC"))?,
             };
             if value == 0 { Err(bad("a size must be at least 1")) } else { Ok(value) }
         };
@@ -143,8 +151,14 @@ impl std::str::FromStr for Case {
         let shape = match sides[..] {
             [n] => Shape::Elements(count(n)?),
             [rows, cols] => Shape::Matrix { rows: count(rows)?, cols: count(cols)? },
-            [n, c, h, w] => Shape::Tensor4 { n: count(n)?, c: count(c)?, h: count(h)?, w: count(w)? },
-            _ => return Err(bad("a size is a number, 2^k, RxC (a matrix) or NxCxHxW (an NCHW tensor)")),
+            [n, c, h, w] => {
+                Shape::Tensor4 { n: count(n)?, c: count(c)?, h: count(h)?, w: count(w)? }
+            }
+            _ => {
+                return Err(bad(
+                    "a size is a number, 2^k, RxC (a matrix) or NxCxHxW (an NCHW tensor)",
+                ));
+            }
         };
         Ok(Case { label, shape, variant })
     }
@@ -211,7 +225,13 @@ impl<O: Element> Measured<O> {
         compare: impl Fn(&[O]) -> Checked + 'static,
     ) -> Measured<O> {
         let poison = Poison::Word(poison);
-        Measured { run: Box::new(run), compare: Box::new(compare), output, poison, counts: Vec::new() }
+        Measured {
+            run: Box::new(run),
+            compare: Box::new(compare),
+            output,
+            poison,
+            counts: Vec::new(),
+        }
     }
 
     /// The same for outputs of any element size (bf16's 2-byte words among them): a check fills
@@ -223,7 +243,13 @@ impl<O: Element> Measured<O> {
         compare: impl Fn(&[O]) -> Checked + 'static,
     ) -> Measured<O> {
         let poison = Poison::Value(poison);
-        Measured { run: Box::new(run), compare: Box::new(compare), output, poison, counts: Vec::new() }
+        Measured {
+            run: Box::new(run),
+            compare: Box::new(compare),
+            output,
+            poison,
+            counts: Vec::new(),
+        }
     }
 
     /// The same, reporting a count for the registry's bytes formula ([`Prepared::counts`]).
@@ -262,7 +288,11 @@ pub struct Stateful<S> {
 }
 
 impl<S> Stateful<S> {
-    pub fn new(state: S, queue: fn(&mut S) -> Result<()>, check: fn(&mut S) -> Result<Checked>) -> Stateful<S> {
+    pub fn new(
+        state: S,
+        queue: fn(&mut S) -> Result<()>,
+        check: fn(&mut S) -> Result<Checked>,
+    ) -> Stateful<S> {
         Stateful { state, queue, check, counts: Vec::new() }
     }
 
@@ -309,7 +339,8 @@ impl StepEntry {
         step: &'static str,
         prepare: impl Fn(&Device, &Case, u64) -> Result<P> + Send + Sync + 'static,
     ) -> StepEntry {
-        let prepare: PrepareFn = Arc::new(move |device, case, seed| Ok(Box::new(prepare(device, case, seed)?)));
+        let prepare: PrepareFn =
+            Arc::new(move |device, case, seed| Ok(Box::new(prepare(device, case, seed)?)));
         StepEntry { crate_name, step, prepare }
     }
 }
@@ -342,7 +373,10 @@ mod tests {
     fn smaller_cases_keep_their_shape_and_kind() {
         let case: Case = "2^20x256 skewed".parse().unwrap();
         let small = case.with_elements(1 << 16);
-        assert_eq!((small.rows(), small.cols(), small.label.as_str()), (256, 256, "256x256 skewed"));
+        assert_eq!(
+            (small.rows(), small.cols(), small.label.as_str()),
+            (256, 256, "256x256 skewed")
+        );
         assert_eq!("2^28".parse::<Case>().unwrap().with_elements(1 << 16).label, "2^16");
     }
 
@@ -372,6 +406,9 @@ mod tests {
         // Fewer elements than one batch: one batch, as a matrix keeps at least one row.
         let one = "64x512x14x14".parse::<Case>().unwrap().with_elements(1 << 14);
         assert_eq!((one.label.as_str(), one.n()), ("1x512x14x14", 512 * 196));
-        assert_eq!("2^11x2048x1x1".parse::<Case>().unwrap().with_elements(1 << 12).label, "2x2^11x1x1");
+        assert_eq!(
+            "2^11x2048x1x1".parse::<Case>().unwrap().with_elements(1 << 12).label,
+            "2x2^11x1x1"
+        );
     }
 }

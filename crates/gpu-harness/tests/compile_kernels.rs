@@ -43,13 +43,16 @@ fn compile_all(target: Target) -> TestResult {
 
 fn main() -> std::process::ExitCode {
     TestSuite::new()
-        .nvrtc("every_kernel_compiles_for_sm_90", || compile_all(Target::Cubin { major: 9, minor: 0 }))
+        .nvrtc("every_kernel_compiles_for_sm_90", || {
+            compile_all(Target::Cubin { major: 9, minor: 0 })
+        })
         .nvrtc("every_kernel_compiles_for_every_architecture_from_sm_75", || {
             // Every architecture a student's GPU may have: Turing (7.5) to the newest this NVRTC
             // knows, as PTX (what the driver compiles on the student's GPU; the code under
             // `__CUDA_ARCH__` guards is each architecture's own). sm_90 is compiled to machine
             // code above.
-            let archs: Vec<u32> = compile::supported_archs()?.into_iter().filter(|&a| a >= 75).collect();
+            let archs: Vec<u32> =
+                compile::supported_archs()?.into_iter().filter(|&a| a >= 75).collect();
             println!("NVRTC {:?} lists {archs:?}", compile::nvrtc_version()?);
             // One thread per architecture: NVRTC compiles separate programs at once.
             let failures: Vec<String> = std::thread::scope(|scope| {
@@ -58,7 +61,10 @@ fn main() -> std::process::ExitCode {
                     .filter(|&a| a != 90)
                     .map(|arch| {
                         let target = Target::Ptx { major: arch / 10, minor: arch % 10 };
-                        (arch, scope.spawn(move || compile_all(target).map_err(|e| format!("{e:?}"))))
+                        (
+                            arch,
+                            scope.spawn(move || compile_all(target).map_err(|e| format!("{e:?}"))),
+                        )
                     })
                     .collect();
                 compiles
@@ -75,29 +81,43 @@ fn main() -> std::process::ExitCode {
         .nvrtc("nvrtc_knows_hopper", || {
             let archs = compile::supported_archs()?;
             if !archs.contains(&90) {
-                return Err(format!("NVRTC {:?} does not list sm_90: {archs:?}", compile::nvrtc_version()?).into());
+                return Err(format!(
+                    "NVRTC {:?} does not list sm_90: {archs:?}",
+                    compile::nvrtc_version()?
+                )
+                .into());
             }
             Ok(())
         })
         .nvrtc("a_compile_error_names_file_and_line", || {
             let broken = KernelSource {
                 file: "broken.cu",
-                code: "extern \"C\" __global__ void k(float* out) {\n    out[0] = 1.0f;\n    out[1] = undefined_name;\n}\n",
+                code: "extern \"C\" __global__ void k(float* out) {\n    out[0] = 1.0f;\n    \
+                       out[1] = undefined_name;\n}\n",
             };
             match compile::compile(&broken, Target::Cubin { major: 9, minor: 0 }, &[]) {
-                Err(GpuError::Compile { file, line, log }) if file == "broken.cu" && line == Some(3) => {
+                Err(GpuError::Compile { file, line, log })
+                    if file == "broken.cu" && line == Some(3) =>
+                {
                     if !log.contains("undefined_name") {
                         return Err(format!("log does not name the identifier: {log}").into());
                     }
                     Ok(())
                 }
-                other => Err(format!("expected a compile error at broken.cu:3, got {other:?}").into()),
+                other => {
+                    Err(format!("expected a compile error at broken.cu:3, got {other:?}").into())
+                }
             }
         })
         .nvrtc("shared_headers_are_includable", || {
             for (name, _) in compile::shared_headers() {
-                let code = format!("#include \"{name}\"\nextern \"C\" __global__ void k() {{}}\n").leak();
-                compile::compile(&KernelSource { file: "include_test.cu", code }, Target::Cubin { major: 9, minor: 0 }, &[])?;
+                let code =
+                    format!("#include \"{name}\"\nextern \"C\" __global__ void k() {{}}\n").leak();
+                compile::compile(
+                    &KernelSource { file: "include_test.cu", code },
+                    Target::Cubin { major: 9, minor: 0 },
+                    &[],
+                )?;
             }
             Ok(())
         })

@@ -11,7 +11,11 @@ use gpu_test::{TestResult, TestSuite};
 const ROOFS: KernelSource = kernel_source!("roofs.cu");
 
 /// `read_roof_unroll4(const float4* input, float* sink, long long count, float never)`.
-fn expect_argument_error(device: &Device, arguments: usize, count_as_u32: bool) -> Result<String, String> {
+fn expect_argument_error(
+    device: &Device,
+    arguments: usize,
+    count_as_u32: bool,
+) -> Result<String, String> {
     let kernel = device.kernel(&ROOFS, "read_roof_unroll4").map_err(|e| e.to_string())?;
     let input = device.upload(&[1.0f32; 16]).map_err(|e| e.to_string())?;
     let sink = device.alloc::<f32>(1).map_err(|e| e.to_string())?;
@@ -27,7 +31,9 @@ fn expect_argument_error(device: &Device, arguments: usize, count_as_u32: bool) 
     }
     match launch.run() {
         Err(GpuError::Arguments { kernel, problem }) => Ok(format!("{kernel}: {problem}")),
-        Ok(()) => Err(format!("a launch with {arguments} arguments (count as u32: {count_as_u32}) ran")),
+        Ok(()) => {
+            Err(format!("a launch with {arguments} arguments (count as u32: {count_as_u32}) ran"))
+        }
         Err(other) => Err(format!("expected an Arguments error, got {other}")),
     }
 }
@@ -37,7 +43,13 @@ fn expect_argument_error(device: &Device, arguments: usize, count_as_u32: bool) 
 fn launch_roof(device: &Device, name: &str) -> TestResult {
     let kernel = device.kernel(&ROOFS, name)?;
     let (input, sink) = (device.upload(&[1.0f32; 16])?, device.alloc::<f32>(1)?);
-    device.launch(&kernel, LaunchConfig::linear(1, 32, 0)).arg(&input).arg(&sink).arg(4i64).arg(f32::NAN).run()?;
+    device
+        .launch(&kernel, LaunchConfig::linear(1, 32, 0))
+        .arg(&input)
+        .arg(&sink)
+        .arg(4i64)
+        .arg(f32::NAN)
+        .run()?;
     Ok(())
 }
 
@@ -61,8 +73,12 @@ fn copies_between_devices(a: Device, b: Device, c: Device) -> TestResult {
         Some(gpu_harness::Transfers { copies_sent, bytes_sent, bytes_received, finished_at })
     };
     // By hand: a sent 400 and received 100 + 4, the last ending at 604; the copier is a.
-    let expected =
-        [counted(1, 400, 104, 604), counted(1, 400, 104, 604), counted(2, 204, 400, 604), counted(1, 100, 200, 600)];
+    let expected = [
+        counted(1, 400, 104, 604),
+        counted(1, 400, 104, 604),
+        counted(2, 204, 400, 604),
+        counted(1, 100, 200, 600),
+    ];
     if got != expected {
         return Err(format!("counted {got:?}, expected {expected:?}").into());
     }
@@ -86,7 +102,10 @@ extern "C" __global__ void chain(unsigned rank, unsigned ranks, const unsigned l
     if (threadIdx.x == 0 && rank > 0) {
         unsigned seen;
         do {
-            asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(seen) : "l"(flags + blockIdx.x) : "memory");
+            asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+                         : "=r"(seen)
+                         : "l"(flags + blockIdx.x)
+                         : "memory");
         } while (seen != rank);
     }
     __syncthreads();
@@ -104,13 +123,16 @@ extern "C" __global__ void chain(unsigned rank, unsigned ranks, const unsigned l
 fn chain(devices: &[Device]) -> gpu_harness::Result<Vec<Vec<u32>>> {
     let (grid, block) = (3u32, 64u32);
     let n = (grid * block) as usize;
-    let values: Vec<_> = devices.iter().map(|d| d.upload(&vec![7u32; n])).collect::<Result<_, _>>()?;
-    let flags: Vec<_> = devices.iter().map(|d| d.alloc::<u32>(grid as usize)).collect::<Result<_, _>>()?;
+    let values: Vec<_> =
+        devices.iter().map(|d| d.upload(&vec![7u32; n])).collect::<Result<_, _>>()?;
+    let flags: Vec<_> =
+        devices.iter().map(|d| d.alloc::<u32>(grid as usize)).collect::<Result<_, _>>()?;
     let table = |buffers: &[gpu_harness::DeviceBuffer<u32>]| -> Vec<u64> {
         buffers.iter().map(|b| b.as_view().raw_address()).collect()
     };
     let (value_table, flag_table) = (table(&values), table(&flags));
-    let kernels: Vec<_> = devices.iter().map(|d| d.kernel(&CHAIN, "chain")).collect::<Result<_, _>>()?;
+    let kernels: Vec<_> =
+        devices.iter().map(|d| d.kernel(&CHAIN, "chain")).collect::<Result<_, _>>()?;
     let mut peers = Vec::new();
     for device in devices {
         peers.push((device.upload(&value_table)?, device.upload(&flag_table)?));
@@ -162,7 +184,10 @@ fn main() -> std::process::ExitCode {
             // A clone shares the list.
             let launched = device.clone().take_launched_kernels();
             if launched != ["read_roof_unroll4", "read_roof_unroll8"] {
-                return Err(format!("launched {launched:?}, expected read_roof_unroll4 then read_roof_unroll8").into());
+                return Err(format!(
+                    "launched {launched:?}, expected read_roof_unroll4 then read_roof_unroll8"
+                )
+                .into());
             }
             let again = device.take_launched_kernels();
             if !again.is_empty() {
@@ -177,7 +202,8 @@ fn main() -> std::process::ExitCode {
         .nvrtc("a_simulated_world_counts_and_times_copies_between_its_devices", || {
             // The same copies between the devices of one simulated world (one memory): counted the
             // same.
-            let [a, b, c] = <[Device; 3]>::try_from(Device::simulated_world(3)?).expect("three devices");
+            let [a, b, c] =
+                <[Device; 3]>::try_from(Device::simulated_world(3)?).expect("three devices");
             copies_between_devices(a, b, c)
         })
         .nvrtc("a_simulated_world_is_devices_of_one_memory", || {
@@ -189,7 +215,11 @@ fn main() -> std::process::ExitCode {
             for (i, a) in world.iter().enumerate() {
                 for (j, b) in world.iter().enumerate() {
                     if a.shares_memory_with(b) != (i == j) || a.is_same(b) != (i == j) {
-                        return Err(format!("devices {i} and {j}: sharing memory {}", a.shares_memory_with(b)).into());
+                        return Err(format!(
+                            "devices {i} and {j}: sharing memory {}",
+                            a.shares_memory_with(b)
+                        )
+                        .into());
                     }
                     if !a.enable_peer_access(b)? {
                         return Err(format!("no peer access from device {i} to device {j}").into());
@@ -215,8 +245,14 @@ fn main() -> std::process::ExitCode {
             for (k, device) in world.iter().enumerate() {
                 let launched = device.take_launches();
                 let counted = device.last_launch_counters().map(|c| c.blocks);
-                if launched.len() != 1 || launched[0].0 != "chain" || launched[0].1.blocks != 3 || counted != Some(3) {
-                    return Err(format!("device {k} recorded {launched:?} (last: {counted:?})").into());
+                if launched.len() != 1
+                    || launched[0].0 != "chain"
+                    || launched[0].1.blocks != 3
+                    || counted != Some(3)
+                {
+                    return Err(
+                        format!("device {k} recorded {launched:?} (last: {counted:?})").into()
+                    );
                 }
             }
             Ok(())
@@ -224,13 +260,19 @@ fn main() -> std::process::ExitCode {
         .nvrtc("launch_together_needs_one_simulated_world", || {
             let separate = [Device::simulator()?, Device::simulator()?];
             match chain(&separate) {
-                Err(GpuError::Unsupported(reason)) if reason.contains("one simulated world") => Ok(()),
+                Err(GpuError::Unsupported(reason)) if reason.contains("one simulated world") => {
+                    Ok(())
+                }
                 other => Err(format!("expected Unsupported, got {other:?}").into()),
             }
         })
         .gpu_if(
             "a_gpu_records_no_kernel_names",
-            |device| device.is_simulated().then(|| "needs a GPU: the simulator records the names".to_string()),
+            |device| {
+                device
+                    .is_simulated()
+                    .then(|| "needs a GPU: the simulator records the names".to_string())
+            },
             |device| {
                 launch_roof(device, "read_roof_unroll4")?;
                 device.synchronize()?;

@@ -59,20 +59,31 @@ impl TestSuite {
     }
 
     /// A test that needs neither a GPU nor NVRTC.
-    pub fn cpu(mut self, name: impl Into<String>, test: impl FnOnce() -> TestResult + Send + 'static) -> Self {
+    pub fn cpu(
+        mut self,
+        name: impl Into<String>,
+        test: impl FnOnce() -> TestResult + Send + 'static,
+    ) -> Self {
         self.trials.push(Trial::test(name, test));
         self
     }
 
     /// A test that compiles kernels with NVRTC but needs no GPU.
-    pub fn nvrtc(mut self, name: impl Into<String>, test: impl FnOnce() -> TestResult + Send + 'static) -> Self {
-        self.trials.push(Trial::ignorable_test(name, move || match gpu_harness::compile::load_nvrtc() {
-            Ok(()) => test().map(|()| Completion::Completed),
-            Err(e) if env_flag("NVRTC_REQUIRED") || env_flag("CUDA_REQUIRED") => {
-                Err(format!("NVRTC is required here but unavailable: {e}").into())
-            }
-            Err(e) => Ok(Completion::ignored_with(format!("no NVRTC: {e}"))),
-        }));
+    pub fn nvrtc(
+        mut self,
+        name: impl Into<String>,
+        test: impl FnOnce() -> TestResult + Send + 'static,
+    ) -> Self {
+        self.trials.push(Trial::ignorable_test(
+            name,
+            move || match gpu_harness::compile::load_nvrtc() {
+                Ok(()) => test().map(|()| Completion::Completed),
+                Err(e) if env_flag("NVRTC_REQUIRED") || env_flag("CUDA_REQUIRED") => {
+                    Err(format!("NVRTC is required here but unavailable: {e}").into())
+                }
+                Err(e) => Ok(Completion::ignored_with(format!("no NVRTC: {e}"))),
+            },
+        ));
         self
     }
 
@@ -84,21 +95,28 @@ impl TestSuite {
         requirement: impl FnOnce() -> Option<String> + Send + 'static,
         test: impl FnOnce() -> TestResult + Send + 'static,
     ) -> Self {
-        self.trials.push(Trial::ignorable_test(name, move || match gpu_harness::compile::load_nvrtc() {
-            Ok(()) => match requirement() {
-                None => test().map(|()| Completion::Completed),
-                Some(reason) => Ok(Completion::ignored_with(reason)),
+        self.trials.push(Trial::ignorable_test(
+            name,
+            move || match gpu_harness::compile::load_nvrtc() {
+                Ok(()) => match requirement() {
+                    None => test().map(|()| Completion::Completed),
+                    Some(reason) => Ok(Completion::ignored_with(reason)),
+                },
+                Err(e) if env_flag("NVRTC_REQUIRED") || env_flag("CUDA_REQUIRED") => {
+                    Err(format!("NVRTC is required here but unavailable: {e}").into())
+                }
+                Err(e) => Ok(Completion::ignored_with(format!("no NVRTC: {e}"))),
             },
-            Err(e) if env_flag("NVRTC_REQUIRED") || env_flag("CUDA_REQUIRED") => {
-                Err(format!("NVRTC is required here but unavailable: {e}").into())
-            }
-            Err(e) => Ok(Completion::ignored_with(format!("no NVRTC: {e}"))),
-        }));
+        ));
         self
     }
 
     /// A test that runs kernels on the GPU.
-    pub fn gpu(mut self, name: impl Into<String>, test: impl FnOnce(&Device) -> TestResult + Send + 'static) -> Self {
+    pub fn gpu(
+        mut self,
+        name: impl Into<String>,
+        test: impl FnOnce(&Device) -> TestResult + Send + 'static,
+    ) -> Self {
         self.trials.push(Trial::ignorable_test(name, move || match Device::shared() {
             Ok(device) => test(&device).map(|()| Completion::Completed),
             Err(e) if env_flag("CUDA_REQUIRED") || !e.is_unavailable() => {
@@ -156,10 +174,11 @@ impl Default for TestRng {
 
 impl TestRng {
     pub fn new() -> Self {
-        let seed = std::env::var("TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-            now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)
-        });
+        let seed =
+            std::env::var("TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+                now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)
+            });
         Self::with_seed(seed)
     }
 
@@ -215,7 +234,9 @@ pub fn on_threads(threads: usize, body: impl Fn(usize) -> TestResult + Sync) -> 
             .enumerate()
             .filter_map(|(k, thread)| match thread.join() {
                 Ok(Ok(())) => None,
-                Ok(Err(failed)) => Some(format!("thread {k}: {}", failed.message().unwrap_or("failed"))),
+                Ok(Err(failed)) => {
+                    Some(format!("thread {k}: {}", failed.message().unwrap_or("failed")))
+                }
                 Err(_) => Some(format!("thread {k} panicked")),
             })
             .collect()
@@ -250,7 +271,8 @@ pub fn counters_comparable() -> Option<String> {
     match gpu_harness::compile::nvrtc_version() {
         Ok(version) if version == COUNTERS_NVRTC => None,
         Ok((major, minor)) => Some(format!(
-            "counter snapshots were recorded with NVRTC {}.{}; this is NVRTC {major}.{minor}, whose PTX differs",
+            "counter snapshots were recorded with NVRTC {}.{}; this is NVRTC {major}.{minor}, \
+             whose PTX differs",
             COUNTERS_NVRTC.0, COUNTERS_NVRTC.1
         )),
         Err(e) => Some(e.to_string()),
@@ -265,8 +287,12 @@ pub const SIMULATOR_MAX_ELEMENTS: usize = 1 << 24;
 /// `None` when `device` runs an input of `n` elements in test time (always, on a GPU); otherwise
 /// the reason to skip it.
 pub fn fits_test_time(device: &Device, n: usize) -> Option<String> {
-    (device.is_simulated() && n > SIMULATOR_MAX_ELEMENTS)
-        .then(|| format!("{n} elements is too many for the CPU simulator in a test (at most {SIMULATOR_MAX_ELEMENTS})"))
+    (device.is_simulated() && n > SIMULATOR_MAX_ELEMENTS).then(|| {
+        format!(
+            "{n} elements is too many for the CPU simulator in a test (at most \
+                          {SIMULATOR_MAX_ELEMENTS})"
+        )
+    })
 }
 
 /// The device a test that counts launches ([`Device::take_launches`]) should launch on: on the
@@ -284,8 +310,14 @@ pub fn test_size(device: &Device, on_gpu: usize, on_simulator: usize) -> usize {
 /// `None` when the device has at least `bytes` of memory, else the reason to skip.
 pub fn enough_memory(device: &Device, bytes: u64) -> Option<String> {
     let have = device.facts().memory_bytes;
-    (have < bytes)
-        .then(|| format!("needs {} GiB of device memory, {} has {}", bytes >> 30, device.facts().name, have >> 30))
+    (have < bytes).then(|| {
+        format!(
+            "needs {} GiB of device memory, {} has {}",
+            bytes >> 30,
+            device.facts().name,
+            have >> 30
+        )
+    })
 }
 
 /// Why a test of `n` elements whose buffers take `bytes` of device memory cannot run here (the
@@ -299,7 +331,11 @@ pub fn too_large_here(device: &Device, n: usize, bytes: u64) -> Option<String> {
 /// [`too_large_here`] for a test that runs on each matrix of `shapes` (rows, columns) in turn,
 /// holding `bytes_per_element` of device memory for each element of the largest (its input and
 /// output together).
-pub fn matrices_too_large_here(device: &Device, shapes: &[(usize, usize)], bytes_per_element: u64) -> Option<String> {
+pub fn matrices_too_large_here(
+    device: &Device,
+    shapes: &[(usize, usize)],
+    bytes_per_element: u64,
+) -> Option<String> {
     let n = shapes.iter().map(|&(rows, cols)| rows * cols).max().unwrap_or(0);
     too_large_here(device, n, bytes_per_element * n as u64)
 }
@@ -312,7 +348,9 @@ pub fn by_index<T: Copy + Default + Send>(n: usize, make: impl Fn(usize) -> T + 
     std::thread::scope(|scope| {
         for (k, part) in values.chunks_mut(per_core).enumerate() {
             let make = &make;
-            scope.spawn(move || part.iter_mut().enumerate().for_each(|(j, v)| *v = make(k * per_core + j)));
+            scope.spawn(move || {
+                part.iter_mut().enumerate().for_each(|(j, v)| *v = make(k * per_core + j))
+            });
         }
     });
     values
@@ -322,7 +360,8 @@ pub fn by_index<T: Copy + Default + Send>(n: usize, make: impl Fn(usize) -> T + 
 /// three, the last three, and those around element offsets 2^31 and 2^32, where an offset held in
 /// a 32-bit integer (signed or not) wraps.
 pub fn rows_past_32_bits(rows: usize, cols: usize) -> Vec<usize> {
-    let mut picked = vec![0, 1, 2, rows.saturating_sub(3), rows.saturating_sub(2), rows.saturating_sub(1)];
+    let mut picked =
+        vec![0, 1, 2, rows.saturating_sub(3), rows.saturating_sub(2), rows.saturating_sub(1)];
     for row in [(1usize << 31) / cols.max(1), (1usize << 32) / cols.max(1)] {
         picked.extend([row.saturating_sub(1), row, row + 1]);
     }
@@ -360,7 +399,11 @@ mod tests {
     #[test]
     fn every_thread_runs_and_every_failure_is_reported() {
         let ran = std::sync::atomic::AtomicUsize::new(0);
-        assert!(on_threads(3, |_| Ok(ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst)).map(|_| ())).is_ok());
+        assert!(
+            on_threads(3, |_| Ok(ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+                .map(|_| ()))
+            .is_ok()
+        );
         assert_eq!(ran.into_inner(), 3);
         let failed = on_threads(4, |k| match k {
             1 => Err("wrong answer".into()),

@@ -46,17 +46,21 @@ pub const GUARD: usize = 16;
 /// Cases a property runs: `PROPTEST_CASES` when set, else `on_gpu` on a GPU and `on_simulator` on
 /// the CPU simulator.
 pub fn cases(device: &Device, on_gpu: u32, on_simulator: u32) -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(if device.is_simulated() {
-        on_simulator
-    } else {
-        on_gpu
-    })
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if device.is_simulated() { on_simulator } else { on_gpu })
 }
 
 /// Runs `test` on inputs drawn from `strategy`: `cases.0` of them on a GPU, `cases.1` on the
 /// simulator. A failing input is shrunk (at most 256 runs on the simulator, 2048 on a GPU, or
 /// `PROPTEST_MAX_SHRINK_ITERS`) and reported with the seed that replays it.
-pub fn check<S>(device: &Device, cases: (u32, u32), strategy: S, test: impl Fn(S::Value) -> TestResult) -> TestResult
+pub fn check<S>(
+    device: &Device,
+    cases: (u32, u32),
+    strategy: S,
+    test: impl Fn(S::Value) -> TestResult,
+) -> TestResult
 where
     S: Strategy,
     S::Value: fmt::Debug,
@@ -75,17 +79,27 @@ where
     run(cases, 4096, strategy, test)
 }
 
-fn run<S>(cases: u32, shrinks: u32, strategy: S, test: impl Fn(S::Value) -> TestResult) -> TestResult
+fn run<S>(
+    cases: u32,
+    shrinks: u32,
+    strategy: S,
+    test: impl Fn(S::Value) -> TestResult,
+) -> TestResult
 where
     S: Strategy,
     S::Value: fmt::Debug,
 {
-    let shrinks = std::env::var("PROPTEST_MAX_SHRINK_ITERS").ok().and_then(|s| s.parse().ok()).unwrap_or(shrinks);
+    let shrinks = std::env::var("PROPTEST_MAX_SHRINK_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(shrinks);
     let seed = crate::TestRng::new().seed();
-    let config = Config { cases, failure_persistence: None, max_shrink_iters: shrinks, ..Config::default() };
+    let config =
+        Config { cases, failure_persistence: None, max_shrink_iters: shrinks, ..Config::default() };
     let mut runner = TestRunner::new_with_rng(config, rng_of(seed));
     let outcome = runner.run(&strategy, |value| {
-        test(value).map_err(|failed| TestCaseError::fail(failed.message().unwrap_or("failed").to_string()))
+        test(value)
+            .map_err(|failed| TestCaseError::fail(failed.message().unwrap_or("failed").to_string()))
     });
     let replay = format!("(seed {seed}; replay with TEST_SEED={seed})");
     match outcome {
@@ -101,7 +115,9 @@ where
 fn rng_of(seed: u64) -> proptest::test_runner::TestRng {
     let mut bytes = [0u8; 32];
     for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        chunk.copy_from_slice(&(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes());
+        chunk.copy_from_slice(
+            &(seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)).to_le_bytes(),
+        );
     }
     proptest::test_runner::TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
@@ -156,7 +172,8 @@ impl<M: Mix<T>, T: Copy> Input<M, T> {
 impl<M: Mix<T>, T: Copy + fmt::Debug> fmt::Debug for Input<M, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let values = self.values();
-        let specials: Vec<(usize, T)> = self.specials.iter().map(|&(at, v)| (at % self.len.max(1), v)).collect();
+        let specials: Vec<(usize, T)> =
+            self.specials.iter().map(|&(at, v)| (at % self.len.max(1), v)).collect();
         f.debug_struct("Input")
             .field("len", &self.len)
             .field("offset", &self.offset)
@@ -249,7 +266,8 @@ impl Mix<f32> for F32Mix {
                     }
                 }
                 F32Mix::Band { exponent } => {
-                    (1.5 * 2f64.powi(exponent) * (1.0 + rng.random_range(-1.0f64..1.0) / 256.0)) as f32
+                    (1.5 * 2f64.powi(exponent) * (1.0 + rng.random_range(-1.0f64..1.0) / 256.0))
+                        as f32
                 }
             }
         };
@@ -340,7 +358,8 @@ pub enum IntMix {
 
 /// Integer extremes as bit patterns (i32's and u32's least and greatest values and their
 /// neighbours).
-const INT_EXTREMES: [u32; 9] = [0, 1, u32::MAX, 0x7fff_ffff, 0x8000_0000, 0x7fff_fffe, 0x8000_0001, u32::MAX - 1, 2];
+const INT_EXTREMES: [u32; 9] =
+    [0, 1, u32::MAX, 0x7fff_ffff, 0x8000_0000, 0x7fff_fffe, 0x8000_0001, u32::MAX - 1, 2];
 
 impl IntMix {
     fn bits(&self, n: usize, rng: &mut SmallRng) -> Vec<u32> {
@@ -437,11 +456,7 @@ impl Mix<u8> for ByteMix {
                     }
                 }
                 ByteMix::Sea { sea, island, island_odds } => {
-                    if rng.random_range(0..island_odds.max(1)) == 0 {
-                        island
-                    } else {
-                        sea
-                    }
+                    if rng.random_range(0..island_odds.max(1)) == 0 { island } else { sea }
                 }
                 ByteMix::Density { percent } => {
                     if rng.random_range(0..100) < percent {
@@ -464,11 +479,8 @@ pub fn byte_mixes() -> BoxedStrategy<ByteMix> {
         Just(ByteMix::Uniform),
         any::<u8>().prop_map(ByteMix::AllEqual),
         (any::<u8>(), any::<u8>()).prop_map(|(a, b)| ByteMix::Alternating(a, b)),
-        (any::<u8>(), any::<u8>(), select(vec![2u32, 1000])).prop_map(|(sea, island, island_odds)| ByteMix::Sea {
-            sea,
-            island,
-            island_odds
-        }),
+        (any::<u8>(), any::<u8>(), select(vec![2u32, 1000]))
+            .prop_map(|(sea, island, island_odds)| ByteMix::Sea { sea, island, island_odds }),
     ]
     .boxed()
 }
@@ -559,7 +571,13 @@ macro_rules! words {
         }
     )*};
 }
-words!(u32 => 0xffc0_0001, i32 => 0xffc0_0001u32 as i32, u16 => 0xffc1, u8 => 0xa5, u64 => 0xffc0_0001_ffc0_0001);
+words!(
+    u32 => 0xffc0_0001,
+    i32 => 0xffc0_0001u32 as i32,
+    u16 => 0xffc1,
+    u8 => 0xa5,
+    u64 => 0xffc0_0001_ffc0_0001
+);
 
 impl Word for f32 {
     fn poison() -> Self {
@@ -585,7 +603,11 @@ impl<T: Word> Guarded<T> {
         let start = GUARD + offset;
         let mut host = vec![T::poison(); start + values.len() + GUARD];
         host[start..start + values.len()].copy_from_slice(values);
-        Ok(Guarded { buffer: device.upload(&host)?, uploaded: host, range: start..start + values.len() })
+        Ok(Guarded {
+            buffer: device.upload(&host)?,
+            uploaded: host,
+            range: start..start + values.len(),
+        })
     }
 
     /// `len` poisoned elements between [`GUARD`] poisoned ones on each side.
@@ -594,7 +616,12 @@ impl<T: Word> Guarded<T> {
     }
 
     /// `len` poisoned elements with `before` and `after` poisoned ones around them.
-    pub fn output_with(device: &Device, before: usize, len: usize, after: usize) -> gpu_harness::Result<Self> {
+    pub fn output_with(
+        device: &Device,
+        before: usize,
+        len: usize,
+        after: usize,
+    ) -> gpu_harness::Result<Self> {
         let host = vec![T::poison(); before + len + after];
         Ok(Guarded { buffer: device.upload(&host)?, uploaded: host, range: before..before + len })
     }
@@ -676,7 +703,11 @@ pub fn exact_in_any_order(values: &[f32]) -> bool {
         .map(|x| {
             let bits = x.to_bits();
             let (exponent, fraction) = ((bits >> 23) & 0xff, bits & 0x7f_ffff);
-            let (m, e) = if exponent == 0 { (fraction, -149) } else { (fraction | 0x80_0000, exponent as i32 - 150) };
+            let (m, e) = if exponent == 0 {
+                (fraction, -149)
+            } else {
+                (fraction | 0x80_0000, exponent as i32 - 150)
+            };
             let zeros = m.trailing_zeros();
             (u64::from(m >> zeros), e + zeros as i32)
         })

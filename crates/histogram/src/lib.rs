@@ -22,7 +22,10 @@ pub mod measured;
 mod plan;
 pub mod reference;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Result, kernel_source};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Result,
+    kernel_source,
+};
 
 pub use measured::steps;
 pub use plan::{BLOCK_SIZE, EVEN_SHARED_WORDS, HistogramPlan, MAX_ELEMENTS, blocks};
@@ -98,8 +101,14 @@ impl ByteStep {
 
     /// The launch plan for `n` bytes on a GPU of shape `gpu`.
     pub fn plan(self, n: usize, gpu: GpuShape) -> Result<HistogramPlan> {
-        let mut plan =
-            plan::plan("byte histogram", self.kernel(), n as u64, self.per_thread(), (self.shared_bytes(), 0), gpu)?;
+        let mut plan = plan::plan(
+            "byte histogram",
+            self.kernel(),
+            n as u64,
+            self.per_thread(),
+            (self.shared_bytes(), 0),
+            gpu,
+        )?;
         if self == ByteStep::Packed {
             plan.flush_rounds = packed_flush_rounds();
         }
@@ -149,7 +158,11 @@ pub struct ByteHistogram {
 impl ByteHistogram {
     /// Compiles (or fetches from the cache) the step's kernel.
     pub fn new(device: &Device, step: ByteStep) -> Result<Self> {
-        Ok(ByteHistogram { device: device.clone(), step, kernel: device.kernel(&SOURCE, step.kernel())? })
+        Ok(ByteHistogram {
+            device: device.clone(),
+            step,
+            kernel: device.kernel(&SOURCE, step.kernel())?,
+        })
     }
 
     pub fn step(&self) -> ByteStep {
@@ -178,7 +191,9 @@ impl ByteHistogram {
     ) -> Result<()> {
         check_bins(bins, BYTE_BINS)?;
         check_plan(plan, self.step.kernel(), input.len())?;
-        if self.step == ByteStep::Packed && !(1..=packed_flush_rounds()).contains(&plan.flush_rounds) {
+        if self.step == ByteStep::Packed
+            && !(1..=packed_flush_rounds()).contains(&plan.flush_rounds)
+        {
             return Err(GpuError::BadInput(format!(
                 "the packed step flushes every 1 to {} rounds, not {}",
                 packed_flush_rounds(),
@@ -187,8 +202,17 @@ impl ByteHistogram {
         }
         bins.fill_words(0)?;
         let Some(config) = plan.launch else { return Ok(()) };
-        let launch = self.device.launch(&self.kernel, config).arg(input).arg(&mut *bins).arg(input.len() as u32);
-        if self.step == ByteStep::Packed { launch.arg(plan.flush_rounds).run() } else { launch.run() }
+        let launch = self
+            .device
+            .launch(&self.kernel, config)
+            .arg(input)
+            .arg(&mut *bins)
+            .arg(input.len() as u32);
+        if self.step == ByteStep::Packed {
+            launch.arg(plan.flush_rounds).run()
+        } else {
+            launch.run()
+        }
     }
 
     /// The histogram of bytes on the host: uploads them, counts them, brings the counts back.
@@ -228,7 +252,9 @@ impl EvenBins {
     /// `(x - lower) * scale` in f32, and with a finite width `x - lower` cannot overflow for any
     /// `x` in range), and a range wide enough that `scale` is finite in f32.
     pub fn new(bins: u32, lower: f32, upper: f32) -> Result<EvenBins> {
-        let bad = |why: String| Err(GpuError::BadInput(format!("even bins ({bins} over [{lower}, {upper})): {why}")));
+        let bad = |why: String| {
+            Err(GpuError::BadInput(format!("even bins ({bins} over [{lower}, {upper})): {why}")))
+        };
         if bins == 0 || bins > Self::MAX_BINS {
             return bad(format!("the number of bins must be 1 to {}", Self::MAX_BINS));
         }
@@ -237,7 +263,8 @@ impl EvenBins {
         }
         if !(upper - lower).is_finite() {
             return bad(format!(
-                "the width upper - lower overflows f32 (past {:e}), and so would x - lower for the largest values: \
+                "the width upper - lower overflows f32 (past {:e}), and so would x - lower for \
+                 the largest values: \
                  narrow the range, or count the two signs in two histograms",
                 f32::MAX
             ));
@@ -315,7 +342,8 @@ impl EvenStep {
     /// values) per thread and iteration.
     pub fn plan(self, n: usize, bins: u32, gpu: GpuShape) -> Result<HistogramPlan> {
         let replicas = self.replicas(bins);
-        let mut plan = plan::plan("f32 histogram", EVEN_KERNEL, n as u64, 8, (0, 4 * bins * replicas), gpu)?;
+        let mut plan =
+            plan::plan("f32 histogram", EVEN_KERNEL, n as u64, 8, (0, 4 * bins * replicas), gpu)?;
         plan.replicas = replicas;
         Ok(plan)
     }
@@ -333,7 +361,11 @@ pub struct EvenHistogram {
 
 impl EvenHistogram {
     pub fn new(device: &Device, step: EvenStep) -> Result<Self> {
-        Ok(EvenHistogram { device: device.clone(), step, kernel: device.kernel(&SOURCE, EVEN_KERNEL)? })
+        Ok(EvenHistogram {
+            device: device.clone(),
+            step,
+            kernel: device.kernel(&SOURCE, EVEN_KERNEL)?,
+        })
     }
 
     /// The launch plan for `n` values into `bins` on this device.
@@ -342,7 +374,12 @@ impl EvenHistogram {
     }
 
     /// Counts `input` into `counts` (`bins.bins()` counts, overwritten). Queued; nothing waits.
-    pub fn count(&self, input: DeviceView<'_, f32>, bins: &EvenBins, counts: &mut DeviceBuffer<u32>) -> Result<()> {
+    pub fn count(
+        &self,
+        input: DeviceView<'_, f32>,
+        bins: &EvenBins,
+        counts: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
         check_bins(counts, bins.bins() as usize)?;
         let plan = self.plan(input.len(), bins)?;
         counts.fill_words(0)?;

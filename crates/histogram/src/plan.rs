@@ -40,7 +40,8 @@ impl fmt::Display for HistogramPlan {
             None => write!(f, "no launch (the bins are zeroed)")?,
             Some(LaunchConfig { grid, block, .. }) => write!(
                 f,
-                "{} grid {} block {}, {} B shared per block, {} element(s) per thread and iteration",
+                "{} grid {} block {}, {} B shared per block, {} element(s) per thread and \
+                 iteration",
                 self.kernel, grid.0, block.0, self.shared_bytes, self.per_thread
             )?,
         }
@@ -58,7 +59,8 @@ impl fmt::Display for HistogramPlan {
 pub fn too_large(what: &str, n: u64) -> GpuError {
     GpuError::TooLarge {
         what: format!(
-            "{what} (u32 counts): count the input in pieces of fewer than 2^32 elements and add their counts as u64"
+            "{what} (u32 counts): count the input in pieces of fewer than 2^32 elements and add \
+             their counts as u64"
         ),
         n,
         max: MAX_ELEMENTS,
@@ -85,7 +87,8 @@ pub fn plan(
     if n > MAX_ELEMENTS {
         return Err(too_large(what, n));
     }
-    let launch = (n > 0).then(|| LaunchConfig::linear(blocks(n, per_thread, gpu), BLOCK_SIZE, dynamic_shared));
+    let launch = (n > 0)
+        .then(|| LaunchConfig::linear(blocks(n, per_thread, gpu), BLOCK_SIZE, dynamic_shared));
     Ok(HistogramPlan {
         kernel,
         n,

@@ -15,7 +15,8 @@ pub fn byte_histogram(bytes: &[u8]) -> Vec<u32> {
 pub fn byte_histogram_parallel(bytes: &[u8]) -> Vec<u32> {
     let chunk = bytes.len().div_ceil(threads()).max(1 << 20);
     let parts: Vec<Vec<u32>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = bytes.chunks(chunk).map(|part| scope.spawn(|| byte_histogram(part))).collect();
+        let handles: Vec<_> =
+            bytes.chunks(chunk).map(|part| scope.spawn(|| byte_histogram(part))).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
     let mut counts = vec![0u32; 256];
@@ -42,7 +43,8 @@ pub fn even_histogram(values: &[f32], bins: &EvenBins) -> Vec<u32> {
 pub fn even_histogram_parallel(values: &[f32], bins: &EvenBins) -> Vec<u32> {
     let chunk = values.len().div_ceil(threads()).max(1 << 18);
     let parts: Vec<Vec<u32>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = values.chunks(chunk).map(|part| scope.spawn(|| even_histogram(part, bins))).collect();
+        let handles: Vec<_> =
+            values.chunks(chunk).map(|part| scope.spawn(|| even_histogram(part, bins))).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
     let mut counts = vec![0u32; bins.bins() as usize];

@@ -6,12 +6,13 @@
 
 use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, on_threads, rows, test_size,
+    TestResult, TestRng, TestSuite, counters_comparable, enough_memory, fits_test_time, on_threads,
+    rows, test_size,
 };
 use histogram::reference::{byte_histogram, even_histogram, mismatch};
 use histogram::{
-    BLOCK_SIZE, BYTE_BINS, ByteHistogram, ByteStep, EvenBins, EvenHistogram, EvenStep, PACKED_COUNTER_MAX,
-    packed_flush_rounds,
+    BLOCK_SIZE, BYTE_BINS, ByteHistogram, ByteStep, EvenBins, EvenHistogram, EvenStep,
+    PACKED_COUNTER_MAX, packed_flush_rounds,
 };
 use rand::RngExt;
 
@@ -30,10 +31,13 @@ enum Pattern {
     Text,
 }
 
-const PATTERNS: [Pattern; 5] = [Pattern::Uniform, Pattern::AllEqual, Pattern::Alternating, Pattern::Sea, Pattern::Text];
+const PATTERNS: [Pattern; 5] =
+    [Pattern::Uniform, Pattern::AllEqual, Pattern::Alternating, Pattern::Sea, Pattern::Text];
 
-const TEXT: &str = "It was the best of times, it was the worst of times, it was the age of wisdom, it was the \
-                    age of foolishness, it was the epoch of belief, it was the epoch of incredulity.\n";
+const TEXT: &str = "It was the best of times, it was the worst of times, it was the age of \
+                    wisdom, it was the \
+                    age of foolishness, it was the epoch of belief, it was the epoch of \
+                    incredulity.\n";
 
 fn make(pattern: Pattern, n: usize, rng: &mut TestRng) -> Vec<u8> {
     let r = rng.rng();
@@ -58,14 +62,33 @@ fn sizes(device: &Device) -> Vec<usize> {
     let block = BLOCK_SIZE as usize;
     let per_block = block * 32;
     let wave = device.facts().shape().resident_blocks(BLOCK_SIZE) as usize * per_block;
-    let mut sizes = vec![0, 1, 15, 16, 17, 33, block - 1, block, block + 1, per_block - 1, per_block, per_block + 1];
+    let mut sizes = vec![
+        0,
+        1,
+        15,
+        16,
+        17,
+        33,
+        block - 1,
+        block,
+        block + 1,
+        per_block - 1,
+        per_block,
+        per_block + 1,
+    ];
     sizes.extend([wave - 1, wave + 17, (1 << 20) + 3]);
     sizes.retain(|&n| fits_test_time(device, n).is_none());
     sizes
 }
 
 /// Counts `host[offset..]` with `histogram` (bins poisoned first) and compares with the CPU.
-fn check_bytes(device: &Device, rng: &TestRng, histogram: &ByteHistogram, host: &[u8], offset: usize) -> TestResult {
+fn check_bytes(
+    device: &Device,
+    rng: &TestRng,
+    histogram: &ByteHistogram,
+    host: &[u8],
+    offset: usize,
+) -> TestResult {
     let buffer = device.upload(host)?;
     let mut bins = device.alloc::<u32>(BYTE_BINS)?;
     bins.fill_words(0xdead_beef)?;
@@ -100,7 +123,14 @@ fn byte_tests(mut suite: TestSuite) -> TestSuite {
                 let mut rng = TestRng::new();
                 let histogram = ByteHistogram::new(device, step)?;
                 let host = make(Pattern::Uniform, 100_003, &mut rng);
-                for (start, end) in [(1, host.len() - 2), (3, 3), (7, 8), (5, 4100), (15, 15 + 16 + 33), (9, 16_393)] {
+                for (start, end) in [
+                    (1, host.len() - 2),
+                    (3, 3),
+                    (7, 8),
+                    (5, 4100),
+                    (15, 15 + 16 + 33),
+                    (9, 16_393),
+                ] {
                     check_bytes(device, &rng, &histogram, &host[..end], start)?;
                 }
                 let equal = make(Pattern::AllEqual, 70_001, &mut rng);
@@ -126,10 +156,17 @@ fn byte_tests(mut suite: TestSuite) -> TestSuite {
                 insta::assert_snapshot!("counts_of_fixed_text", nonzero_counts(&got));
                 Ok(())
             })
-            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
-                insta::assert_snapshot!(format!("{name}_simulator_counters"), byte_counters(step)?);
-                Ok(())
-            });
+            .nvrtc_if(
+                format!("illustration::{name}::simulator_counters"),
+                counters_comparable,
+                move || {
+                    insta::assert_snapshot!(
+                        format!("{name}_simulator_counters"),
+                        byte_counters(step)?
+                    );
+                    Ok(())
+                },
+            );
     }
     suite
 }
@@ -187,7 +224,10 @@ fn packed_tests(suite: TestSuite) -> TestSuite {
             let most = rounds * (BLOCK_SIZE / 32) * 32 + 2;
             let one_more = (rounds + 1) * (BLOCK_SIZE / 32) * 32 + 2;
             if most > PACKED_COUNTER_MAX || one_more <= PACKED_COUNTER_MAX {
-                return Err(format!("{rounds} rounds between flushes reach {most}, one more {one_more}").into());
+                return Err(format!(
+                    "{rounds} rounds between flushes reach {most}, one more {one_more}"
+                )
+                .into());
             }
             Ok(())
         })
@@ -240,7 +280,10 @@ fn packed_tests(suite: TestSuite) -> TestSuite {
                 match histogram.count_with_plan(buffer.as_view(), &mut bins, &plan) {
                     Err(GpuError::BadInput(_)) => {}
                     other => {
-                        return Err(format!("flush every {rounds} rounds: expected BadInput, got {other:?}").into());
+                        return Err(format!(
+                            "flush every {rounds} rounds: expected BadInput, got {other:?}"
+                        )
+                        .into());
                     }
                 }
             }
@@ -322,7 +365,15 @@ fn edge_values(bins: &EvenBins) -> Vec<f32> {
     let (lower, upper) = (bins.lower(), bins.upper());
     let width = (f64::from(upper) - f64::from(lower)) / f64::from(bins.bins());
     let mut values = vec![lower, below(upper), upper, below(lower), upper * 2.0 + 1.0, lower - 1.0];
-    values.extend([f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, f32::MIN_POSITIVE / 2.0]);
+    values.extend([
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        f32::MIN_POSITIVE / 2.0,
+    ]);
     values.extend([f32::MAX, f32::MIN]);
     for k in 0..=bins.bins() {
         let edge = (f64::from(lower) + width * f64::from(k)) as f32;
@@ -335,7 +386,9 @@ fn edge_values(bins: &EvenBins) -> Vec<f32> {
 /// test says so if none exists (it would then test nothing).
 fn rounding_reaches_bins() -> Option<EvenBins> {
     for bins in 1..=4096u32 {
-        for (lower, upper) in [(0.1f32, 0.7f32), (-1.0, 0.3), (1000.0, 1000.5), (0.0, 0.1), (-3.3, -0.7)] {
+        for (lower, upper) in
+            [(0.1f32, 0.7f32), (-1.0, 0.3), (1000.0, 1000.5), (0.0, 0.1), (-3.3, -0.7)]
+        {
             let b = EvenBins::new(bins, lower, upper).ok()?;
             let x = below(upper);
             if (x - lower) * b.scale() >= bins as f32 {
@@ -352,25 +405,32 @@ fn even_tests(mut suite: TestSuite) -> TestSuite {
         suite = suite
             .gpu(format!("{name}::edges_bounds_nan_and_infinities"), move |device| {
                 let rng = TestRng::new();
-                for (count, lower, upper) in [(256, 0.0f32, 1.0f32), (7, -2.5, 3.25), (1, -1.0, 1.0), (1000, 1e-3, 1e3)]
+                for (count, lower, upper) in
+                    [(256, 0.0f32, 1.0f32), (7, -2.5, 3.25), (1, -1.0, 1.0), (1000, 1e-3, 1e3)]
                 {
                     let bins = EvenBins::new(count, lower, upper)?;
                     let values = edge_values(&bins);
                     // Many copies, so every lane sees every edge.
-                    let host: Vec<f32> = values.iter().cycle().take(values.len() * 37).copied().collect();
+                    let host: Vec<f32> =
+                        values.iter().cycle().take(values.len() * 37).copied().collect();
                     check_even(device, &rng, step, &bins, &host, 0)?;
                 }
                 Ok(())
             })
             .gpu(format!("{name}::rounding_never_reaches_bin_bins"), move |device| {
                 let rng = TestRng::new();
-                let bins = rounding_reaches_bins().ok_or("no range found where rounding reaches bin `bins`")?;
+                let bins = rounding_reaches_bins()
+                    .ok_or("no range found where rounding reaches bin `bins`")?;
                 let x = below(bins.upper());
                 let host = vec![x; 1000];
                 check_even(device, &rng, step, &bins, &host, 0)?;
                 let counts = EvenHistogram::new(device, step)?.count_host(&host, &bins)?;
                 if counts[bins.bins() as usize - 1] != 1000 {
-                    return Err(format!("{x} below {}: expected in the last bin, got {counts:?}", bins.upper()).into());
+                    return Err(format!(
+                        "{x} below {}: expected in the last bin, got {counts:?}",
+                        bins.upper()
+                    )
+                    .into());
                 }
                 Ok(())
             })
@@ -378,7 +438,16 @@ fn even_tests(mut suite: TestSuite) -> TestSuite {
                 let mut rng = TestRng::new();
                 for count in [1, 7, 256, 1000, EvenBins::MAX_BINS] {
                     let bins = EvenBins::new(count, -1.0, 3.0)?;
-                    for n in [0, 1, 3, 4, 5, 511, 4096 + 3, test_size(device, (1 << 22) + 3, (1 << 18) + 3)] {
+                    for n in [
+                        0,
+                        1,
+                        3,
+                        4,
+                        5,
+                        511,
+                        4096 + 3,
+                        test_size(device, (1 << 22) + 3, (1 << 18) + 3),
+                    ] {
                         let host = rng.uniform_f32(n + 3, -1.5, 3.5);
                         for offset in [0, 1, 2, 3] {
                             check_even(device, &rng, step, &bins, &host[..n + offset], offset)?;
@@ -393,30 +462,39 @@ fn even_tests(mut suite: TestSuite) -> TestSuite {
                 let host = vec![0.5f32; test_size(device, 3_000_001, 200_001)];
                 check_even(device, &rng, step, &bins, &host, 0)
             })
-            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
-                let device = Device::simulator()?;
-                let bins = EvenBins::new(256, 0.0, 1.0)?;
-                let histogram = EvenHistogram::new(&device, step)?;
-                let mut text = String::new();
-                let mut state = 7u32;
-                let uniform: Vec<f32> = (0..4096)
-                    .map(|_| {
-                        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                        (state >> 8) as f32 / (1 << 24) as f32
-                    })
-                    .collect();
-                for (what, host) in [("4096 uniform values", uniform), ("4096 equal values", vec![0.5f32; 4096])] {
-                    let counts = histogram.count_host(&host, &bins)?;
-                    if let Some(why) = mismatch(&even_histogram(&host, &bins), &counts) {
-                        return Err(format!("{name}: {why}").into());
+            .nvrtc_if(
+                format!("illustration::{name}::simulator_counters"),
+                counters_comparable,
+                move || {
+                    let device = Device::simulator()?;
+                    let bins = EvenBins::new(256, 0.0, 1.0)?;
+                    let histogram = EvenHistogram::new(&device, step)?;
+                    let mut text = String::new();
+                    let mut state = 7u32;
+                    let uniform: Vec<f32> = (0..4096)
+                        .map(|_| {
+                            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                            (state >> 8) as f32 / (1 << 24) as f32
+                        })
+                        .collect();
+                    for (what, host) in [
+                        ("4096 uniform values", uniform),
+                        ("4096 equal values", vec![0.5f32; 4096]),
+                    ] {
+                        let counts = histogram.count_host(&host, &bins)?;
+                        if let Some(why) = mismatch(&even_histogram(&host, &bins), &counts) {
+                            return Err(format!("{name}: {why}").into());
+                        }
+                        let counters = device
+                            .last_launch_counters()
+                            .ok_or("the simulator recorded no launch")?;
+                        let plan = histogram.plan(host.len(), &bins)?;
+                        text += &format!("histogram_even_f32 on {what}:\n{plan}\n{counters}\n");
                     }
-                    let counters = device.last_launch_counters().ok_or("the simulator recorded no launch")?;
-                    let plan = histogram.plan(host.len(), &bins)?;
-                    text += &format!("histogram_even_f32 on {what}:\n{plan}\n{counters}\n");
-                }
-                insta::assert_snapshot!(format!("{name}_simulator_counters"), text);
-                Ok(())
-            });
+                    insta::assert_snapshot!(format!("{name}_simulator_counters"), text);
+                    Ok(())
+                },
+            );
     }
     suite
 }
@@ -425,7 +503,19 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
     suite
         .cpu("illustration::launch_plans", || {
             let gpu = GpuShape::HOPPER_132_SMS;
-            let sizes = [0usize, 1, 511, 512, 513, 16_383, 16_384, 16_385, (1 << 20) + 3, 1 << 30, u32::MAX as usize];
+            let sizes = [
+                0usize,
+                1,
+                511,
+                512,
+                513,
+                16_383,
+                16_384,
+                16_385,
+                (1 << 20) + 3,
+                1 << 30,
+                u32::MAX as usize,
+            ];
             let mut text = String::new();
             for step in ByteStep::ALL {
                 text += &format!("{}:\n", step.name());
@@ -435,9 +525,14 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             }
             for step in [EvenStep::OneCopy, EvenStep::LaneCopies] {
                 text += &format!("{}:\n", step.name());
-                for (n, bins) in
-                    [(0usize, 256u32), (1, 256), (1 << 28, 256), (1 << 28, 257), (1 << 28, 1000), (5, 8192)]
-                {
+                for (n, bins) in [
+                    (0usize, 256u32),
+                    (1, 256),
+                    (1 << 28, 256),
+                    (1 << 28, 257),
+                    (1 << 28, 1000),
+                    (5, 8192),
+                ] {
                     text += &format!("  {bins} bins: {}\n", step.plan(n, bins, gpu)?);
                 }
             }
@@ -447,7 +542,8 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
         .cpu("too_large_inputs_are_an_error", || {
             let n = 1usize << 32;
             for step in ByteStep::ALL {
-                if !matches!(step.plan(n, GpuShape::HOPPER_132_SMS), Err(GpuError::TooLarge { .. })) {
+                if !matches!(step.plan(n, GpuShape::HOPPER_132_SMS), Err(GpuError::TooLarge { .. }))
+                {
                     return Err(format!("{}: 2^32 bytes should be TooLarge", step.name()).into());
                 }
             }
@@ -476,7 +572,12 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             for (bins, lower, upper) in bad {
                 match EvenBins::new(bins, lower, upper) {
                     Err(GpuError::BadInput(message)) => messages.push(message),
-                    other => return Err(format!("({bins}, {lower}, {upper}): expected BadInput, got {other:?}").into()),
+                    other => {
+                        return Err(format!(
+                            "({bins}, {lower}, {upper}): expected BadInput, got {other:?}"
+                        )
+                        .into());
+                    }
                 }
             }
             insta::assert_snapshot!("bad_even_bins", messages.join("\n"));
@@ -494,7 +595,9 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             for x in values {
                 let exact = ((f64::from(x) + 1.7e38) / 3.4e38 * 4.0).floor() as u32;
                 if bins.bin_of(x) != Some(exact) {
-                    return Err(format!("bin_of({x:e}) = {:?}, exact {exact}", bins.bin_of(x)).into());
+                    return Err(
+                        format!("bin_of({x:e}) = {:?}, exact {exact}", bins.bin_of(x)).into()
+                    );
                 }
                 expected[exact as usize] += 1;
             }
@@ -520,7 +623,11 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             ];
             for (x, expected) in cases {
                 if bins.bin_of(x) != expected {
-                    return Err(format!("bin_of({x:e}) = {:?}, expected {expected:?}", bins.bin_of(x)).into());
+                    return Err(format!(
+                        "bin_of({x:e}) = {:?}, expected {expected:?}",
+                        bins.bin_of(x)
+                    )
+                    .into());
                 }
             }
             Ok(())
@@ -530,14 +637,21 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             let histogram = ByteHistogram::new(device, ByteStep::Runs)?;
             for len in [0, 255, 257] {
                 let mut bins = device.alloc::<u32>(len)?;
-                if !matches!(histogram.count(input.as_view(), &mut bins), Err(GpuError::BadInput(_))) {
+                if !matches!(
+                    histogram.count(input.as_view(), &mut bins),
+                    Err(GpuError::BadInput(_))
+                ) {
                     return Err(format!("{len} bins: expected BadInput").into());
                 }
             }
             let values = device.upload(&[0.5f32])?;
             let bins = EvenBins::new(10, 0.0, 1.0)?;
             let mut counts: DeviceBuffer<u32> = device.alloc(256)?;
-            match EvenHistogram::new(device, EvenStep::LaneCopies)?.count(values.as_view(), &bins, &mut counts) {
+            match EvenHistogram::new(device, EvenStep::LaneCopies)?.count(
+                values.as_view(),
+                &bins,
+                &mut counts,
+            ) {
                 Err(GpuError::BadInput(message)) => {
                     insta::assert_snapshot!("wrong_bins_length", message);
                     Ok(())
@@ -550,7 +664,9 @@ fn plan_and_error_tests(suite: TestSuite) -> TestSuite {
             for step in [ByteStep::SharedAtomics, ByteStep::Runs] {
                 let histogram = ByteHistogram::new(device, step)?;
                 if histogram.count_host(&[])? != vec![0u32; BYTE_BINS] {
-                    return Err(format!("{}: the empty input should count nothing", step.name()).into());
+                    return Err(
+                        format!("{}: the empty input should count nothing", step.name()).into()
+                    );
                 }
                 let host = make(Pattern::Text, 10_001, &mut rng);
                 if let Some(why) = mismatch(&byte_histogram(&host), &histogram.count_host(&host)?) {

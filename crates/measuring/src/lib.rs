@@ -12,6 +12,8 @@ pub mod results;
 pub mod session;
 pub mod tables;
 
-pub use results::{Record, Results, gpu_slug, read_results, utc_date_today, workspace_root, write_results};
+pub use results::{
+    Record, Results, gpu_slug, read_results, utc_date_today, workspace_root, write_results,
+};
 pub use session::{Failure, Session, find_entry};
 pub use tables::Table;

@@ -145,7 +145,8 @@ pub fn utc_date(secs: u64) -> String {
 
 /// Today's UTC date, `YYYY-MM-DD`.
 pub fn utc_date_today() -> String {
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let since_epoch =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     utc_date(since_epoch.as_secs())
 }
 

@@ -50,7 +50,12 @@ pub fn find_entry<'a>(entries: &'a [StepEntry], step: &StepRef) -> Option<&'a St
 
 impl Session {
     pub fn new(device: &Device) -> Session {
-        Session { device: device.clone(), date: utc_date_today(), roofs: HashMap::new(), results: Vec::new() }
+        Session {
+            device: device.clone(),
+            date: utc_date_today(),
+            roofs: HashMap::new(),
+            results: Vec::new(),
+        }
     }
 
     pub fn device(&self) -> &Device {
@@ -84,7 +89,12 @@ impl Session {
     }
 
     /// Times `prepared` (step `step` at `case`) and records it with the roofs of its case.
-    pub fn time(&mut self, step: &StepRef, case: &Case, prepared: &mut dyn Prepared) -> Result<Record> {
+    pub fn time(
+        &mut self,
+        step: &StepRef,
+        case: &Case,
+        prepared: &mut dyn Prepared,
+    ) -> Result<Record> {
         let bytes = step.bytes(case, &prepared.counts()).map_err(GpuError::BadInput)?;
         let roofs = self.roofs(step.input_bytes(case))?;
         let median_ms = time_step(&self.device, prepared)?;

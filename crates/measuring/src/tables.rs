@@ -49,11 +49,18 @@ impl Table {
     /// caption.
     pub fn text(&self) -> String {
         let plain = |cell: &str| cell.replace("**", "").replace('*', "");
-        let cells: Vec<Vec<String>> = std::iter::once(self.columns.iter().map(|(n, _)| n.to_string()).collect())
-            .chain(self.rows.iter().map(|row| row.iter().map(|c| plain(c)).collect()))
-            .collect();
+        let cells: Vec<Vec<String>> =
+            std::iter::once(self.columns.iter().map(|(n, _)| n.to_string()).collect())
+                .chain(self.rows.iter().map(|row| row.iter().map(|c| plain(c)).collect()))
+                .collect();
         let widths: Vec<usize> = (0..self.columns.len())
-            .map(|i| cells.iter().map(|row| row.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0))
+            .map(|i| {
+                cells
+                    .iter()
+                    .map(|row| row.get(i).map_or(0, |c| c.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
         let mut out = format!("{}\n", plain(&self.caption));
         for row in &cells {
@@ -78,7 +85,8 @@ impl Table {
 pub fn measured_on(results: &Results) -> String {
     let d = &results.device;
     let mut line = format!(
-        "Measured on an {} ({} SMs, compute capability {}.{}), driver {}, CUDA {}, NVRTC {}, on {}.",
+        "Measured on an {} ({} SMs, compute capability {}.{}), driver {}, CUDA {}, NVRTC {}, \
+         on {}.",
         d.name,
         d.multiprocessors,
         d.compute_capability.0,
@@ -96,7 +104,10 @@ pub fn measured_on(results: &Results) -> String {
 
 /// The record of a step (or peer) of the family among `results`, at `case`.
 pub fn find_record<'a>(results: &'a [Results], step: &StepRef, case: &str) -> Option<&'a Record> {
-    results.iter().filter(|r| r.crate_name == step.crate_name).find_map(|r| r.record(step.name(), case))
+    results
+        .iter()
+        .filter(|r| r.crate_name == step.crate_name)
+        .find_map(|r| r.record(step.name(), case))
 }
 
 /// `2.6012` ms with four decimals below 10 ms, else two.
@@ -143,7 +154,8 @@ fn in_l2_note(rows: &[Vec<String>], l2_cache_bytes: u64) -> String {
         return String::new();
     }
     format!(
-        " *{IN_L2}*: the step moves no more bytes than the GPU's L2 cache holds ({} MiB), so the L2 and \
+        " *{IN_L2}*: the step moves no more bytes than the GPU's L2 cache holds ({} MiB), so the \
+         L2 and \
          the launch, not DRAM, set its time, and no share of a DRAM roof is shown.",
         l2_cache_bytes >> 20
     )
@@ -162,7 +174,11 @@ pub fn script_note(shown: &[StepRef]) -> String {
     if sources.is_empty() {
         return String::new();
     }
-    format!(" {}: timed by {} in the same session, by the same rule.", sources.join(", "), course::TORCH_SCRIPT)
+    format!(
+        " {}: timed by {} in the same session, by the same rule.",
+        sources.join(", "),
+        course::TORCH_SCRIPT
+    )
 }
 
 /// The two roofs of a record's case: `(name, GB/s, % of copy)`.
@@ -196,10 +212,13 @@ fn peer_label(step: &StepRef) -> String {
 
 /// The steps of `chapter` and the family's peers whose counterpart is one of them, peers first.
 pub fn chapter_steps<'a>(family: &'a Family, chapter: &'a Chapter) -> Vec<StepRef<'a>> {
-    let own: Vec<StepRef> = family.steps().filter(|s| s.peer.is_none() && s.crate_name == chapter.crate_name).collect();
-    let peers = family
-        .steps()
-        .filter(|s| s.peer.and_then(|p| p.counterpart.as_deref()).is_some_and(|c| own.iter().any(|o| o.name() == c)));
+    let own: Vec<StepRef> =
+        family.steps().filter(|s| s.peer.is_none() && s.crate_name == chapter.crate_name).collect();
+    let peers = family.steps().filter(|s| {
+        s.peer
+            .and_then(|p| p.counterpart.as_deref())
+            .is_some_and(|c| own.iter().any(|o| o.name() == c))
+    });
     peers.chain(own.iter().copied()).collect()
 }
 
@@ -236,7 +255,10 @@ pub fn chapter_table(family: &Family, chapter: &Chapter, results: &[Results]) ->
             ]);
         }
         for (step, record) in found {
-            rows.push([vec![case.to_string(), peer_label(&step)], measured_cells(record, l2).to_vec()].concat());
+            rows.push(
+                [vec![case.to_string(), peer_label(&step)], measured_cells(record, l2).to_vec()]
+                    .concat(),
+            );
             shown.push(step);
         }
     }
@@ -262,8 +284,11 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
         .filter(|s| s.peer.is_some())
         .filter_map(|s| Some((s, find_record(results, &s, case)?)))
         .collect();
-    let ladder: Vec<(StepRef, &Record)> =
-        family.steps().filter(|s| s.on_ladder()).filter_map(|s| Some((s, find_record(results, &s, case)?))).collect();
+    let ladder: Vec<(StepRef, &Record)> = family
+        .steps()
+        .filter(|s| s.on_ladder())
+        .filter_map(|s| Some((s, find_record(results, &s, case)?)))
+        .collect();
     let (_, first) = ladder.first()?;
     let origin = results.iter().find(|r| r.records.contains(first))?;
     let l2 = l2_of(results);
@@ -277,17 +302,27 @@ pub fn summary_table(family: &Family, results: &[Results]) -> Option<Table> {
     for (step, record) in &peers {
         let crate_name = step.crate_name.to_string();
         rows.push(
-            [vec![peer_label(step), crate_name], measured_cells(record, l2).to_vec(), vec!["".into(), "".into()]]
-                .concat(),
+            [
+                vec![peer_label(step), crate_name],
+                measured_cells(record, l2).to_vec(),
+                vec!["".into(), "".into()],
+            ]
+            .concat(),
         );
     }
     let mut previous = first.median_ms;
     for (step, record) in &ladder {
-        let speedups =
-            vec![format!("{:.2}x", previous / record.median_ms), format!("{:.2}x", first.median_ms / record.median_ms)];
+        let speedups = vec![
+            format!("{:.2}x", previous / record.median_ms),
+            format!("{:.2}x", first.median_ms / record.median_ms),
+        ];
         rows.push(
-            [vec![peer_label(step), step.crate_name.to_string()], measured_cells(record, l2).to_vec(), speedups]
-                .concat(),
+            [
+                vec![peer_label(step), step.crate_name.to_string()],
+                measured_cells(record, l2).to_vec(),
+                speedups,
+            ]
+            .concat(),
         );
         previous = record.median_ms;
     }
@@ -323,11 +358,14 @@ pub fn peers_table(family: &Family, results: &[Results]) -> Option<Table> {
     let l2 = l2_of(results);
     for case in &family.cases {
         for peer_step in family.steps().filter(|s| s.peer.is_some()) {
-            let Some(counterpart) = peer_step.peer.and_then(|p| p.counterpart.as_deref()) else { continue };
+            let Some(counterpart) = peer_step.peer.and_then(|p| p.counterpart.as_deref()) else {
+                continue;
+            };
             let Some(ours) = family.step(counterpart) else { continue };
-            let (Some(theirs), Some(mine)) =
-                (find_record(results, &peer_step, &case.label), find_record(results, &ours, &case.label))
-            else {
+            let (Some(theirs), Some(mine)) = (
+                find_record(results, &peer_step, &case.label),
+                find_record(results, &ours, &case.label),
+            ) else {
                 continue;
             };
             origin.get_or_insert(mine);

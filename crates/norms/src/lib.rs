@@ -47,7 +47,9 @@ pub mod measured;
 
 use std::fmt;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelSource, LaunchConfig, Result};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, Kernel, KernelSource, LaunchConfig, Result,
+};
 
 pub use gpu_harness::bf16::{Value, bf16_to_f32, f32_to_bf16};
 pub use measured::steps;
@@ -197,7 +199,8 @@ pub fn warps_per_row(cols: usize) -> u32 {
 fn check_shape(rows: usize, cols: usize) -> Result<()> {
     if rows > MAX_SIDE || cols > MAX_SIDE {
         return Err(GpuError::BadInput(format!(
-            "a {rows} x {cols} matrix: rows and columns must each be at most {MAX_SIDE} (2^31 - 1), for the \
+            "a {rows} x {cols} matrix: rows and columns must each be at most {MAX_SIDE} (2^31 - \
+             1), for the \
              kernels' 32-bit indices; split the matrix"
         )));
     }
@@ -242,7 +245,9 @@ fn check_lengths(
 ) -> Result<usize> {
     check_shape(rows, cols)?;
     let what = format!("{} of a {rows} x {cols} matrix", norm.name());
-    let n = rows.checked_mul(cols).ok_or_else(|| GpuError::BadInput(format!("{what}: more elements than a usize")))?;
+    let n = rows
+        .checked_mul(cols)
+        .ok_or_else(|| GpuError::BadInput(format!("{what}: more elements than a usize")))?;
     let problem = if x != n {
         format!("x holds {x} elements, not {rows} x {cols} = {n}")
     } else if weight != cols {
@@ -274,7 +279,8 @@ impl Norms {
     pub fn new(device: &Device, step: Step) -> Result<Self> {
         let mut kernels = Vec::new();
         for norm in Norm::ALL {
-            let mut names = vec![step.kernel(norm), step.full_row_kernel(norm), step.long_row_kernel(norm)];
+            let mut names =
+                vec![step.kernel(norm), step.full_row_kernel(norm), step.long_row_kernel(norm)];
             names.dedup();
             for name in names {
                 for suffix in ["", "_bf16"] {
@@ -335,10 +341,14 @@ impl Norms {
         }
         let plan = self.step.plan(norm, rows, cols)?;
         // The full-lanes kernel reads and writes 16-byte vectors unchecked.
-        let aligned =
-            [x.raw_address(), weight.raw_address(), bias.map_or(0, |b| b.raw_address()), y.as_view().raw_address()]
-                .iter()
-                .all(|address| address % 16 == 0);
+        let aligned = [
+            x.raw_address(),
+            weight.raw_address(),
+            bias.map_or(0, |b| b.raw_address()),
+            y.as_view().raw_address(),
+        ]
+        .iter()
+        .all(|address| address % 16 == 0);
         let kernel = if plan.kernel == self.step.full_row_kernel(norm) && !aligned {
             self.step.kernel(norm)
         } else {
@@ -370,9 +380,18 @@ impl Norms {
         match p.norm {
             Norm::Layer => {
                 let bias = self.device.upload(p.bias)?;
-                self.layer_norm(x.as_view(), (p.rows, p.cols), weight.as_view(), bias.as_view(), p.eps, &mut y)?
+                self.layer_norm(
+                    x.as_view(),
+                    (p.rows, p.cols),
+                    weight.as_view(),
+                    bias.as_view(),
+                    p.eps,
+                    &mut y,
+                )?
             }
-            Norm::Rms => self.rms_norm(x.as_view(), (p.rows, p.cols), weight.as_view(), p.eps, &mut y)?,
+            Norm::Rms => {
+                self.rms_norm(x.as_view(), (p.rows, p.cols), weight.as_view(), p.eps, &mut y)?
+            }
         }
         y.to_host()
     }
@@ -421,7 +440,9 @@ fn row_reference<T: Value>(p: &Problem<'_, T>, r: usize) -> Vec<(f64, f64)> {
             let mean = x.iter().sum::<f64>() / n;
             let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
             let s = (var + eps).sqrt();
-            let (low, high) = x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+            let (low, high) = x
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
             let bound = tolerance::<T>(Norm::Layer, cols, ((high - low) / s, largest / s));
             (0..cols)
                 .map(|c| {
@@ -484,11 +505,16 @@ pub fn tolerance<T: Value>(
     let bf16 = T::BF16;
     move |z: f64, w: f64, y: f64| {
         let f32_bound = match norm {
-            Norm::Layer => w.abs() * (e + z.abs() * (rho / 2.0 + 4.0 * u)) + 2.0 * u * (y.abs() + (w * z).abs()),
+            Norm::Layer => {
+                w.abs() * (e + z.abs() * (rho / 2.0 + 4.0 * u))
+                    + 2.0 * u * (y.abs() + (w * z).abs())
+            }
             Norm::Rms => y.abs() * (h / 2.0 + 8.0) * u + w.abs() * magnified,
         };
         if bf16 {
-            f32_bound + (y.abs() + f32_bound) * f64::powi(2.0, -8) + (1.0 + w.abs()) * f64::powi(2.0, -132)
+            f32_bound
+                + (y.abs() + f32_bound) * f64::powi(2.0, -8)
+                + (1.0 + w.abs()) * f64::powi(2.0, -132)
         } else {
             f32_bound + (1.0 + w.abs()) * f64::powi(2.0, -148)
         }
@@ -513,7 +539,11 @@ pub fn poison<T: Value>() -> T {
 pub fn first_mismatch<T: Value>(p: &Problem<'_, T>, got: &[T]) -> Option<String> {
     let (rows, cols) = (p.rows, p.cols);
     if p.x.len() != rows * cols || got.len() != p.x.len() {
-        return Some(format!("{rows} x {cols}: x holds {}, the output {} elements", p.x.len(), got.len()));
+        return Some(format!(
+            "{rows} x {cols}: x holds {}, the output {} elements",
+            p.x.len(),
+            got.len()
+        ));
     }
     if rows == 0 || cols == 0 {
         return None;
@@ -533,13 +563,16 @@ pub fn first_mismatch<T: Value>(p: &Problem<'_, T>, got: &[T]) -> Option<String>
                             let (gv, x) = (g.to_f64(), p.x[r * cols + c].to_f64());
                             let why = if g.bits() == poison {
                                 "not written (still the poison)"
-                            } else if e.is_nan() != gv.is_nan() || (!e.is_nan() && (gv - e).abs() > bound) {
+                            } else if e.is_nan() != gv.is_nan()
+                                || (!e.is_nan() && (gv - e).abs() > bound)
+                            {
                                 "wrong"
                             } else {
                                 return None;
                             };
                             Some(format!(
-                                "{} row {r}, column {c} of {cols}: {why}: expected {e:e}, got {gv:e} (x {x:e}, bound \
+                                "{} row {r}, column {c} of {cols}: {why}: expected {e:e}, got \
+                                 {gv:e} (x {x:e}, bound \
                                  {bound:e})",
                                 p.norm.name()
                             ))

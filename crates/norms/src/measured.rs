@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use gpu_harness::inputs::{Input, random_values, uniform_bf16_input, uniform_f32, uniform_f32_input};
+use gpu_harness::inputs::{
+    Input, random_values, uniform_bf16_input, uniform_f32, uniform_f32_input,
+};
 use gpu_harness::{Case, Device, DeviceBuffer, Measured, Result, StepEntry};
 
 use crate::{DEFAULT_EPS, Norm, Norms, Problem, Step, Value, first_mismatch, poison};
@@ -16,10 +18,14 @@ const CRATE: &str = env!("CARGO_PKG_NAME");
 /// then the last step of each on bf16 rows.
 pub fn steps() -> Vec<StepEntry> {
     let f32_step = |name, norm, step| {
-        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, norm, step, s))
+        StepEntry::new(CRATE, name, move |d, c, s| {
+            measure(d, c, uniform_f32_input(d, c, s)?, |i| i, norm, step, s)
+        })
     };
     let bf16_step = |name, norm, step| {
-        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, norm, step, s))
+        StepEntry::new(CRATE, name, move |d, c, s| {
+            measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, norm, step, s)
+        })
     };
     vec![
         f32_step("two-pass", Norm::Layer, Step::TwoPass),
@@ -63,13 +69,16 @@ fn measure<T: Value, I: Send + Sync + 'static>(
     let compare = move |got: &[T]| {
         let input = get(&input);
         let bias = if norm == Norm::Layer { &bias[..] } else { &[] };
-        let p = Problem { norm, x: &input.host, rows, cols, weight: &weight, bias, eps: DEFAULT_EPS };
+        let p =
+            Problem { norm, x: &input.host, rows, cols, weight: &weight, bias, eps: DEFAULT_EPS };
         input.outcome(&name, first_mismatch(&p, got))
     };
     let run = move |output: &mut DeviceBuffer<T>| {
         let x = get(&data).device.as_view();
         match norm {
-            Norm::Layer => norms.layer_norm(x, (rows, cols), w.as_view(), b.as_view(), DEFAULT_EPS, output),
+            Norm::Layer => {
+                norms.layer_norm(x, (rows, cols), w.as_view(), b.as_view(), DEFAULT_EPS, output)
+            }
             Norm::Rms => norms.rms_norm(x, (rows, cols), w.as_view(), DEFAULT_EPS, output),
         }
     };

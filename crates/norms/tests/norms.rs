@@ -16,12 +16,12 @@ use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, matrices_too_large_here, on_threads,
-    rows_past_32_bits,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time,
+    matrices_too_large_here, on_threads, rows_past_32_bits,
 };
 use norms::{
-    DEFAULT_EPS, MAX_SIDE, Norm, Norms, Problem, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, poison,
-    reference, warps_per_row,
+    DEFAULT_EPS, MAX_SIDE, Norm, Norms, Problem, Step, Value, bf16_to_f32, f32_to_bf16,
+    first_mismatch, poison, reference, warps_per_row,
 };
 
 /// The issue's row lengths and the registers' edges, each with the row counts it is tested at.
@@ -53,7 +53,9 @@ fn matrix<T: Value>(rng: &mut TestRng, rows: usize, cols: usize) -> Vec<T> {
 
 /// A weight in [-2, 2) (some negative) and a bias in [-1, 1), one per column.
 fn parameters<T: Value>(rng: &mut TestRng, cols: usize) -> (Vec<T>, Vec<T>) {
-    let draw = |rng: &mut TestRng, low, high| rng.uniform_f32(cols, low, high).into_iter().map(T::from_f32).collect();
+    let draw = |rng: &mut TestRng, low, high| {
+        rng.uniform_f32(cols, low, high).into_iter().map(T::from_f32).collect()
+    };
     (draw(rng, -2.0, 2.0), draw(rng, -1.0, 1.0))
 }
 
@@ -68,16 +70,28 @@ fn run<T: Value>(device: &Device, norms: &Norms, p: &Problem<'_, T>) -> Result<V
     let mut y = device.alloc::<T>(p.x.len())?;
     y.fill(poison::<T>())?;
     match p.norm {
-        Norm::Layer => {
-            norms.layer_norm(x.as_view(), (p.rows, p.cols), weight.as_view(), bias.as_view(), p.eps, &mut y)?
+        Norm::Layer => norms.layer_norm(
+            x.as_view(),
+            (p.rows, p.cols),
+            weight.as_view(),
+            bias.as_view(),
+            p.eps,
+            &mut y,
+        )?,
+        Norm::Rms => {
+            norms.rms_norm(x.as_view(), (p.rows, p.cols), weight.as_view(), p.eps, &mut y)?
         }
-        Norm::Rms => norms.rms_norm(x.as_view(), (p.rows, p.cols), weight.as_view(), p.eps, &mut y)?,
     }
     y.to_host()
 }
 
 /// Runs `norms` on `p` and checks the result against the reference.
-fn check<T: Value>(device: &Device, norms: &Norms, rng: &TestRng, p: &Problem<'_, T>) -> TestResult {
+fn check<T: Value>(
+    device: &Device,
+    norms: &Norms,
+    rng: &TestRng,
+    p: &Problem<'_, T>,
+) -> TestResult {
     let got = run(device, norms, p)?;
     match first_mismatch(p, &got) {
         None => Ok(()),
@@ -116,7 +130,12 @@ fn every_length<T: Value>(device: &Device, norm: Norm, step: Step) -> TestResult
             }
             let x = matrix::<T>(&mut rng, rows, cols);
             let (weight, bias) = parameters::<T>(&mut rng, cols);
-            check(device, &norms, &rng, &problem(norm, &x, (rows, cols), &weight, &bias, DEFAULT_EPS))?;
+            check(
+                device,
+                &norms,
+                &rng,
+                &problem(norm, &x, (rows, cols), &weight, &bias, DEFAULT_EPS),
+            )?;
         }
     }
     Ok(())
@@ -155,7 +174,11 @@ fn torch_rows(n: usize) -> Vec<(&'static str, Vec<f32>, f32)> {
         ("magnitudes of 1e30", row(&|i| wave(i) * 1e30), DEFAULT_EPS),
         ("3e38 and -3e38", row(&|i| if i % 2 == 0 { 3e38 } else { -3e38 }), DEFAULT_EPS),
         ("1e30 around 1e32", row(&|i| 1e32 + wave(i) * 1e30), DEFAULT_EPS),
-        ("one 1e30 among small values", row(&|i| if i == 21 { 1e30 } else { wave(i) }), DEFAULT_EPS),
+        (
+            "one 1e30 among small values",
+            row(&|i| if i == 21 { 1e30 } else { wave(i) }),
+            DEFAULT_EPS,
+        ),
         // 100 at every lane's first element of step 3's bf16 full lanes (vector l's first, element
         // 8 l, for the n / 32 lanes of a row of n): the one sweep's worst cancellation.
         (
@@ -183,11 +206,17 @@ fn torch_semantics<T: Value>(device: &Device, norm: Norm, step: Step) -> TestRes
     Ok(())
 }
 
-fn torch_semantics_of_length<T: Value>(device: &Device, norm: Norm, step: Step, n: usize) -> TestResult {
+fn torch_semantics_of_length<T: Value>(
+    device: &Device,
+    norm: Norm,
+    step: Step,
+    n: usize,
+) -> TestResult {
     let rng = TestRng::new();
     let norms = Norms::new(device, step)?;
-    let weight: Vec<T> =
-        (0..n).map(|i| T::from_f32(if i % 4 == 3 { -1.5 } else { 0.75 + (i % 40) as f32 / 64.0 })).collect();
+    let weight: Vec<T> = (0..n)
+        .map(|i| T::from_f32(if i % 4 == 3 { -1.5 } else { 0.75 + (i % 40) as f32 / 64.0 }))
+        .collect();
     let bias: Vec<T> = (0..n).map(|i| T::from_f32((i % 40) as f32 / 8.0 - 2.0)).collect();
     for (what, row, eps) in torch_rows(n) {
         let x: Vec<T> = row.iter().map(|&v| T::from_f32(v)).collect();
@@ -196,13 +225,20 @@ fn torch_semantics_of_length<T: Value>(device: &Device, norm: Norm, step: Step, 
         let got: Vec<f64> = run(device, &norms, &p)?.into_iter().map(Value::to_f64).collect();
         let fail = |why: &str| {
             let shown = &got[..got.len().min(48)];
-            Err(format!("{} {} {what}, {n} elements: {why}: {shown:?}", step_name(norm, step), T::NAME).into())
+            Err(format!(
+                "{} {} {what}, {n} elements: {why}: {shown:?}",
+                step_name(norm, step),
+                T::NAME
+            )
+            .into())
         };
         let all_nan = got.iter().all(|y| y.is_nan());
         let bias_exactly = got.iter().zip(&bias).all(|(&y, &b)| y == b.to_f64());
         match (norm, what) {
             (_, "a NaN") if !all_nan => return fail("expected NaN everywhere"),
-            (Norm::Layer, "a +inf" | "a -inf" | "+inf and -inf") if !all_nan => return fail("expected NaN everywhere"),
+            (Norm::Layer, "a +inf" | "a -inf" | "+inf and -inf") if !all_nan => {
+                return fail("expected NaN everywhere");
+            }
             (Norm::Rms, "a +inf" | "a -inf") => {
                 let at = if what == "a +inf" { 5 } else { 33 };
                 if !got[at].is_nan() || got.iter().enumerate().any(|(i, &y)| i != at && y != 0.0) {
@@ -216,14 +252,23 @@ fn torch_semantics_of_length<T: Value>(device: &Device, norm: Norm, step: Step, 
             }
             (
                 Norm::Layer,
-                "a constant row" | "a constant row of 1e30" | "a constant row of -3e38" | "zeros" | "negative zeros",
+                "a constant row"
+                | "a constant row of 1e30"
+                | "a constant row of -3e38"
+                | "zeros"
+                | "negative zeros",
             ) if !bias_exactly => {
                 return fail("a constant row must give the bias exactly");
             }
-            (Norm::Layer, "a constant row, eps 0" | "zeros, eps 0") | (Norm::Rms, "zeros, eps 0") if !all_nan => {
+            (Norm::Layer, "a constant row, eps 0" | "zeros, eps 0")
+            | (Norm::Rms, "zeros, eps 0")
+                if !all_nan =>
+            {
                 return fail("0 / sqrt(0 + 0) is NaN");
             }
-            (Norm::Rms, "zeros" | "negative zeros") if got.iter().any(|&y| y != 0.0) => return fail("expected zeros"),
+            (Norm::Rms, "zeros" | "negative zeros") if got.iter().any(|&y| y != 0.0) => {
+                return fail("expected zeros");
+            }
             (_, w)
                 if (w.starts_with("magnitudes") || w.starts_with("3e38") || w.contains("1e30"))
                     && got.iter().any(|y| !y.is_finite()) =>
@@ -258,10 +303,15 @@ fn views_at_odd_offsets<T: Value>(device: &Device, norm: Norm, step: Step) -> Te
                 Norm::Rms => norms.rms_norm(xv, (rows, cols), wv, DEFAULT_EPS, &mut y)?,
             }
             let (w_host, b_host) = (&weight[w_at..w_at + cols], &bias[b_at..b_at + cols]);
-            let p = problem(norm, &x[offset..offset + n], (rows, cols), w_host, b_host, DEFAULT_EPS);
+            let p =
+                problem(norm, &x[offset..offset + n], (rows, cols), w_host, b_host, DEFAULT_EPS);
             if let Some(m) = first_mismatch(&p, &y.to_host()?) {
                 let at = format!("x at {offset}, weight at {w_at}, bias at {b_at}");
-                return Err(rng.fail(format!("{} {} {rows} x {cols}, {at}: {m}", step_name(norm, step), T::NAME)));
+                return Err(rng.fail(format!(
+                    "{} {} {rows} x {cols}, {at}: {m}",
+                    step_name(norm, step),
+                    T::NAME
+                )));
             }
         }
     }
@@ -279,8 +329,11 @@ fn special_rows_beside_plain_ones<T: Value>(device: &Device, norm: Norm, step: S
     let mut rng = TestRng::new();
     let norms = Norms::new(device, step)?;
     for n in [1024, 2048, 4096, 8192] {
-        let special: Vec<Vec<f32>> =
-            torch_rows(n).into_iter().filter(|(_, _, eps)| *eps == DEFAULT_EPS).map(|(_, row, _)| row).collect();
+        let special: Vec<Vec<f32>> = torch_rows(n)
+            .into_iter()
+            .filter(|(_, _, eps)| *eps == DEFAULT_EPS)
+            .map(|(_, row, _)| row)
+            .collect();
         let mut x: Vec<T> = Vec::new();
         for (k, row) in special.iter().enumerate() {
             // One or two plain rows before each special one, so that the special rows fall at
@@ -312,15 +365,26 @@ fn full_lanes_only_where_aligned<T: Value>() -> TestResult {
         let (weight, bias) = parameters::<T>(&mut rng, cols + 8);
         let (xs, ws, bs) = (device.upload(&x)?, device.upload(&weight)?, device.upload(&bias)?);
         for norm in Norm::ALL {
-            for (x_at, w_at, b_at) in [(0, 0, 0), (4, 0, 4), (8, 8, 0), (1, 0, 0), (0, 2, 0), (0, 0, 3)] {
-                let aligned = [x_at, w_at, b_at].iter().all(|at| (at * std::mem::size_of::<T>()) % 16 == 0)
-                    || (norm == Norm::Rms && [x_at, w_at].iter().all(|at| (at * std::mem::size_of::<T>()) % 16 == 0));
+            for (x_at, w_at, b_at) in
+                [(0, 0, 0), (4, 0, 4), (8, 8, 0), (1, 0, 0), (0, 2, 0), (0, 0, 3)]
+            {
+                let aligned = [x_at, w_at, b_at]
+                    .iter()
+                    .all(|at| (at * std::mem::size_of::<T>()) % 16 == 0)
+                    || (norm == Norm::Rms
+                        && [x_at, w_at].iter().all(|at| (at * std::mem::size_of::<T>()) % 16 == 0));
                 let mut y = device.alloc::<T>(n)?;
                 y.fill(poison::<T>())?;
-                let (xv, wv, bv) = (xs.view(x_at..x_at + n)?, ws.view(w_at..w_at + cols)?, bs.view(b_at..b_at + cols)?);
+                let (xv, wv, bv) = (
+                    xs.view(x_at..x_at + n)?,
+                    ws.view(w_at..w_at + cols)?,
+                    bs.view(b_at..b_at + cols)?,
+                );
                 device.take_launched_kernels();
                 match norm {
-                    Norm::Layer => norms.layer_norm(xv, (rows, cols), wv, bv, DEFAULT_EPS, &mut y)?,
+                    Norm::Layer => {
+                        norms.layer_norm(xv, (rows, cols), wv, bv, DEFAULT_EPS, &mut y)?
+                    }
                     Norm::Rms => norms.rms_norm(xv, (rows, cols), wv, DEFAULT_EPS, &mut y)?,
                 }
                 let launched = device.take_launched_kernels();
@@ -390,8 +454,17 @@ fn counters(norm: Norm, step: Step, rows: usize, cols: usize) -> Result<String, 
     let mut y = device.alloc::<f32>(rows * cols)?;
     device.take_launches();
     match norm {
-        Norm::Layer => norms.layer_norm(xs.as_view(), (rows, cols), w.as_view(), b.as_view(), DEFAULT_EPS, &mut y)?,
-        Norm::Rms => norms.rms_norm(xs.as_view(), (rows, cols), w.as_view(), DEFAULT_EPS, &mut y)?,
+        Norm::Layer => norms.layer_norm(
+            xs.as_view(),
+            (rows, cols),
+            w.as_view(),
+            b.as_view(),
+            DEFAULT_EPS,
+            &mut y,
+        )?,
+        Norm::Rms => {
+            norms.rms_norm(xs.as_view(), (rows, cols), w.as_view(), DEFAULT_EPS, &mut y)?
+        }
     }
     let mut text = format!("{} of {rows} rows of {cols} f32\n", norm.name());
     for (kernel, counters) in device.take_launches() {
@@ -415,7 +488,9 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
     // results), or writes row 0 and leaves the last row poisoned; one that wraps at 2^31 (a signed
     // int) reads and writes before the matrix. Either fails the rows checked at and past those
     // offsets (or the launch).
-    let value = |i: usize| ((i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32 / 16.0 - 6.0;
+    let value = |i: usize| {
+        ((i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32 / 16.0 - 6.0
+    };
     for (rows, cols) in HUGE_SHAPES {
         let checked = rows_past_32_bits(rows, cols);
         let (weight, bias) = parameters::<u16>(&mut rng, cols);
@@ -432,10 +507,21 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
                     y.write_at(r * cols, &poisoned_row)?;
                 }
                 match norm {
-                    Norm::Layer => {
-                        norms.layer_norm(x.as_view(), (rows, cols), w.as_view(), b.as_view(), DEFAULT_EPS, &mut y)?
-                    }
-                    Norm::Rms => norms.rms_norm(x.as_view(), (rows, cols), w.as_view(), DEFAULT_EPS, &mut y)?,
+                    Norm::Layer => norms.layer_norm(
+                        x.as_view(),
+                        (rows, cols),
+                        w.as_view(),
+                        b.as_view(),
+                        DEFAULT_EPS,
+                        &mut y,
+                    )?,
+                    Norm::Rms => norms.rms_norm(
+                        x.as_view(),
+                        (rows, cols),
+                        w.as_view(),
+                        DEFAULT_EPS,
+                        &mut y,
+                    )?,
                 }
                 for &r in &checked {
                     let elements = r * cols..(r + 1) * cols;
@@ -443,7 +529,10 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
                     let p = problem(norm, &row, (1, cols), &weight, &bias, DEFAULT_EPS);
                     if let Some(wrong) = first_mismatch(&p, &y.view(elements)?.to_host()?) {
                         let at = format!("row {r} (from element {}), checked alone", r * cols);
-                        return Err(rng.fail(format!("{} bf16: {rows} x {cols}: {at}: {wrong}", step_name(norm, step))));
+                        return Err(rng.fail(format!(
+                            "{} bf16: {rows} x {cols}: {at}: {wrong}",
+                            step_name(norm, step)
+                        )));
                     }
                 }
             }
@@ -459,10 +548,23 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .cpu("warps_per_row_follows_the_rule", || {
-            let cases = [(1, 1), (1024, 1), (1025, 2), (2048, 2), (3000, 4), (4096, 4), (8192, 8), (1 << 20, 8)];
+            let cases = [
+                (1, 1),
+                (1024, 1),
+                (1025, 2),
+                (2048, 2),
+                (3000, 4),
+                (4096, 4),
+                (8192, 8),
+                (1 << 20, 8),
+            ];
             for (cols, warps) in cases {
                 if warps_per_row(cols) != warps {
-                    return Err(format!("{cols} columns: {} warps, expected {warps}", warps_per_row(cols)).into());
+                    return Err(format!(
+                        "{cols} columns: {} warps, expected {warps}",
+                        warps_per_row(cols)
+                    )
+                    .into());
                 }
             }
             Ok(())
@@ -470,26 +572,55 @@ fn main() -> std::process::ExitCode {
         .cpu("cpu_reference_and_bf16_rounding", || {
             let x = [1.0f32, 2.0, 3.0, 4.0];
             let (w, b) = ([1.0f32, 1.0, 2.0, 2.0], [0.0f32, 0.5, 0.0, -1.0]);
-            let y = reference(&Problem { norm: Norm::Layer, x: &x, rows: 1, cols: 4, weight: &w, bias: &b, eps: 0.0 });
+            let y = reference(&Problem {
+                norm: Norm::Layer,
+                x: &x,
+                rows: 1,
+                cols: 4,
+                weight: &w,
+                bias: &b,
+                eps: 0.0,
+            });
             let z = 1.0 / 1.25f64.sqrt();
             let expected = [-1.5 * z, -0.5 * z + 0.5, 1.0 * z, 3.0 * z - 1.0];
             if y.iter().zip(expected).any(|(a, e)| (a - e).abs() > 1e-15) {
-                return Err(format!("layer norm of [1, 2, 3, 4]: {y:?}, expected {expected:?}").into());
+                return Err(
+                    format!("layer norm of [1, 2, 3, 4]: {y:?}, expected {expected:?}").into()
+                );
             }
-            let y = reference(&Problem { norm: Norm::Rms, x: &x, rows: 1, cols: 4, weight: &w, bias: &[], eps: 0.0 });
+            let y = reference(&Problem {
+                norm: Norm::Rms,
+                x: &x,
+                rows: 1,
+                cols: 4,
+                weight: &w,
+                bias: &[],
+                eps: 0.0,
+            });
             let r = 1.0 / 7.5f64.sqrt();
             let expected = [r, 2.0 * r, 6.0 * r, 8.0 * r];
             if y.iter().zip(expected).any(|(a, e)| (a - e).abs() > 1e-15) {
-                return Err(format!("RMS norm of [1, 2, 3, 4]: {y:?}, expected {expected:?}").into());
+                return Err(
+                    format!("RMS norm of [1, 2, 3, 4]: {y:?}, expected {expected:?}").into()
+                );
             }
-            for (x, bits) in
-                [(1.0f32, 0x3f80u16), (f32::from_bits(0x3f80_8000), 0x3f80), (f32::from_bits(0x3f81_8000), 0x3f82)]
-            {
+            for (x, bits) in [
+                (1.0f32, 0x3f80u16),
+                (f32::from_bits(0x3f80_8000), 0x3f80),
+                (f32::from_bits(0x3f81_8000), 0x3f82),
+            ] {
                 if f32_to_bf16(x) != bits {
-                    return Err(format!("f32_to_bf16({x:e}) = {:#06x}, expected {bits:#06x}", f32_to_bf16(x)).into());
+                    return Err(format!(
+                        "f32_to_bf16({x:e}) = {:#06x}, expected {bits:#06x}",
+                        f32_to_bf16(x)
+                    )
+                    .into());
                 }
             }
-            if bf16_to_f32(0x3fc0) != 1.5 || !poison::<u16>().to_f64().is_nan() || !poison::<f32>().to_f64().is_nan() {
+            if bf16_to_f32(0x3fc0) != 1.5
+                || !poison::<u16>().to_f64().is_nan()
+                || !poison::<f32>().to_f64().is_nan()
+            {
                 return Err("bf16_to_f32(0x3fc0) is not 1.5, or a poison is not a NaN".into());
             }
             Ok(())
@@ -499,7 +630,12 @@ fn main() -> std::process::ExitCode {
                 for step in Step::ALL {
                     match step.plan(Norm::Layer, rows, cols) {
                         Err(GpuError::BadInput(_)) => {}
-                        other => return Err(format!("{rows} x {cols}: expected BadInput, got {other:?}").into()),
+                        other => {
+                            return Err(format!(
+                                "{rows} x {cols}: expected BadInput, got {other:?}"
+                            )
+                            .into());
+                        }
                     }
                 }
             }
@@ -510,20 +646,35 @@ fn main() -> std::process::ExitCode {
         for step in Step::ALL {
             let name = step_name(norm, step);
             suite = suite
-                .gpu(format!("{name}::f32_every_length"), move |device| every_length::<f32>(device, norm, step))
-                .gpu(format!("{name}::bf16_every_length"), move |device| every_length::<u16>(device, norm, step))
-                .gpu(format!("{name}::f32_torch_semantics"), move |device| torch_semantics::<f32>(device, norm, step))
-                .gpu(format!("{name}::bf16_torch_semantics"), move |device| torch_semantics::<u16>(device, norm, step))
+                .gpu(format!("{name}::f32_every_length"), move |device| {
+                    every_length::<f32>(device, norm, step)
+                })
+                .gpu(format!("{name}::bf16_every_length"), move |device| {
+                    every_length::<u16>(device, norm, step)
+                })
+                .gpu(format!("{name}::f32_torch_semantics"), move |device| {
+                    torch_semantics::<f32>(device, norm, step)
+                })
+                .gpu(format!("{name}::bf16_torch_semantics"), move |device| {
+                    torch_semantics::<u16>(device, norm, step)
+                })
                 .gpu(format!("{name}::f32_views_at_odd_offsets"), move |device| {
                     views_at_odd_offsets::<f32>(device, norm, step)
                 })
                 .gpu(format!("{name}::bf16_views_at_odd_offsets"), move |device| {
                     views_at_odd_offsets::<u16>(device, norm, step)
                 })
-                .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
-                    insta::assert_snapshot!(format!("{name}_simulator_counters"), counters(norm, step, 8, 1024)?);
-                    Ok(())
-                });
+                .nvrtc_if(
+                    format!("illustration::{name}::simulator_counters"),
+                    counters_comparable,
+                    move || {
+                        insta::assert_snapshot!(
+                            format!("{name}_simulator_counters"),
+                            counters(norm, step, 8, 1024)?
+                        );
+                        Ok(())
+                    },
+                );
         }
     }
 
@@ -540,16 +691,25 @@ fn main() -> std::process::ExitCode {
 
     suite
         .nvrtc("by-length::f32_full_lanes_only_where_aligned", full_lanes_only_where_aligned::<f32>)
-        .nvrtc("by-length::bf16_full_lanes_only_where_aligned", full_lanes_only_where_aligned::<u16>)
+        .nvrtc(
+            "by-length::bf16_full_lanes_only_where_aligned",
+            full_lanes_only_where_aligned::<u16>,
+        )
         .nvrtc_if("illustration::by-length::simulator_counters_4096", counters_comparable, || {
-            insta::assert_snapshot!("by-length_simulator_counters_4096", counters(Norm::Layer, Step::ByLength, 2, 4096)?);
+            insta::assert_snapshot!(
+                "by-length_simulator_counters_4096",
+                counters(Norm::Layer, Step::ByLength, 2, 4096)?
+            );
             Ok(())
         })
         .gpu("worked_example", |device| {
             let (rows, cols) = (2, 4);
             let x = [1.0f32, 2.0, 3.0, 4.0, -1e30, 1e30, 5.0, 5.0];
             let (weight, bias) = ([1.0f32, 0.5, 2.0, -1.0], [0.0f32, 0.25, 0.0, 1.0]);
-            let mut text = format!("x, {rows} x {cols}: {x:?}\nweight {weight:?}, bias {bias:?}, eps {DEFAULT_EPS:e}\n");
+            let mut text = format!(
+                "x, {rows} x {cols}: {x:?}\nweight {weight:?}, bias {bias:?}, \
+                                    eps {DEFAULT_EPS:e}\n"
+            );
             for norm in Norm::ALL {
                 let p = problem(norm, &x, (rows, cols), &weight, &bias, DEFAULT_EPS);
                 let _ = writeln!(text, "{}, f64 reference: {:.6?}", norm.name(), reference(&p));
@@ -591,30 +751,59 @@ fn main() -> std::process::ExitCode {
                     out.fill(poison::<f32>())?;
                     let (w, b) = (ones.view(..w_len)?, ones.view(..b_len)?);
                     let result = match norm {
-                        Norm::Layer => norms.layer_norm(x.as_view(), (rows, cols), w, b, eps, &mut out),
+                        Norm::Layer => {
+                            norms.layer_norm(x.as_view(), (rows, cols), w, b, eps, &mut out)
+                        }
                         Norm::Rms => norms.rms_norm(x.as_view(), (rows, cols), w, eps, &mut out),
                     };
                     match result {
                         Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
                         other => {
-                            return Err(format!("{rows} x {cols}, weight {w_len}, bias {b_len}, into {out_len}, eps {eps}: expected BadInput, got {other:?}").into());
+                            return Err(format!(
+                                "{rows} x {cols}, weight {w_len}, bias {b_len}, \
+                                                into {out_len}, eps {eps}: expected BadInput, got \
+                                                {other:?}"
+                            )
+                            .into());
                         }
                     }
                     if out.to_host()?.iter().any(|y| y.to_bits() != poison::<f32>().to_bits()) {
-                        return Err(format!("{rows} x {cols} into {out_len}: an error wrote the output").into());
+                        return Err(format!(
+                            "{rows} x {cols} into {out_len}: an error wrote the \
+                                            output"
+                        )
+                        .into());
                     }
                 }
             }
             let bf16 = [1u16; 7];
-            let p = Problem { norm: Norm::Layer, x: &bf16, rows: 2, cols: 3, weight: &bf16[..3], bias: &bf16[..3], eps: DEFAULT_EPS };
+            let p = Problem {
+                norm: Norm::Layer,
+                x: &bf16,
+                rows: 2,
+                cols: 3,
+                weight: &bf16[..3],
+                bias: &bf16[..3],
+                eps: DEFAULT_EPS,
+            };
             match norms.normalise_host(&p) {
                 Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
-                other => return Err(format!("normalise_host of 7 as 2 x 3: expected BadInput, got {other:?}").into()),
+                other => {
+                    return Err(format!(
+                        "normalise_host of 7 as 2 x 3: expected BadInput, got \
+                                             {other:?}"
+                    )
+                    .into());
+                }
             }
             let p = Problem { rows: usize::MAX / 2, cols: 3, ..p };
             match norms.normalise_host(&p) {
                 Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
-                other => return Err(format!("a shape past usize: expected BadInput, got {other:?}").into()),
+                other => {
+                    return Err(
+                        format!("a shape past usize: expected BadInput, got {other:?}").into()
+                    );
+                }
             }
             insta::assert_snapshot!("wrong_lengths", text);
             Ok(())
@@ -628,16 +817,46 @@ fn main() -> std::process::ExitCode {
                     let w = device.upload(&vec![1.0f32; cols])?;
                     let mut out = device.alloc::<f32>(0)?;
                     device.take_launches();
-                    norms.layer_norm(empty.as_view(), (rows, cols), w.as_view(), w.as_view(), DEFAULT_EPS, &mut out)?;
-                    norms.rms_norm(empty.as_view(), (rows, cols), w.as_view(), DEFAULT_EPS, &mut out)?;
+                    norms.layer_norm(
+                        empty.as_view(),
+                        (rows, cols),
+                        w.as_view(),
+                        w.as_view(),
+                        DEFAULT_EPS,
+                        &mut out,
+                    )?;
+                    norms.rms_norm(
+                        empty.as_view(),
+                        (rows, cols),
+                        w.as_view(),
+                        DEFAULT_EPS,
+                        &mut out,
+                    )?;
                     let ones = vec![1u16; cols];
-                    let p = Problem { norm: Norm::Layer, x: &[], rows, cols, weight: &ones, bias: &ones, eps: DEFAULT_EPS };
+                    let p = Problem {
+                        norm: Norm::Layer,
+                        x: &[],
+                        rows,
+                        cols,
+                        weight: &ones,
+                        bias: &ones,
+                        eps: DEFAULT_EPS,
+                    };
                     if !norms.normalise_host(&p)?.is_empty() {
-                        return Err(format!("{}: the norm of a {rows} x {cols} matrix is not empty", step.name()).into());
+                        return Err(format!(
+                            "{}: the norm of a {rows} x {cols} matrix is not empty",
+                            step.name()
+                        )
+                        .into());
                     }
                     let launched = device.take_launches();
                     if !launched.is_empty() {
-                        return Err(format!("{}: {rows} x {cols} launched {}", step.name(), launched.len()).into());
+                        return Err(format!(
+                            "{}: {rows} x {cols} launched {}",
+                            step.name(),
+                            launched.len()
+                        )
+                        .into());
                     }
                 }
             }
@@ -658,7 +877,12 @@ fn main() -> std::process::ExitCode {
                     let (rows, cols) = (rng.size_in(1..=20), rng.size_in(1..=300));
                     let x = matrix::<f32>(&mut rng, rows, cols);
                     let (weight, bias) = parameters::<f32>(&mut rng, cols);
-                    check(device, &norms, &rng, &problem(norm, &x, (rows, cols), &weight, &bias, DEFAULT_EPS))?;
+                    check(
+                        device,
+                        &norms,
+                        &rng,
+                        &problem(norm, &x, (rows, cols), &weight, &bias, DEFAULT_EPS),
+                    )?;
                 }
                 Ok(())
             })

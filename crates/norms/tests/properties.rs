@@ -48,8 +48,10 @@ fn problems(device: &Device) -> BoxedStrategy<Drawn> {
 /// A weight in [-2, 2) and a bias in [-1, 1) from the recipe's seed.
 fn parameters(d: &Drawn) -> (Vec<f32>, Vec<f32>) {
     let mix = F32Mix::Uniform;
-    let weight = props::Input { len: d.cols, offset: 0, mix, seed: d.x.seed ^ 1, specials: Vec::new() };
-    let bias = props::Input { len: d.cols, offset: 0, mix, seed: d.x.seed ^ 2, specials: Vec::new() };
+    let weight =
+        props::Input { len: d.cols, offset: 0, mix, seed: d.x.seed ^ 1, specials: Vec::new() };
+    let bias =
+        props::Input { len: d.cols, offset: 0, mix, seed: d.x.seed ^ 2, specials: Vec::new() };
     (weight.values().iter().map(|w| 2.0 * w).collect(), bias.values())
 }
 
@@ -62,14 +64,24 @@ fn every_step<T: Value + Word>(device: &Device, norm: Norm, d: &Drawn) -> TestRe
     let ws = Guarded::input(device, &weight, d.weight_offset)?;
     let bs = Guarded::input(device, &bias, d.bias_offset)?;
     let bias_host: &[T] = if norm == Norm::Layer { &bias } else { &[] };
-    let p = Problem { norm, x: &x, rows: d.rows, cols: d.cols, weight: &weight, bias: bias_host, eps: d.eps };
+    let p = Problem {
+        norm,
+        x: &x,
+        rows: d.rows,
+        cols: d.cols,
+        weight: &weight,
+        bias: bias_host,
+        eps: d.eps,
+    };
     for step in Step::ALL {
         let norms = Norms::new(device, step)?;
         let mut y = device.alloc::<T>(x.len())?;
         y.fill(poison::<T>())?;
         let shape = (d.rows, d.cols);
         match norm {
-            Norm::Layer => norms.layer_norm(xs.view()?, shape, ws.view()?, bs.view()?, d.eps, &mut y)?,
+            Norm::Layer => {
+                norms.layer_norm(xs.view()?, shape, ws.view()?, bs.view()?, d.eps, &mut y)?
+            }
             Norm::Rms => norms.rms_norm(xs.view()?, shape, ws.view()?, d.eps, &mut y)?,
         }
         if let Some(wrong) = first_mismatch(&p, &y.to_host()?) {
@@ -88,10 +100,14 @@ fn main() -> std::process::ExitCode {
         let name = if norm == Norm::Layer { "layer_norm" } else { "rms_norm" };
         suite = suite
             .gpu(format!("properties::{name}::f32_every_step"), move |device| {
-                props::check(device, CASES, problems(device), |d| every_step::<f32>(device, norm, &d))
+                props::check(device, CASES, problems(device), |d| {
+                    every_step::<f32>(device, norm, &d)
+                })
             })
             .gpu(format!("properties::{name}::bf16_every_step"), move |device| {
-                props::check(device, CASES, problems(device), |d| every_step::<u16>(device, norm, &d))
+                props::check(device, CASES, problems(device), |d| {
+                    every_step::<u16>(device, norm, &d)
+                })
             });
     }
     suite.run()

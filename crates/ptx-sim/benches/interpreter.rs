@@ -24,7 +24,8 @@ fn bench_kernel(c: &mut Criterion, file: &str, kernel: &str, grid: u32, shared: 
     let mut group = c.benchmark_group("warp_instructions");
     group.throughput(Throughput::Elements(stats.warp_instructions));
     group.sample_size(10);
-    group.bench_function(kernel, |b| b.iter(|| run_partials(&module, kernel, &input, grid, shared)));
+    group
+        .bench_function(kernel, |b| b.iter(|| run_partials(&module, kernel, &input, grid, shared)));
     group.finish();
 }
 
@@ -48,6 +49,10 @@ fn main() {
     bench_kernel(&mut c, "reduce_naive.cu", "reduce_naive", (ELEMENTS / 256) as u32, 1024);
     bench_kernel(&mut c, "reduce_shuffle.cu", "reduce_shuffle_vec4", 64, 0);
     bench_traced(&mut c, "reduce_naive traced, block 0", TraceOptions::default());
-    bench_traced(&mut c, "reduce_naive traced, every block", TraceOptions { blocks: u64::MAX, max_steps: usize::MAX });
+    bench_traced(
+        &mut c,
+        "reduce_naive traced, every block",
+        TraceOptions { blocks: u64::MAX, max_steps: usize::MAX },
+    );
     c.final_summary();
 }

@@ -1,4 +1,7 @@
-//! Writes the PTX of every `cuda/*.cu` to the directory given as the first argument.
+//! Writes the PTX of every `cuda/*.cu` to the directory given as the first argument, for Hopper
+//! (`<file>.ptx`) and Ampere (`<file>.sm80.ptx`). Two dumps, before and after an edit that should
+//! not change the code (a comment, a reformat), are the same but for their `.loc` and `.file`
+//! lines, which carry source lines.
 use gpu_harness::KernelSource;
 use gpu_harness::compile::{Target, compile};
 
@@ -10,12 +13,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if path.extension().is_none_or(|e| e != "cu") {
             continue;
         }
-        let file: &'static str = path.file_name().ok_or("name")?.to_string_lossy().into_owned().leak();
+        let file: &'static str =
+            path.file_name().ok_or("name")?.to_string_lossy().into_owned().leak();
         let code: &'static str = std::fs::read_to_string(&path)?.leak();
         let defines = [("BLOCK_SIZE", "256".to_string())];
-        let image = compile(&KernelSource { file, code }, Target::Ptx { major: 9, minor: 0 }, &defines)?;
-        let text = String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string();
-        std::fs::write(std::path::Path::new(&out).join(format!("{file}.ptx")), text)?;
+        for (major, minor, suffix) in [(9, 0, ""), (8, 0, ".sm80")] {
+            let image =
+                compile(&KernelSource { file, code }, Target::Ptx { major, minor }, &defines)?;
+            let text = String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string();
+            std::fs::write(std::path::Path::new(&out).join(format!("{file}{suffix}.ptx")), text)?;
+        }
     }
     Ok(())
 }

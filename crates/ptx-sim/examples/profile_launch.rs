@@ -31,7 +31,8 @@ fn main() {
     let secs = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu_start;
     println!(
-        "{kernel}: {instructions} warp instructions in {secs:.3} s = {:.1} M/s ({cpu:.3} s on the CPU = {:.1} M/s)",
+        "{kernel}: {instructions} warp instructions in {secs:.3} s = {:.1} M/s ({cpu:.3} s on the \
+         CPU = {:.1} M/s)",
         instructions as f64 / secs / 1e6,
         instructions as f64 / cpu / 1e6
     );

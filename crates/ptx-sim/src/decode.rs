@@ -292,11 +292,13 @@ fn kind(i: &Instr) -> Option<Kind> {
         Op::Bar | Op::Barrier if i.has("warp") => Some(Kind::Nop),
         // `.release` / `.relaxed` and `.acquire` order memory, which the simulator never reorders;
         // `.aligned` promises the whole warp executes it.
-        Op::Barrier if i.has("cluster") => Some(match (i.has("arrive"), i.has("wait"), i.args.is_empty()) {
-            (true, false, true) => Kind::ClusterArrive,
-            (false, true, true) => Kind::ClusterWait,
-            _ => Kind::Unsupported(i.text.clone()),
-        }),
+        Op::Barrier if i.has("cluster") => {
+            Some(match (i.has("arrive"), i.has("wait"), i.args.is_empty()) {
+                (true, false, true) => Kind::ClusterArrive,
+                (false, true, true) => Kind::ClusterWait,
+                _ => Kind::Unsupported(i.text.clone()),
+            })
+        }
         Op::Bar | Op::Barrier if i.has("arrive") || i.has("red") || i.args.len() > 2 => {
             Some(Kind::Unsupported(i.text.clone()))
         }
@@ -339,9 +341,15 @@ fn alu(i: &Instr, ty: Type) -> Option<Kind> {
             let op = if bits == 32 { AluOp::FmaF32 } else { AluOp::FmaF64 };
             (op, bits, read(1, ty)?, read(2, ty)?, read(3, ty)?)
         }
-        (Op::Add, _) if is_int && !i.has("sat") => (AluOp::Add, bits, read(1, ty)?, read(2, ty)?, Arg::UNUSED),
-        (Op::Sub, _) if is_int && !i.has("sat") => (AluOp::Sub, bits, read(1, ty)?, read(2, ty)?, Arg::UNUSED),
-        (Op::Mul | Op::Mad, _) if is_int && !i.has("hi") && !(i.op == Op::Mad && ty == Type::Pred) => {
+        (Op::Add, _) if is_int && !i.has("sat") => {
+            (AluOp::Add, bits, read(1, ty)?, read(2, ty)?, Arg::UNUSED)
+        }
+        (Op::Sub, _) if is_int && !i.has("sat") => {
+            (AluOp::Sub, bits, read(1, ty)?, read(2, ty)?, Arg::UNUSED)
+        }
+        (Op::Mul | Op::Mad, _)
+            if is_int && !i.has("hi") && !(i.op == Op::Mad && ty == Type::Pred) =>
+        {
             let wide = i.has("wide");
             if wide && bits > 32 {
                 return None;
@@ -502,7 +510,8 @@ fn mem(i: &Instr, ty: Type) -> Option<Kind> {
         return None;
     }
     let load = i.op == Op::Ld;
-    let (address, data) = if load { (i.args.get(1)?, i.args.first()?) } else { (i.args.first()?, i.args.get(1)?) };
+    let (address, data) =
+        if load { (i.args.get(1)?, i.args.first()?) } else { (i.args.first()?, i.args.get(1)?) };
     let Operand::Mem { base, offset } = *address else { return None };
     if matches!(base, MemBase::Symbol(Symbol::Global(_))) {
         return None;
@@ -543,7 +552,11 @@ fn mem(i: &Instr, ty: Type) -> Option<Kind> {
 /// A forward "definitely written" analysis over the control-flow graph: a register counts as
 /// written after an unguarded instruction that the compact form shows writes it; instructions run
 /// per lane count as reading every register they name and writing none (conservative).
-pub(crate) fn registers_read_before_written(instrs: &[Instr], code: &[Inst], num_regs: usize) -> Vec<u32> {
+pub(crate) fn registers_read_before_written(
+    instrs: &[Instr],
+    code: &[Inst],
+    num_regs: usize,
+) -> Vec<u32> {
     let n = instrs.len();
     let words = num_regs.div_ceil(64);
     let mut reads: Vec<Vec<u32>> = Vec::with_capacity(n);
@@ -569,7 +582,9 @@ pub(crate) fn registers_read_before_written(instrs: &[Instr], code: &[Inst], num
             match &inst.kind {
                 Kind::Alu { dst, .. } => written.extend(dst),
                 Kind::Setp { p, q, .. } => written.extend(p.iter().chain(q.iter().flatten())),
-                Kind::Shfl { dst, pred, .. } => written.extend(dst.iter().chain(pred.iter().flatten())),
+                Kind::Shfl { dst, pred, .. } => {
+                    written.extend(dst.iter().chain(pred.iter().flatten()))
+                }
                 Kind::Mem(access) if access.load => written.extend(access.dsts.iter().flatten()),
                 _ => {}
             }
@@ -649,7 +664,8 @@ mod tests {
 
     fn cleared(body: &str) -> Vec<u32> {
         let ptx = format!(
-            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 p)\n{{\n{body}\n}}\n"
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 \
+             p)\n{{\n{body}\n}}\n"
         );
         parse(&ptx).unwrap().kernels[0].registers_to_clear.clone()
     }

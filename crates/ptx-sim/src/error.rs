@@ -70,7 +70,9 @@ pub enum Fault {
     DivisionByZero,
     #[error("shfl.sync reads lane {source_lane}, which is not executing the shuffle")]
     ShuffleFromInactiveLane { source_lane: u32 },
-    #[error("deadlock: every thread of the block (or of its cluster) waits and no barrier can complete")]
+    #[error(
+        "deadlock: every thread of the block (or of its cluster) waits and no barrier can complete"
+    )]
     Deadlock,
     /// `mapa`, `getctarank` or a `shared::cluster` access named a CTA rank the cluster lacks.
     #[error("CTA rank {rank} is outside the cluster, which has {cluster_size} CTAs")]
@@ -88,7 +90,10 @@ pub enum Fault {
     ExitedClusterCta { rank: u32 },
     /// `barrier.cluster.wait` by a thread that has not arrived since its last wait (undefined in
     /// PTX).
-    #[error("barrier.cluster.wait by a thread that has not arrived (barrier.cluster.arrive) since its last wait")]
+    #[error(
+        "barrier.cluster.wait by a thread that has not arrived (barrier.cluster.arrive) since its \
+         last wait"
+    )]
     ClusterWaitWithoutArrive,
     /// `barrier.cluster.arrive` by a thread that arrived and has not waited since (undefined in
     /// PTX).
@@ -100,8 +105,10 @@ pub enum Fault {
     /// ([`crate::Machine::set_instruction_budget`]): a loop that never ends, such as a spin-wait on
     /// a flag nothing sets, or threads waiting at a barrier for threads that never reach it.
     #[error(
-        "warp {warp} was still running when the block used up its budget of {budget} warp instructions \
-         ({threads_at_barrier} threads of the block waiting at a barrier): the kernel never finishes \
+        "warp {warp} was still running when the block used up its budget of {budget} warp \
+         instructions \
+         ({threads_at_barrier} threads of the block waiting at a barrier): the kernel never \
+         finishes \
          (a spin-wait nothing ends, or a barrier some threads never reach?); raise the budget with \
          Machine::set_instruction_budget or PTX_SIM_INSTRUCTION_BUDGET if the work is legitimate"
     )]

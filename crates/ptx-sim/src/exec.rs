@@ -17,7 +17,9 @@
 
 use std::mem::MaybeUninit;
 
-use crate::decode::{AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, Order, ShflMode, Src};
+use crate::decode::{
+    AluOp, Arg, BoolOp, Cmp, CmpType, Dst, Inst, Kind, MemAccess, Order, ShflMode, Src,
+};
 use crate::error::{Fault, FaultSite, SimError};
 use crate::lane::{f32_result, f64_result, sext};
 use crate::memory::{CLUSTER_WINDOW, GlobalMemory, RANK_STRIDE, SHARED_WINDOW, read_le, write_le};
@@ -116,7 +118,10 @@ fn budget_from(value: Option<&str>) -> u64 {
         None => DEFAULT_INSTRUCTION_BUDGET,
         Some(text) => match text.trim().parse::<u64>() {
             Ok(budget) if budget > 0 => budget,
-            _ => panic!("{INSTRUCTION_BUDGET_VAR} must be a positive number of warp instructions, not `{text}`"),
+            _ => panic!(
+                "{INSTRUCTION_BUDGET_VAR} must be a positive number of warp instructions, not \
+                 `{text}`"
+            ),
         },
     }
 }
@@ -170,7 +175,10 @@ impl Machine {
 
     /// Copies `bytes` to device address `addr`.
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), SimError> {
-        let out = self.global.slice_mut(addr, bytes.len()).ok_or(SimError::HostAccess { addr, len: bytes.len() })?;
+        let out = self
+            .global
+            .slice_mut(addr, bytes.len())
+            .ok_or(SimError::HostAccess { addr, len: bytes.len() })?;
         out.copy_from_slice(bytes);
         Ok(())
     }
@@ -203,7 +211,15 @@ impl Machine {
         let mut stats = LaunchStats::default();
         let (cx, cy, cz) = k.cluster;
         let recorder = self.tracing.map(|options| Box::new(Recorder::new(options, k, grid, block)));
-        let mut ctx = Block::new(k, grid, block, shared_bytes, (&param_buf, &param_offsets), &mut stats, self);
+        let mut ctx = Block::new(
+            k,
+            grid,
+            block,
+            shared_bytes,
+            (&param_buf, &param_offsets),
+            &mut stats,
+            self,
+        );
         ctx.recorder = recorder;
         let mut run = || {
             for z in (0..grid.2).step_by(cz as usize) {
@@ -258,8 +274,10 @@ impl Machine {
             return Err(SimError::BadLaunch {
                 kernel: kernel.to_string(),
                 reason: format!(
-                    "launches run together cannot be of a kernel with a cluster shape (it declares clusters of {:?} \
-                     blocks): its blocks would be interleaved with their cluster and with the other launches at once",
+                    "launches run together cannot be of a kernel with a cluster shape (it \
+                     declares clusters of {:?} \
+                     blocks): its blocks would be interleaved with their cluster and with the \
+                     other launches at once",
                     k.cluster
                 ),
             });
@@ -282,7 +300,8 @@ impl Machine {
         // The block's own parameters and counters are never used: a launch's are swapped in for
         // its turns.
         let mut unused = LaunchStats::default();
-        let mut ctx = Block::new(k, grid, block, shared_bytes, (&[], param_offsets), &mut unused, self);
+        let mut ctx =
+            Block::new(k, grid, block, shared_bytes, (&[], param_offsets), &mut unused, self);
         ctx.turn = TURN;
         for z in 0..grid.2 {
             for y in 0..grid.1 {
@@ -320,7 +339,8 @@ fn checked_kernel<'m>(
     }
     if k.cluster_shape_at_launch {
         return Err(bad(
-            "the kernel declares `.explicitcluster` without `.reqnctapercluster`: its cluster shape is given at \
+            "the kernel declares `.explicitcluster` without `.reqnctapercluster`: its cluster \
+             shape is given at \
              launch, which the simulator's launch cannot do"
                 .into(),
         ));
@@ -328,11 +348,15 @@ fn checked_kernel<'m>(
     let (cx, cy, cz) = k.cluster;
     let cluster_size = cx as u64 * cy as u64 * cz as u64;
     if cluster_size > MAX_CLUSTER {
-        return Err(bad(format!("clusters of {:?}, {cluster_size} blocks (at most {MAX_CLUSTER})", k.cluster)));
+        return Err(bad(format!(
+            "clusters of {:?}, {cluster_size} blocks (at most {MAX_CLUSTER})",
+            k.cluster
+        )));
     }
     if grid.0 % cx != 0 || grid.1 % cy != 0 || grid.2 % cz != 0 {
         return Err(bad(format!(
-            "grid {grid:?} is not a whole number of the kernel's clusters of {:?} blocks (`.reqnctapercluster`) in \
+            "grid {grid:?} is not a whole number of the kernel's clusters of {:?} blocks \
+             (`.reqnctapercluster`) in \
              each dimension",
             k.cluster
         )));
@@ -398,7 +422,8 @@ impl Warp {
     /// Lanes that wait at a block or named barrier without having arrived at the cluster barrier,
     /// as (PC, lane mask), if any: when every thread of the cluster waits, these never arrive.
     fn not_arrived(&self) -> Option<(u32, u32)> {
-        let blocked = self.waiting.iter().copied().chain(self.named.iter().map(|&(pc, mask, _)| (pc, mask)));
+        let blocked =
+            self.waiting.iter().copied().chain(self.named.iter().map(|&(pc, mask, _)| (pc, mask)));
         blocked.map(|(pc, mask)| (pc, mask & !self.cluster_arrived)).find(|&(_, mask)| mask != 0)
     }
 
@@ -748,7 +773,11 @@ impl<'a> Block<'a> {
     /// interleaved: each launch's block in turn, launch 0 first, for a turn of [`Block::turn`] warp
     /// instructions (or until it waits at the cluster barrier of its cluster of one), until all
     /// have finished. A fault names the launch it happened in.
-    fn run_together(&mut self, ctaid: (u32, u32, u32), launches: &mut [Parked<'a>]) -> Result<(), SimError> {
+    fn run_together(
+        &mut self,
+        ctaid: (u32, u32, u32),
+        launches: &mut [Parked<'a>],
+    ) -> Result<(), SimError> {
         for launch in launches.iter_mut() {
             self.swap_launch(launch);
             self.start_cluster(ctaid);
@@ -868,7 +897,11 @@ impl Block<'_> {
     /// never will: a deadlock, reported with its CTA swapped in.
     fn complete_cluster_barrier(&mut self) -> Result<(), LaneFault> {
         for rank in 0..self.ctas.len() {
-            let stuck = self.ctas[rank].warps.iter().enumerate().find_map(|(w, warp)| Some((w, warp.not_arrived()?)));
+            let stuck = self.ctas[rank]
+                .warps
+                .iter()
+                .enumerate()
+                .find_map(|(w, warp)| Some((w, warp.not_arrived()?)));
             if let Some((w, (pc, mask))) = stuck {
                 self.swap_cta(rank);
                 return Err(LaneFault {
@@ -924,7 +957,8 @@ impl Block<'_> {
                 kernel: self.kernel.name.clone(),
                 block: self.ctaid,
                 thread: (t % bx, (t / bx) % by, t / (bx * by)),
-                instruction: instr.map_or_else(|| "(end of kernel)".to_string(), |i| i.text.clone()),
+                instruction: instr
+                    .map_or_else(|| "(end of kernel)".to_string(), |i| i.text.clone()),
                 ptx_line: instr.map_or(0, |i| i.line),
                 launch: None,
             }),
@@ -987,8 +1021,12 @@ impl Block<'_> {
                     }
                 }
             } else if !progressed {
-                let (w, &(pc, mask)) =
-                    self.warps.iter().enumerate().find_map(|(w, warp)| warp.groups.first().map(|g| (w, g))).unwrap();
+                let (w, &(pc, mask)) = self
+                    .warps
+                    .iter()
+                    .enumerate()
+                    .find_map(|(w, warp)| warp.groups.first().map(|g| (w, g)))
+                    .unwrap();
                 return Err(LaneFault {
                     thread: w * 32 + mask.trailing_zeros() as usize,
                     pc: pc as usize,
@@ -1070,11 +1108,9 @@ impl Block<'_> {
             self.stats.strong_loads += 1;
         }
         self.issued[w] += 1;
-        let flow = self.execute(w, pc as usize, inst, active, exec).map_err(|(thread, fault)| LaneFault {
-            thread,
-            pc: pc as usize,
-            fault,
-        })?;
+        let flow = self
+            .execute(w, pc as usize, inst, active, exec)
+            .map_err(|(thread, fault)| LaneFault { thread, pc: pc as usize, fault })?;
         if let Flow::NamedBarrier { waiting, id, count } = flow {
             self.arrive_at_named_barrier(w, pc, waiting, id, count);
         }
@@ -1093,7 +1129,9 @@ impl Block<'_> {
                 active & !waiting
             }
             // A uniform branch that is taken: the whole group moves (if no group waits there yet).
-            Flow::Branch { target, taken } if taken == active && warp.groups.get(1).is_none_or(|g| g.0 > target) => {
+            Flow::Branch { target, taken }
+                if taken == active && warp.groups.get(1).is_none_or(|g| g.0 > target) =>
+            {
                 warp.groups[0].0 = target;
                 0
             }
@@ -1119,11 +1157,20 @@ impl Block<'_> {
         } else if !matches!(flow, Flow::Branch { .. }) {
             groups.remove(0);
         }
-        if !self.trace.shared.is_empty() || !self.trace.global.is_empty() || !self.trace.shared_atomics.is_empty() {
+        if !self.trace.shared.is_empty()
+            || !self.trace.global.is_empty()
+            || !self.trace.shared_atomics.is_empty()
+        {
             self.account_memory();
         }
         if self.recording {
-            self.record_step(w, pc, active, exec, exec != 0 && matches!(inst.kind, Kind::Barrier | Kind::NamedBarrier));
+            self.record_step(
+                w,
+                pc,
+                active,
+                exec,
+                exec != 0 && matches!(inst.kind, Kind::Barrier | Kind::NamedBarrier),
+            );
         }
         Ok(true)
     }
@@ -1148,9 +1195,17 @@ impl Block<'_> {
     /// instruction (its block is traced): shared (by byte offset) and global accesses; others
     /// (parameters, another CTA's shared memory) are not recorded.
     #[cold]
-    pub(crate) fn record_lane(&mut self, t: usize, space: Space, addr: u64, bytes: u32, kind: AccessKind) {
+    pub(crate) fn record_lane(
+        &mut self,
+        t: usize,
+        space: Space,
+        addr: u64,
+        bytes: u32,
+        kind: AccessKind,
+    ) {
         let Some(recorder) = self.recorder.as_deref_mut() else { return };
-        let shared_offset = |offset: u64| (offset < CLUSTER_WINDOW).then_some((AccessSpace::Shared, offset));
+        let shared_offset =
+            |offset: u64| (offset < CLUSTER_WINDOW).then_some((AccessSpace::Shared, offset));
         let at = match space {
             Space::Shared | Space::SharedCluster => shared_offset(addr),
             Space::Global => Some((AccessSpace::Global, addr)),
@@ -1274,7 +1329,9 @@ impl Block<'_> {
         } else {
             // A branch-free blend, 8 lanes at a time, with each lane's all-ones or all-zeros mask
             // from a table (shifting by the lane number does not vectorise).
-            for (byte, (old, new)) in row.chunks_exact_mut(8).zip(values.chunks_exact(8)).enumerate() {
+            for (byte, (old, new)) in
+                row.chunks_exact_mut(8).zip(values.chunks_exact(8)).enumerate()
+            {
                 let take = &LANE_MASKS[((exec >> (8 * byte)) & 0xff) as usize];
                 for i in 0..8 {
                     old[i] = (new[i] & take[i]) | (old[i] & !take[i]);
@@ -1317,7 +1374,9 @@ impl Block<'_> {
     fn special_row(&self, w: usize, s: Special) -> Row {
         match s {
             // One-dimensional blocks: %tid.x is the thread's index, no divisions needed.
-            Special::Tid(0) if self.ntid.1 == 1 && self.ntid.2 == 1 => row_of(|l| (w * 32 + l) as u64),
+            Special::Tid(0) if self.ntid.1 == 1 && self.ntid.2 == 1 => {
+                row_of(|l| (w * 32 + l) as u64)
+            }
             Special::Tid(_)
             | Special::LaneId
             | Special::LaneMaskEq
@@ -1440,7 +1499,13 @@ impl Block<'_> {
 
     /// Checks and resolves an access of `size` bytes at `addr` in `space`; `traced` accesses count
     /// towards the warp instruction's memory requests (atomics are counted on their own).
-    pub(crate) fn resolve(&mut self, space: Space, addr: u64, size: u32, traced: bool) -> Lane<Loc> {
+    pub(crate) fn resolve(
+        &mut self,
+        space: Space,
+        addr: u64,
+        size: u32,
+        traced: bool,
+    ) -> Lane<Loc> {
         match space {
             Space::Shared => self.shared_access(addr, addr, size, traced).map(Loc::Shared),
             Space::SharedCluster => self.cluster_access(addr, addr, size, traced),
@@ -1465,7 +1530,8 @@ impl Block<'_> {
     /// and in bounds.
     #[inline(always)]
     fn shared_offset(&self, offset: u64, size: u32) -> Option<usize> {
-        let in_bounds = offset.checked_add(size as u64).is_some_and(|e| e <= self.shared.len() as u64);
+        let in_bounds =
+            offset.checked_add(size as u64).is_some_and(|e| e <= self.shared.len() as u64);
         (!misaligned(offset, size) && in_bounds).then_some(offset as usize)
     }
 
@@ -1536,13 +1602,22 @@ impl Block<'_> {
     /// store of warp `w`: shared and global accesses are checked inline, and only a failed check or
     /// another space goes through [`Block::resolve`] (which builds the fault).
     #[inline(always)]
-    fn lane_access(&mut self, w: usize, l: usize, space: Space, addr: u64, size: u32) -> Result<Loc, (usize, Fault)> {
+    fn lane_access(
+        &mut self,
+        w: usize,
+        l: usize,
+        space: Space,
+        addr: u64,
+        size: u32,
+    ) -> Result<Loc, (usize, Fault)> {
         let fast = match space {
             Space::Shared => self.shared_offset(addr, size).map(|at| {
                 self.trace.shared.push((addr, size));
                 Loc::Shared(at)
             }),
-            Space::Global => self.global_location(addr, size).inspect(|_| self.trace.global.push((addr, size))),
+            Space::Global => {
+                self.global_location(addr, size).inspect(|_| self.trace.global.push((addr, size)))
+            }
             _ => None,
         };
         match fast {
@@ -1558,7 +1633,11 @@ impl Block<'_> {
             return Err(Fault::OutOfBounds { space: "global", addr: from, size: size as u32 });
         };
         let Some(end) = to.checked_add(size).filter(|&e| e <= self.shared.len() as u64) else {
-            return Err(Fault::OutOfBounds { space: "shared", addr: to + SHARED_WINDOW, size: size as u32 });
+            return Err(Fault::OutOfBounds {
+                space: "shared",
+                addr: to + SHARED_WINDOW,
+                size: size as u32,
+            });
         };
         self.shared[to as usize..end as usize].copy_from_slice(bytes);
         self.trace.global.push((from, size as u32));
@@ -1570,17 +1649,25 @@ impl Block<'_> {
             Loc::Shared(o) => read_le(&self.shared[o..o + size]),
             Loc::Cluster { rank, offset: o } => read_le(&self.ctas[rank].shared[o..o + size]),
             Loc::Param(o) => read_le(&self.params[o..o + size]),
-            Loc::Global { alloc, offset } => read_le(&self.global.bytes(alloc)[offset..offset + size]),
+            Loc::Global { alloc, offset } => {
+                read_le(&self.global.bytes(alloc)[offset..offset + size])
+            }
         }
     }
 
     pub(crate) fn store(&mut self, loc: Loc, size: usize, v: u64) -> Lane<()> {
         match loc {
             Loc::Shared(o) => write_le(&mut self.shared[o..o + size], v),
-            Loc::Cluster { rank, offset: o } => write_le(&mut self.ctas[rank].shared[o..o + size], v),
-            Loc::Global { alloc, offset } => write_le(&mut self.global.bytes_mut(alloc)[offset..offset + size], v),
+            Loc::Cluster { rank, offset: o } => {
+                write_le(&mut self.ctas[rank].shared[o..o + size], v)
+            }
+            Loc::Global { alloc, offset } => {
+                write_le(&mut self.global.bytes_mut(alloc)[offset..offset + size], v)
+            }
             Loc::Param(o) => {
-                return Err(Fault::Unsupported(format!("store to kernel parameter space at offset {o}")));
+                return Err(Fault::Unsupported(format!(
+                    "store to kernel parameter space at offset {o}"
+                )));
             }
         }
         Ok(())
@@ -1590,7 +1677,14 @@ impl Block<'_> {
 
     /// Executes `inst` (number `pc`) for the lanes in `exec` (of those in `active`) of warp `w`.
     /// Errors name the faulting thread (block-linear index).
-    fn execute(&mut self, w: usize, pc: usize, inst: &Inst, active: u32, exec: u32) -> Result<Flow, (usize, Fault)> {
+    fn execute(
+        &mut self,
+        w: usize,
+        pc: usize,
+        inst: &Inst,
+        active: u32,
+        exec: u32,
+    ) -> Result<Flow, (usize, Fault)> {
         let lo = w * 32;
         // The most frequent kind first, by a conditional branch (see `operand`).
         if let Kind::Alu { op, dst, dst_mask, a, b, c } = &inst.kind {
@@ -1625,10 +1719,14 @@ impl Block<'_> {
             Kind::NamedBarrier => {
                 let instr: &Instr = &self.kernel.instrs[pc];
                 let first = lo + exec.trailing_zeros().min(31) as usize;
-                let id = self.get(first, &instr.args[0], Type::U(32)).map_err(|f| (first, f))? as u32;
-                let count = self.get(first, &instr.args[1], Type::U(32)).map_err(|f| (first, f))? as u32;
+                let id =
+                    self.get(first, &instr.args[0], Type::U(32)).map_err(|f| (first, f))? as u32;
+                let count =
+                    self.get(first, &instr.args[1], Type::U(32)).map_err(|f| (first, f))? as u32;
                 if id as usize >= NAMED_BARRIERS || count == 0 || count % 32 != 0 {
-                    let why = format!("bar.sync {id}, {count}: ids below {NAMED_BARRIERS}, counts of whole warps");
+                    let why = format!(
+                        "bar.sync {id}, {count}: ids below {NAMED_BARRIERS}, counts of whole warps"
+                    );
                     return Err((first, Fault::Unsupported(why)));
                 }
                 Ok(Flow::NamedBarrier { waiting: exec, id, count })
@@ -1646,7 +1744,10 @@ impl Block<'_> {
                 let warp = &mut self.warps[w];
                 let missing = exec & !(warp.cluster_arrived | warp.cluster_passed);
                 if missing != 0 {
-                    return Err((lo + missing.trailing_zeros() as usize, Fault::ClusterWaitWithoutArrive));
+                    return Err((
+                        lo + missing.trailing_zeros() as usize,
+                        Fault::ClusterWaitWithoutArrive,
+                    ));
                 }
                 // Lanes whose phase has completed pass; those that arrived in this one wait.
                 warp.cluster_passed &= !exec;
@@ -1654,9 +1755,10 @@ impl Block<'_> {
             }
             Kind::Exit => Ok(Flow::Exit(exec)),
             Kind::Nop => Ok(Flow::Next),
-            Kind::Unsupported(message) => {
-                Err((lo + exec.trailing_zeros().min(31) as usize, Fault::Unsupported(message.clone())))
-            }
+            Kind::Unsupported(message) => Err((
+                lo + exec.trailing_zeros().min(31) as usize,
+                Fault::Unsupported(message.clone()),
+            )),
             Kind::PerLane => {
                 let instr: &Instr = &self.kernel.instrs[pc];
                 self.per_lane_warp(instr, lo, active, exec)?;
@@ -1677,7 +1779,8 @@ impl Block<'_> {
         c: &Arg,
         exec: u32,
     ) -> Result<(), (usize, Fault)> {
-        let (mut bx, mut by, mut bz) = (MaybeUninit::uninit(), MaybeUninit::uninit(), MaybeUninit::uninit());
+        let (mut bx, mut by, mut bz) =
+            (MaybeUninit::uninit(), MaybeUninit::uninit(), MaybeUninit::uninit());
         let o = Operands {
             x: self.operand(w, a, &mut bx),
             y: self.operand(w, b, &mut by),
@@ -1691,14 +1794,20 @@ impl Block<'_> {
             AluOp::Add => o.map::<2>(m, |a, b, _| a.wrapping_add(b)),
             AluOp::Sub => o.map::<2>(m, |a, b, _| a.wrapping_sub(b)),
             AluOp::MulLo | AluOp::MulWideU => o.map::<2>(m, |a, b, _| a.wrapping_mul(b)),
-            AluOp::MulWideS(bits) => o.map::<2>(m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64)),
-            AluOp::MadLo | AluOp::MadWideU => o.map::<3>(m, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
-            AluOp::MadWideS(bits) => {
-                o.map::<3>(m, |a, b, c| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c))
+            AluOp::MulWideS(bits) => {
+                o.map::<2>(m, |a, b, _| (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64))
             }
+            AluOp::MadLo | AluOp::MadWideU => {
+                o.map::<3>(m, |a, b, c| a.wrapping_mul(b).wrapping_add(c))
+            }
+            AluOp::MadWideS(bits) => o.map::<3>(m, |a, b, c| {
+                (sext(a, bits) as u64).wrapping_mul(sext(b, bits) as u64).wrapping_add(c)
+            }),
             AluOp::Shl(bits) => o.map::<2>(m, |a, b, _| if b >= bits as u64 { 0 } else { a << b }),
             AluOp::ShrU(bits) => o.map::<2>(m, |a, b, _| if b >= bits as u64 { 0 } else { a >> b }),
-            AluOp::ShrS(bits) => o.map::<2>(m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64),
+            AluOp::ShrS(bits) => {
+                o.map::<2>(m, |a, b, _| (sext(a, bits) >> b.min(bits as u64 - 1)) as u64)
+            }
             AluOp::And => o.map::<2>(m, |a, b, _| a & b),
             AluOp::Or => o.map::<2>(m, |a, b, _| a | b),
             AluOp::Xor => o.map::<2>(m, |a, b, _| a ^ b),
@@ -1734,13 +1843,21 @@ impl Block<'_> {
             AluOp::AddF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) + f32_of(b))),
             AluOp::SubF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) - f32_of(b))),
             AluOp::MulF32 => o.map::<2>(m, |a, b, _| f32_result(f32_of(a) * f32_of(b))),
-            AluOp::FmaF32 => o.map::<3>(m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c)))),
-            AluOp::AddF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b))),
-            AluOp::SubF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b))),
-            AluOp::MulF64 => o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b))),
-            AluOp::FmaF64 => {
-                o.map::<3>(m, |a, b, c| f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c))))
+            AluOp::FmaF32 => {
+                o.map::<3>(m, |a, b, c| f32_result(f32_of(a).mul_add(f32_of(b), f32_of(c))))
             }
+            AluOp::AddF64 => {
+                o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) + f64::from_bits(b)))
+            }
+            AluOp::SubF64 => {
+                o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) - f64::from_bits(b)))
+            }
+            AluOp::MulF64 => {
+                o.map::<2>(m, |a, b, _| f64_result(f64::from_bits(a) * f64::from_bits(b)))
+            }
+            AluOp::FmaF64 => o.map::<3>(m, |a, b, c| {
+                f64_result(f64::from_bits(a).mul_add(f64::from_bits(b), f64::from_bits(c)))
+            }),
         };
         self.write(w, dst, &r, exec);
         Ok(())
@@ -1767,7 +1884,10 @@ impl Block<'_> {
         macro_rules! compare_lanes {
             ($ty:expr; $($c:ident),*) => {
                 match cmp {
-                    $(Cmp::Ordered(Order::$c) => row_of(|l| compare(Cmp::Ordered(Order::$c), $ty, x[l] & ma, y[l] & mb) as u64),)*
+                    $(Cmp::Ordered(Order::$c) => {
+                        let ordered = Cmp::Ordered(Order::$c);
+                        row_of(|l| compare(ordered, $ty, x[l] & ma, y[l] & mb) as u64)
+                    })*
                     _ => row_of(|l| compare(cmp, $ty, x[l] & ma, y[l] & mb) as u64),
                 }
             };
@@ -1821,7 +1941,14 @@ impl Block<'_> {
 
     /// A load or store whose every lane lands in `region` (see [`Block::warp_region`]).
     #[inline(always)]
-    fn memory_in_region(&mut self, w: usize, m: &MemAccess, exec: u32, addrs: &Row, region: Region) {
+    fn memory_in_region(
+        &mut self,
+        w: usize,
+        m: &MemAccess,
+        exec: u32,
+        addrs: &Row,
+        region: Region,
+    ) {
         let size = m.size as usize;
         let count = m.count as usize;
         let total = m.size * m.count;
@@ -1844,8 +1971,12 @@ impl Block<'_> {
                 self.stats.global_requests += 1;
                 self.stats.global_sectors += (next - 1) / 32 - start / 32 + 1;
             }
-            (Region::Shared, false) => self.trace.shared.extend(lanes(exec).map(|l| (addrs[l], total))),
-            (Region::Global { .. }, false) => self.trace.global.extend(lanes(exec).map(|l| (addrs[l], total))),
+            (Region::Shared, false) => {
+                self.trace.shared.extend(lanes(exec).map(|l| (addrs[l], total)))
+            }
+            (Region::Global { .. }, false) => {
+                self.trace.global.extend(lanes(exec).map(|l| (addrs[l], total)))
+            }
         }
         // Registers are read and written in place: row `r` of this warp starts at `rows + 32 * r`.
         let rows = w * self.nregs * 32;
@@ -1872,7 +2003,11 @@ impl Block<'_> {
             let fetched: Option<[Row; 4]> = m.srcs[..count]
                 .iter()
                 .any(|a| !matches!(a.src, Src::Reg(_) | Src::Imm(_)))
-                .then(|| std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] }));
+                .then(|| {
+                    std::array::from_fn(
+                        |k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] },
+                    )
+                });
             let bytes: &mut [u8] = match region {
                 Region::Shared => &mut self.shared,
                 Region::Global { alloc, .. } => self.global.bytes_mut(alloc),
@@ -1912,7 +2047,8 @@ impl Block<'_> {
                 row_of(|l| row[l].wrapping_add(offset))
             }
             base => {
-                let address = self.base_address(first, base).map_err(|f| (first, f))?.wrapping_add(offset);
+                let address =
+                    self.base_address(first, base).map_err(|f| (first, f))?.wrapping_add(offset);
                 if m.load && m.space == Space::Param {
                     // Every lane reads the same parameter bytes (and parameter reads are not
                     // traced): read them once.
@@ -1945,12 +2081,13 @@ impl Block<'_> {
         if m.load {
             let mut loaded = [[0u64; 32]; 4];
             for l in lanes(exec) {
-                let (bytes, at): (&[u8], usize) = match self.lane_access(w, l, m.space, addrs[l], total)? {
-                    Loc::Shared(at) => (&self.shared, at),
-                    Loc::Cluster { rank, offset } => (&self.ctas[rank].shared, offset),
-                    Loc::Global { alloc, offset } => (self.global.bytes(alloc), offset),
-                    Loc::Param(at) => (self.params, at),
-                };
+                let (bytes, at): (&[u8], usize) =
+                    match self.lane_access(w, l, m.space, addrs[l], total)? {
+                        Loc::Shared(at) => (&self.shared, at),
+                        Loc::Cluster { rank, offset } => (&self.ctas[rank].shared, offset),
+                        Loc::Global { alloc, offset } => (self.global.bytes(alloc), offset),
+                        Loc::Param(at) => (self.params, at),
+                    };
                 for (k, row) in loaded.iter_mut().enumerate().take(count) {
                     row[l] = extend(read_le(&bytes[at + k * size..at + (k + 1) * size]));
                 }
@@ -1959,7 +2096,10 @@ impl Block<'_> {
                 self.write(w, *dst, values, exec);
             }
         } else {
-            let values: [Row; 4] = std::array::from_fn(|k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] });
+            let values: [Row; 4] =
+                std::array::from_fn(
+                    |k| if k < count { self.fetch(w, &m.srcs[k]) } else { [0; 32] },
+                );
             for l in lanes(exec) {
                 let loc = self.lane_access(w, l, m.space, addrs[l], total)?;
                 for (k, row) in values.iter().enumerate().take(count) {

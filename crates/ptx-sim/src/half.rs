@@ -46,7 +46,8 @@ impl HalfFormat {
         } else if exponent == (1 << self.exponent_bits()) - 1 {
             if fraction == 0 { f64::INFINITY } else { f64::NAN }
         } else {
-            (fraction + (1 << fraction_bits)) as f64 * power_of_two(exponent - self.bias() - fraction_bits as i32)
+            (fraction + (1 << fraction_bits)) as f64
+                * power_of_two(exponent - self.bias() - fraction_bits as i32)
         };
         if bits & 0x8000 != 0 { -magnitude } else { magnitude }
     }
@@ -75,8 +76,11 @@ impl HalfFormat {
         }
         // `a` in units of the last place at `exponent`: a power-of-two scaling, exact.
         let units = (a * power_of_two(fraction_bits as i32 - exponent)).round_ties_even() as u64;
-        let (units, exponent) =
-            if units == 1 << (fraction_bits + 1) { (units >> 1, exponent + 1) } else { (units, exponent) };
+        let (units, exponent) = if units == 1 << (fraction_bits + 1) {
+            (units >> 1, exponent + 1)
+        } else {
+            (units, exponent)
+        };
         if units < 1 << fraction_bits {
             return sign | units; // subnormal (or rounded to zero)
         }
@@ -105,7 +109,9 @@ pub(crate) fn lanewise(
 ) -> u64 {
     let element = |v: u64, k: u32| format.value((v >> (16 * k)) & 0xffff);
     let count = if pair { 2 } else { 1 };
-    (0..count).fold(0, |acc, k| acc | format.round(op(element(a, k), element(b, k), element(c, k))) << (16 * k))
+    (0..count).fold(0, |acc, k| {
+        acc | format.round(op(element(a, k), element(b, k), element(c, k))) << (16 * k)
+    })
 }
 
 #[cfg(test)]
@@ -114,14 +120,22 @@ mod tests {
 
     #[test]
     fn known_half_values_round_trip() {
-        for (x, bits) in
-            [(1.0, 0x3c00), (-2.5, 0xc100), (65504.0, 0x7bff), (2f64.powi(-24), 0x0001), (2f64.powi(-14), 0x0400)]
-        {
+        for (x, bits) in [
+            (1.0, 0x3c00),
+            (-2.5, 0xc100),
+            (65504.0, 0x7bff),
+            (2f64.powi(-24), 0x0001),
+            (2f64.powi(-14), 0x0400),
+        ] {
             assert_eq!(F16.round(x), bits, "{x}");
             assert_eq!(F16.value(bits), x);
         }
         assert_eq!(F16.round(65520.0), 0x7c00, "half a step past the largest value overflows");
-        assert_eq!(F16.round(2f64.powi(-25)), 0, "a tie between 0 and the smallest subnormal goes to 0");
+        assert_eq!(
+            F16.round(2f64.powi(-25)),
+            0,
+            "a tie between 0 and the smallest subnormal goes to 0"
+        );
         assert_eq!(F16.round(3.0 * 2f64.powi(-25)), 2, "and between 1 and 2 units to 2");
         assert_eq!(F16.round(-0.0), 0x8000);
         assert_eq!(Bf16.round(1.0), 0x3f80);

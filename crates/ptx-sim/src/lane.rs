@@ -21,7 +21,8 @@ fn mbarrier_update(word: u64, arrivals: u64, expected_bytes: u64, completed_byte
     const FIELD: u64 = (1 << 21) - 1;
     let pending = (word & FIELD).wrapping_sub(arrivals) & FIELD;
     let count = (word >> 21) & FIELD;
-    let bytes = ((word >> 42) & FIELD).wrapping_add(expected_bytes).wrapping_sub(completed_bytes) & FIELD;
+    let bytes =
+        ((word >> 42) & FIELD).wrapping_add(expected_bytes).wrapping_sub(completed_bytes) & FIELD;
     let phase = word >> 63;
     if pending == 0 && bytes == 0 {
         count | (count << 21) | ((phase ^ 1) << 63)
@@ -61,7 +62,13 @@ fn fminmax(a: f64, b: f64, is_max: bool, nan_wins: bool) -> Option<f64> {
         (true, false) | (false, true) if nan_wins => None,
         (true, false) => Some(b),
         (false, true) => Some(a),
-        _ if a == b => Some(if (a.is_sign_negative() && !is_max) || (!a.is_sign_negative() && is_max) { a } else { b }),
+        _ if a == b => {
+            Some(if (a.is_sign_negative() && !is_max) || (!a.is_sign_negative() && is_max) {
+                a
+            } else {
+                b
+            })
+        }
         _ => Some(if (a < b) != is_max { a } else { b }),
     }
 }
@@ -69,7 +76,13 @@ fn fminmax(a: f64, b: f64, is_max: bool, nan_wins: bool) -> Option<f64> {
 impl Block<'_> {
     /// Executes `i` one lane at a time for the lanes in `exec` (of those in `active`), with the
     /// warp-wide instructions (shuffles, votes) done here too.
-    pub(crate) fn per_lane_warp(&mut self, i: &Instr, lo: usize, active: u32, exec: u32) -> Result<(), (usize, Fault)> {
+    pub(crate) fn per_lane_warp(
+        &mut self,
+        i: &Instr,
+        lo: usize,
+        active: u32,
+        exec: u32,
+    ) -> Result<(), (usize, Fault)> {
         let first = lo + exec.trailing_zeros().min(31) as usize;
         match i.op {
             Op::Trap if exec != 0 => Err((first, Fault::Trap)),
@@ -99,16 +112,27 @@ impl Block<'_> {
 
     /// Rejects rounding modes other than round-to-nearest-even on float arithmetic.
     fn check_rn(&self, i: &Instr) -> Lane<()> {
-        if ["rz", "rm", "rp", "approx"].iter().any(|m| i.has(m)) { self.unsupported(i) } else { Ok(()) }
+        if ["rz", "rm", "rp", "approx"].iter().any(|m| i.has(m)) {
+            self.unsupported(i)
+        } else {
+            Ok(())
+        }
     }
 
     /// One lane's share of a lane-independent instruction.
     fn lane(&mut self, i: &Instr, t: usize) -> Lane<()> {
         match i.op {
             Op::Mov => self.mov(i, t),
-            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Rem | Op::Min | Op::Max | Op::And | Op::Or | Op::Xor => {
-                self.binary(i, t)
-            }
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Rem
+            | Op::Min
+            | Op::Max
+            | Op::And
+            | Op::Or
+            | Op::Xor => self.binary(i, t),
             Op::Shl | Op::Shr => {
                 let ty = ty(i)?;
                 let bits = ty.bits();
@@ -134,9 +158,15 @@ impl Block<'_> {
                 self.set(t, arg(i, 0)?, r & mask(bits))
             }
             Op::Mad | Op::Fma => self.mad(i, t),
-            Op::Neg | Op::Abs | Op::Not | Op::Popc | Op::Clz | Op::Brev | Op::Sqrt | Op::Rcp | Op::Ex2 => {
-                self.unary(i, t)
-            }
+            Op::Neg
+            | Op::Abs
+            | Op::Not
+            | Op::Popc
+            | Op::Clz
+            | Op::Brev
+            | Op::Sqrt
+            | Op::Rcp
+            | Op::Ex2 => self.unary(i, t),
             Op::Selp => {
                 let ty = ty(i)?;
                 let c = self.get(t, arg(i, 3)?, Type::Pred)?;
@@ -234,7 +264,8 @@ impl Block<'_> {
                 let ty = ty(i)?;
                 let bits = ty.bits();
                 let a = self.get(t, arg(i, 1)?, ty)?;
-                let a = if matches!(ty, Type::S(_)) && sext(a, bits) < 0 { !a & mask(bits) } else { a };
+                let a =
+                    if matches!(ty, Type::S(_)) && sext(a, bits) < 0 { !a & mask(bits) } else { a };
                 let d = match a {
                     0 => 0xffff_ffff,
                     _ if i.has("shiftamt") => (a.leading_zeros() - (64 - bits)) as u64,
@@ -249,7 +280,8 @@ impl Block<'_> {
                 let pos = self.get(t, arg(i, 2)?, Type::U(32))? & 0xff;
                 let len = self.get(t, arg(i, 3)?, Type::U(32))? & 0xff;
                 let signed = matches!(ty, Type::S(_));
-                let sbit = if signed && len > 0 { (a >> (pos + len - 1).min(bits - 1)) & 1 } else { 0 };
+                let sbit =
+                    if signed && len > 0 { (a >> (pos + len - 1).min(bits - 1)) & 1 } else { 0 };
                 let mut d = 0u64;
                 for k in 0..bits {
                     let bit = if k < len && pos + k < bits { (a >> (pos + k)) & 1 } else { sbit };
@@ -305,14 +337,17 @@ impl Block<'_> {
                     Op::Sub => x - y,
                     Op::Mul => x * y,
                     Op::Div if i.has("rn") => x / y,
-                    Op::Min | Op::Max => match fminmax(x as f64, y as f64, i.op == Op::Max, i.has("NaN")) {
-                        Some(v) => v as f32,
-                        None => f32::NAN,
-                    },
+                    Op::Min | Op::Max => {
+                        match fminmax(x as f64, y as f64, i.op == Op::Max, i.has("NaN")) {
+                            Some(v) => v as f32,
+                            None => f32::NAN,
+                        }
+                    }
                     _ => return self.unsupported(i),
                 };
                 let r = if ftz { ftz32(r) } else { r };
-                let r = if i.has("sat") { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
+                let r =
+                    if i.has("sat") { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
                 f32_result(r)
             }
             Type::F(64) => {
@@ -323,7 +358,9 @@ impl Block<'_> {
                     Op::Sub => x - y,
                     Op::Mul => x * y,
                     Op::Div if i.has("rn") => x / y,
-                    Op::Min | Op::Max => fminmax(x, y, i.op == Op::Max, i.has("NaN")).unwrap_or(f64::NAN),
+                    Op::Min | Op::Max => {
+                        fminmax(x, y, i.op == Op::Max, i.has("NaN")).unwrap_or(f64::NAN)
+                    }
                     _ => return self.unsupported(i),
                 };
                 f64_result(r)
@@ -342,8 +379,12 @@ impl Block<'_> {
                 let signed = matches!(ty, Type::S(_));
                 let (sa, sb) = (sext(a, bits), sext(b, bits));
                 match i.op {
-                    Op::Add if i.has("sat") => (sa.saturating_add(sb).clamp(i32::MIN as i64, i32::MAX as i64)) as u64,
-                    Op::Sub if i.has("sat") => (sa.saturating_sub(sb).clamp(i32::MIN as i64, i32::MAX as i64)) as u64,
+                    Op::Add if i.has("sat") => {
+                        (sa.saturating_add(sb).clamp(i32::MIN as i64, i32::MAX as i64)) as u64
+                    }
+                    Op::Sub if i.has("sat") => {
+                        (sa.saturating_sub(sb).clamp(i32::MIN as i64, i32::MAX as i64)) as u64
+                    }
                     Op::Add => a.wrapping_add(b),
                     Op::Sub => a.wrapping_sub(b),
                     Op::Mul => return self.mul(i, t, ty, a, b, None),
@@ -367,10 +408,22 @@ impl Block<'_> {
     }
 
     /// `mul` and `mad` on integers: `.lo`, `.hi`, `.wide`, plus an optional addend.
-    fn mul(&mut self, i: &Instr, t: usize, ty: Type, a: u64, b: u64, c: Option<&Operand>) -> Lane<()> {
+    fn mul(
+        &mut self,
+        i: &Instr,
+        t: usize,
+        ty: Type,
+        a: u64,
+        b: u64,
+        c: Option<&Operand>,
+    ) -> Lane<()> {
         let bits = ty.bits();
         let signed = matches!(ty, Type::S(_));
-        let product: i128 = if signed { sext(a, bits) as i128 * sext(b, bits) as i128 } else { a as i128 * b as i128 };
+        let product: i128 = if signed {
+            sext(a, bits) as i128 * sext(b, bits) as i128
+        } else {
+            a as i128 * b as i128
+        };
         let (value, out_bits) = if i.has("wide") {
             (product as u64, bits * 2)
         } else if i.has("hi") {
@@ -406,7 +459,8 @@ impl Block<'_> {
                 };
                 let r = f(a).mul_add(f(b), f(c));
                 let r = if ftz { ftz32(r) } else { r };
-                let r = if i.has("sat") { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
+                let r =
+                    if i.has("sat") { if r.is_nan() { 0.0 } else { r.clamp(0.0, 1.0) } } else { r };
                 self.set(t, arg(i, 0)?, f32_result(r))
             }
             Type::F(64) => {
@@ -451,7 +505,8 @@ impl Block<'_> {
             // of it, so a kernel that uses ex2.approx must not depend on its last bits. `.ftz`
             // flushes a subnormal input or result to zero of the same sign.
             (Op::Ex2, Type::F(32)) if i.has("approx") => {
-                let flush = |v: f32| if i.has("ftz") && v.is_subnormal() { 0.0f32.copysign(v) } else { v };
+                let flush =
+                    |v: f32| if i.has("ftz") && v.is_subnormal() { 0.0f32.copysign(v) } else { v };
                 let x = flush(f32::from_bits(a as u32));
                 f32_result(flush(f64::from(x).exp2() as f32))
             }
@@ -592,7 +647,9 @@ impl Block<'_> {
                 let x = if i.has("ftz") && sb == 32 { ftz32(x as f32) as f64 } else { x };
                 let x = match round_to_integer(i, x) {
                     Some(rounded) => rounded,
-                    None if db < sb && ["rz", "rm", "rp"].iter().any(|m| i.has(m)) => return self.unsupported(i),
+                    None if db < sb && ["rz", "rm", "rp"].iter().any(|m| i.has(m)) => {
+                        return self.unsupported(i);
+                    }
                     None => x,
                 };
                 let x = if sat { if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) } } else { x };
@@ -614,10 +671,15 @@ impl Block<'_> {
                     return self.unsupported(i);
                 };
                 let (lo, hi) = int_range(dst);
-                if x.is_nan() { 0 } else { (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64 }
+                if x.is_nan() {
+                    0
+                } else {
+                    (x.clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) as u64
+                }
             }
             _ => {
-                let v: i128 = if matches!(src, Type::S(_)) { sext(a, src.bits()) as i128 } else { a as i128 };
+                let v: i128 =
+                    if matches!(src, Type::S(_)) { sext(a, src.bits()) as i128 } else { a as i128 };
                 let v = if sat {
                     let (lo, hi) = int_range(dst);
                     v.clamp(lo, hi)
@@ -634,7 +696,8 @@ impl Block<'_> {
     fn ld_st(&mut self, i: &Instr, t: usize) -> Lane<()> {
         let ty = ty(i)?;
         let size = ty.bytes();
-        let (mem, data) = if i.op == Op::Ld { (arg(i, 1)?, arg(i, 0)?) } else { (arg(i, 0)?, arg(i, 1)?) };
+        let (mem, data) =
+            if i.op == Op::Ld { (arg(i, 1)?, arg(i, 0)?) } else { (arg(i, 0)?, arg(i, 1)?) };
         let addr = self.address(t, mem)?;
         let total = size * i.vec;
         let base = self.resolve(i.space, addr, total, true)?;
@@ -684,9 +747,9 @@ impl Block<'_> {
             .find(|m| i.has(m))
             .unwrap_or_default();
         let new = match (op, ty) {
-            ("add", Type::F(32)) => {
-                f32_result(ftz32(ftz32(f32::from_bits(old as u32)) + ftz32(f32::from_bits(b as u32))))
-            }
+            ("add", Type::F(32)) => f32_result(ftz32(
+                ftz32(f32::from_bits(old as u32)) + ftz32(f32::from_bits(b as u32)),
+            )),
             ("add", Type::F(64)) => f64_result(f64::from_bits(old) + f64::from_bits(b)),
             (_, Type::F(_)) => return self.unsupported(i),
             ("add", _) => old.wrapping_add(b),
@@ -797,7 +860,11 @@ impl Block<'_> {
     /// `size` transaction bytes on the barrier. One global request of `size / 32` sectors.
     fn bulk_copy(&mut self, i: &Instr, t: usize) -> Lane<()> {
         let from_global = i.mods.windows(2).any(|w| w[0].starts_with("shared") && w[1] == "global");
-        if !(i.has("async") && i.has("bulk") && from_global && i.has("mbarrier::complete_tx::bytes")) {
+        if !(i.has("async")
+            && i.has("bulk")
+            && from_global
+            && i.has("mbarrier::complete_tx::bytes"))
+        {
             return self.unsupported(i);
         }
         let to = self.address(t, arg(i, 0)?)?;
@@ -806,7 +873,8 @@ impl Block<'_> {
         let barrier = self.address(t, arg(i, 3)?)?;
         if size == 0 || size % 16 != 0 || to % 16 != 0 || from % 16 != 0 {
             return Err(Fault::Unsupported(format!(
-                "a bulk copy of {size} bytes from {from:#x} to shared {to:#x}: size and addresses must be multiples of 16"
+                "a bulk copy of {size} bytes from {from:#x} to shared {to:#x}: size and addresses \
+                 must be multiples of 16"
             )));
         }
         self.copy_to_shared(from, to, size)?;
@@ -821,7 +889,9 @@ impl Block<'_> {
         for l in lanes(exec) {
             let t = lo + l;
             let at = |f: Fault| (t, f);
-            let (Some(mode), Some(a), Some(b), Some(c)) = (mode, i.args.get(1), i.args.get(2), i.args.get(3)) else {
+            let (Some(mode), Some(a), Some(b), Some(c)) =
+                (mode, i.args.get(1), i.args.get(2), i.args.get(3))
+            else {
                 return Err(at(Fault::Unsupported(i.text.clone())));
             };
             let bval = self.get(t, b, Type::U(32)).map_err(at)? as u32 & 31;
@@ -871,7 +941,9 @@ impl Block<'_> {
         for l in lanes(exec) {
             values[l] = self.get(lo + l, src, ty).map_err(|f| (lo + l, f))?;
         }
-        let same = |l: usize| lanes(exec).filter(|&k| values[k] == values[l]).fold(0u32, |acc, k| acc | 1 << k);
+        let same = |l: usize| {
+            lanes(exec).filter(|&k| values[k] == values[l]).fold(0u32, |acc, k| acc | 1 << k)
+        };
         let all = exec == 0 || same(exec.trailing_zeros() as usize) == exec;
         for l in lanes(exec) {
             let t = lo + l;
@@ -947,7 +1019,9 @@ impl Block<'_> {
 
 /// The `shared::cluster` address of generic address `a`, which must be in the shared window.
 fn shared_of_generic(a: u64) -> Lane<u64> {
-    a.checked_sub(SHARED_WINDOW).filter(|&offset| offset < 1 << 32).ok_or(Fault::NotSharedAddress { addr: a })
+    a.checked_sub(SHARED_WINDOW)
+        .filter(|&offset| offset < 1 << 32)
+        .ok_or(Fault::NotSharedAddress { addr: a })
 }
 
 /// `x` rounded to an integer by `cvt`'s integer rounding modifier (`.rni`, `.rzi`, `.rmi`, `.rpi`),

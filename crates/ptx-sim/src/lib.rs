@@ -77,5 +77,6 @@ pub use parser::parse;
 pub use ptx::{Kernel, Module, Param};
 pub use stats::LaunchStats;
 pub use trace::{
-    Access, AccessKind, AccessSpace, BANKS, LaneAccess, LaunchTrace, SECTOR_BYTES, TraceOptions, WarpStep,
+    Access, AccessKind, AccessSpace, BANKS, LaneAccess, LaunchTrace, SECTOR_BYTES, TraceOptions,
+    WarpStep,
 };

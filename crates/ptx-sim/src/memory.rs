@@ -50,8 +50,10 @@ impl GlobalMemory {
     /// A new allocation of `bytes` zeroed bytes; returns its address.
     pub(crate) fn alloc(&mut self, bytes: usize) -> Result<u64, SimError> {
         let base = self.next.max(GLOBAL_BASE);
-        let end =
-            base.checked_add(bytes as u64).filter(|&e| e < GLOBAL_LIMIT).ok_or(SimError::OutOfMemory { bytes })?;
+        let end = base
+            .checked_add(bytes as u64)
+            .filter(|&e| e < GLOBAL_LIMIT)
+            .ok_or(SimError::OutOfMemory { bytes })?;
         self.next = (end + GAP).next_multiple_of(ALIGN);
         self.allocations.push(Allocation { base, data: vec![0; bytes] });
         Ok(base)
@@ -71,8 +73,9 @@ impl GlobalMemory {
     /// The allocation index and offset holding `[addr, addr + len)`, if one holds all of it.
     pub(crate) fn locate(&self, addr: u64, len: usize) -> Option<(usize, usize)> {
         let holds = |a: &Allocation| {
-            addr.checked_sub(a.base)
-                .filter(|&offset| offset.checked_add(len as u64).is_some_and(|end| end <= a.data.len() as u64))
+            addr.checked_sub(a.base).filter(|&offset| {
+                offset.checked_add(len as u64).is_some_and(|end| end <= a.data.len() as u64)
+            })
         };
         let last = self.last_found.get();
         if let Some(offset) = self.allocations.get(last).and_then(holds) {

@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 use crate::error::SimError;
-use crate::ptx::{Instr, Kernel, MemBase, Module, Op, Operand, Param, Space, Special, Symbol, Type, Variable};
+use crate::ptx::{
+    Instr, Kernel, MemBase, Module, Op, Operand, Param, Space, Special, Symbol, Type, Variable,
+};
 
 /// Marks a reference to the dynamic (`extern`) shared array until the static layout is known.
 const DYNAMIC_SHARED: u32 = u32::MAX;
@@ -54,7 +56,10 @@ fn tokenize(lines: &[&str]) -> Result<Vec<Token>, SimError> {
             }
             continue;
         }
-        if trimmed.starts_with(".loc") || trimmed.starts_with(".file") || trimmed.starts_with(".pragma") {
+        if trimmed.starts_with(".loc")
+            || trimmed.starts_with(".file")
+            || trimmed.starts_with(".pragma")
+        {
             continue;
         }
         if trimmed.starts_with(".section") {
@@ -106,9 +111,15 @@ fn tokenize(lines: &[&str]) -> Result<Vec<Token>, SimError> {
                 tokens.push(Token { tok: Tok::Punct(c), line });
                 k += 1;
             } else if c == '/' && chars.get(k + 1) == Some(&'*') {
-                return Err(SimError::UnsupportedConstruct { line, construct: "/* */ comments".into() });
+                return Err(SimError::UnsupportedConstruct {
+                    line,
+                    construct: "/* */ comments".into(),
+                });
             } else {
-                return Err(SimError::Parse { line, message: format!("unexpected character `{c}`") });
+                return Err(SimError::Parse {
+                    line,
+                    message: format!("unexpected character `{c}`"),
+                });
             }
         }
     }
@@ -176,7 +187,11 @@ impl<'a> Parser<'a> {
     }
 
     fn expect_punct(&mut self, c: char) -> Result<(), SimError> {
-        if self.eat_punct(c) { Ok(()) } else { self.err(format!("expected `{c}`, found {:?}", self.peek())) }
+        if self.eat_punct(c) {
+            Ok(())
+        } else {
+            self.err(format!("expected `{c}`, found {:?}", self.peek()))
+        }
     }
 
     fn ident(&mut self) -> Result<String, SimError> {
@@ -237,7 +252,9 @@ impl<'a> Parser<'a> {
                     let extern_ = word == ".extern";
                     match self.peek() {
                         Some(Tok::Ident(w)) if w == ".entry" => {}
-                        Some(Tok::Ident(w)) if w == ".func" => return self.unsupported(".func (device functions)"),
+                        Some(Tok::Ident(w)) if w == ".func" => {
+                            return self.unsupported(".func (device functions)");
+                        }
                         _ => {
                             let v = self.variable(extern_)?;
                             self.variables.push(v);
@@ -247,7 +264,11 @@ impl<'a> Parser<'a> {
                 ".entry" => {
                     self.pos += 1;
                     let kernel = self.entry()?;
-                    if module.kernel_index.insert(kernel.name.clone(), module.kernels.len()).is_some() {
+                    if module
+                        .kernel_index
+                        .insert(kernel.name.clone(), module.kernels.len())
+                        .is_some()
+                    {
                         return self.err(format!("kernel `{}` defined twice", kernel.name));
                     }
                     module.kernels.push(kernel);
@@ -368,7 +389,13 @@ impl<'a> Parser<'a> {
                         return self.err(format!("undeclared predicate `{reg}`"));
                     };
                     let opcode = self.ident()?;
-                    let instr = self.instruction(&mut body, opcode, Some((index, negated)), line, instrs.len())?;
+                    let instr = self.instruction(
+                        &mut body,
+                        opcode,
+                        Some((index, negated)),
+                        line,
+                        instrs.len(),
+                    )?;
                     instrs.push(instr);
                 }
                 Tok::Ident(word) if word == ".reg" => self.registers(&mut body)?,
@@ -377,7 +404,9 @@ impl<'a> Parser<'a> {
                     let v = self.variable(false)?;
                     body.local_shared.push(v);
                 }
-                Tok::Ident(word) if word == ".local" => return self.unsupported(".local variables (local arrays)"),
+                Tok::Ident(word) if word == ".local" => {
+                    return self.unsupported(".local variables (local arrays)");
+                }
                 Tok::Ident(word) if word.starts_with('.') => {
                     return self.unsupported(format!("directive `{word}` in a kernel body"));
                 }
@@ -417,7 +446,8 @@ impl<'a> Parser<'a> {
             }
         }
         let code: Vec<_> = instrs.iter().map(crate::decode::decode).collect();
-        let registers_to_clear = crate::decode::registers_read_before_written(&instrs, &code, body.num_regs as usize);
+        let registers_to_clear =
+            crate::decode::registers_read_before_written(&instrs, &code, body.num_regs as usize);
         Ok(Kernel {
             name,
             params,
@@ -544,7 +574,9 @@ impl<'a> Parser<'a> {
         let mut args = Vec::new();
         if !self.eat_punct(';') {
             loop {
-                let arg = if op == Op::Bra && matches!(self.peek(), Some(Tok::Ident(s)) if !s.starts_with('%')) {
+                let arg = if op == Op::Bra
+                    && matches!(self.peek(), Some(Tok::Ident(s)) if !s.starts_with('%'))
+                {
                     let label = self.ident()?;
                     body.pending_labels.push((index, args.len(), label, line));
                     Operand::Label(0)
@@ -585,7 +617,9 @@ impl<'a> Parser<'a> {
                     }
                     Tok::Ident(name) => MemBase::Symbol(self.symbol(body, &name)?),
                     Tok::Num(n) => {
-                        let Some(v) = parse_int(&n) else { return self.err(format!("bad address `{n}`")) };
+                        let Some(v) = parse_int(&n) else {
+                            return self.err(format!("bad address `{n}`"));
+                        };
                         self.expect_punct(']')?;
                         return Ok(Operand::Mem { base: MemBase::Absolute, offset: v });
                     }
@@ -616,7 +650,9 @@ impl<'a> Parser<'a> {
                 },
                 other => self.err(format!("expected a number after `-`, found {other:?}")),
             },
-            Tok::Num(n) => parse_literal(&n).map_or_else(|| self.unsupported(format!("literal `{n}`")), Ok),
+            Tok::Num(n) => {
+                parse_literal(&n).map_or_else(|| self.unsupported(format!("literal `{n}`")), Ok)
+            }
             Tok::Ident(name) if name == "_" => Ok(Operand::Sink),
             Tok::Ident(name) if name.starts_with('%') || body.regs.contains_key(&name) => {
                 if let Some(&r) = body.regs.get(&name) {
@@ -702,7 +738,9 @@ fn parse_literal(s: &str) -> Option<Operand> {
         return (h.len() == 8).then(|| u32::from_str_radix(h, 16).ok().map(Operand::F32)).flatten();
     }
     if let Some(h) = s.strip_prefix("0d").or_else(|| s.strip_prefix("0D")) {
-        return (h.len() == 16).then(|| u64::from_str_radix(h, 16).ok().map(Operand::F64)).flatten();
+        return (h.len() == 16)
+            .then(|| u64::from_str_radix(h, 16).ok().map(Operand::F64))
+            .flatten();
     }
     parse_int(s).map(Operand::Imm)
 }

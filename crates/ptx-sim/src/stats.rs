@@ -60,12 +60,20 @@ pub struct LaunchStats {
 impl LaunchStats {
     /// Average lanes per warp instruction (32 is a fully converged warp).
     pub fn average_active_lanes(&self) -> f64 {
-        if self.warp_instructions == 0 { 0.0 } else { self.active_lanes as f64 / self.warp_instructions as f64 }
+        if self.warp_instructions == 0 {
+            0.0
+        } else {
+            self.active_lanes as f64 / self.warp_instructions as f64
+        }
     }
 
     /// Average 32-byte sectors per global request.
     pub fn sectors_per_request(&self) -> f64 {
-        if self.global_requests == 0 { 0.0 } else { self.global_sectors as f64 / self.global_requests as f64 }
+        if self.global_requests == 0 {
+            0.0
+        } else {
+            self.global_sectors as f64 / self.global_requests as f64
+        }
     }
 
     /// Adds the counters of `other`, a launch that ran after this one: every count is summed, and
@@ -259,13 +267,17 @@ mod tests {
         for words_apart in 1..=80u64 {
             for lanes in 2..=32u64 {
                 for first_word in [0u64, 3, 31] {
-                    let spaced: Vec<(u64, u32)> = (0..lanes).map(|i| ((first_word + i * words_apart) * 4, 4)).collect();
+                    let spaced: Vec<(u64, u32)> =
+                        (0..lanes).map(|i| ((first_word + i * words_apart) * 4, 4)).collect();
                     let closed = strided_word_conflicts(&spaced).expect("evenly spaced words");
                     distinct_units(&spaced, 2, s);
                     let mut per_bank = [0u64; 32];
                     s.iter().for_each(|w| per_bank[(w & 31) as usize] += 1);
                     let counted = per_bank.iter().max().unwrap() - (s.len() as u64).div_ceil(32);
-                    assert_eq!(closed, counted, "{lanes} lanes {words_apart} words apart from word {first_word}");
+                    assert_eq!(
+                        closed, counted,
+                        "{lanes} lanes {words_apart} words apart from word {first_word}"
+                    );
                 }
             }
         }
@@ -317,8 +329,15 @@ mod tests {
         let mut two = one.clone();
         two.add(&one);
         assert_eq!(two.warp_instructions, 20);
-        assert_eq!((two.longest_block, two.longest_warp), (12, 6), "launches one after another: their spans add");
-        assert_eq!((two.global_atomics, two.shared_atomics, two.shared_atomic_conflicts, two.blocks), (6, 8, 16, 4));
+        assert_eq!(
+            (two.longest_block, two.longest_warp),
+            (12, 6),
+            "launches one after another: their spans add"
+        );
+        assert_eq!(
+            (two.global_atomics, two.shared_atomics, two.shared_atomic_conflicts, two.blocks),
+            (6, 8, 16, 4)
+        );
         assert_eq!(two.strong_loads, 10);
         assert_eq!((two.cluster_barriers, two.distributed_shared_accesses), (4, 6));
         assert_eq!(two.sectors_per_request(), one.sectors_per_request());

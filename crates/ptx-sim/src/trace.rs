@@ -153,7 +153,9 @@ impl Access {
     pub fn sectors(&self) -> Vec<u64> {
         let mut s: Vec<u64> = Vec::new();
         for l in &self.lanes {
-            s.extend(l.address / SECTOR_BYTES..=(l.address + l.bytes.max(1) as u64 - 1) / SECTOR_BYTES);
+            s.extend(
+                l.address / SECTOR_BYTES..=(l.address + l.bytes.max(1) as u64 - 1) / SECTOR_BYTES,
+            );
         }
         s.sort_unstable();
         s.dedup();
@@ -201,7 +203,14 @@ impl Recorder {
     }
 
     /// Adds lane `lane`'s access to the running warp instruction's.
-    pub(crate) fn lane(&mut self, space: AccessSpace, kind: AccessKind, lane: u32, address: u64, bytes: u32) {
+    pub(crate) fn lane(
+        &mut self,
+        space: AccessSpace,
+        kind: AccessKind,
+        lane: u32,
+        address: u64,
+        bytes: u32,
+    ) {
         let access = self.pending.get_or_insert_with(|| Access { space, kind, lanes: Vec::new() });
         access.lanes.push(LaneAccess { lane, address, bytes });
     }

@@ -11,7 +11,10 @@ use ptx_sim::{Fault, LaunchStats, Machine, Module, ParamValue, SimError};
 fn main() -> std::process::ExitCode {
     TestSuite::new()
         .cpu("parse::cluster_directives", cluster_directives)
-        .cpu("run::ranks_exchange_values_through_shared_memory", ranks_exchange_values_through_shared_memory)
+        .cpu(
+            "run::ranks_exchange_values_through_shared_memory",
+            ranks_exchange_values_through_shared_memory,
+        )
         .cpu(
             "run::a_read_before_the_barrier_sees_a_later_rank_unwritten",
             a_read_before_the_barrier_sees_a_later_rank_unwritten,
@@ -24,9 +27,18 @@ fn main() -> std::process::ExitCode {
             "run::stores_atomics_and_generic_loads_reach_other_blocks",
             stores_atomics_and_generic_loads_reach_other_blocks,
         )
-        .cpu("run::an_exited_block_does_not_hold_the_barrier", an_exited_block_does_not_hold_the_barrier)
-        .cpu("run::a_kernel_without_a_cluster_is_a_cluster_of_one", a_kernel_without_a_cluster_is_a_cluster_of_one)
-        .cpu("launch::a_grid_of_part_of_a_cluster_is_refused", a_grid_of_part_of_a_cluster_is_refused)
+        .cpu(
+            "run::an_exited_block_does_not_hold_the_barrier",
+            an_exited_block_does_not_hold_the_barrier,
+        )
+        .cpu(
+            "run::a_kernel_without_a_cluster_is_a_cluster_of_one",
+            a_kernel_without_a_cluster_is_a_cluster_of_one,
+        )
+        .cpu(
+            "launch::a_grid_of_part_of_a_cluster_is_refused",
+            a_grid_of_part_of_a_cluster_is_refused,
+        )
         .cpu(
             "faults::a_block_barrier_against_the_cluster_barrier_deadlocks",
             a_block_barrier_against_the_cluster_barrier_deadlocks,
@@ -103,13 +115,15 @@ $L_summed:
     ptx_module("exchange", ".param .u64 out", ".explicitcluster\n.reqnctapercluster 4, 1, 1", &body)
 }
 
-const SYNC: &str = "barrier.cluster.arrive.release.aligned;\n    barrier.cluster.wait.acquire.aligned;";
+const SYNC: &str =
+    "barrier.cluster.arrive.release.aligned;\n    barrier.cluster.wait.acquire.aligned;";
 
 /// Runs the exchange kernel over `blocks` blocks of 32 threads; returns its 8 words per block.
 fn run_exchange(module: &Module, blocks: u32) -> Result<(Vec<u32>, LaunchStats), SimError> {
     let mut m = Machine::new();
     let out = m.alloc(32 * blocks as usize).unwrap();
-    let stats = m.launch(module, "exchange", (blocks, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(out)])?;
+    let stats =
+        m.launch(module, "exchange", (blocks, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(out)])?;
     Ok((u32s(&m.read(out, 32 * blocks as usize).unwrap()), stats))
 }
 
@@ -138,13 +152,20 @@ fn cluster_directives() -> TestResult {
     // Left-out dimensions are 1; `.maxclusterrank` is accepted (and bounds nothing here).
     let short = ptx_module("short", "", ".reqnctapercluster 2\n.maxclusterrank 8", "ret;");
     assert_eq!(short.kernel("short").unwrap().cluster, (2, 1, 1));
-    let zero =
-        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry z()\n.reqnctapercluster 0, 1, 1\n{\nret;\n}\n";
-    assert!(matches!(ptx_sim::parse(zero), Err(SimError::Parse { .. })), "a cluster dimension of 0");
+    let zero = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry \
+                z()\n.reqnctapercluster 0, 1, 1\n{\nret;\n}\n";
+    assert!(
+        matches!(ptx_sim::parse(zero), Err(SimError::Parse { .. })),
+        "a cluster dimension of 0"
+    );
     // `.explicitcluster` alone: the shape would come with the launch, which the simulator lacks.
     let at_launch = ptx_module("at_launch", "", ".explicitcluster", "ret;");
-    let e = Machine::new().launch(&at_launch, "at_launch", (2, 1, 1), (32, 1, 1), 0, &[]).unwrap_err();
-    assert!(matches!(&e, SimError::BadLaunch { reason, .. } if reason.contains(".reqnctapercluster")), "{e}");
+    let e =
+        Machine::new().launch(&at_launch, "at_launch", (2, 1, 1), (32, 1, 1), 0, &[]).unwrap_err();
+    assert!(
+        matches!(&e, SimError::BadLaunch { reason, .. } if reason.contains(".reqnctapercluster")),
+        "{e}"
+    );
     Ok(())
 }
 
@@ -155,7 +176,11 @@ fn ranks_exchange_values_through_shared_memory() -> TestResult {
         let values: Vec<u32> = (0..4).map(|t| 100 * cluster + t + 1).collect();
         let row = &out[8 * block as usize..8 * block as usize + 8];
         assert_eq!(row[..4], values, "block {block} reads every rank's value");
-        assert_eq!(row[4..], [values.iter().sum(), rank, cluster, 4], "block {block}: sum, rank, cluster, size");
+        assert_eq!(
+            row[4..],
+            [values.iter().sum(), rank, cluster, 4],
+            "block {block}: sum, rank, cluster, size"
+        );
     }
     assert_eq!(stats.blocks, 8);
     // Two clusters, two barriers each.
@@ -180,7 +205,8 @@ fn a_read_before_the_barrier_sees_a_later_rank_unwritten() -> TestResult {
     let (out, stats) = run_exchange(&exchange("", SYNC), 8)?;
     for block in 0..8u32 {
         let (cluster, rank) = (block / 4, block % 4);
-        let seen: Vec<u32> = (0..4).map(|t| if t <= rank { 100 * cluster + t + 1 } else { 0 }).collect();
+        let seen: Vec<u32> =
+            (0..4).map(|t| if t <= rank { 100 * cluster + t + 1 } else { 0 }).collect();
         assert_eq!(out[8 * block as usize..8 * block as usize + 4], seen, "block {block}");
     }
     assert_eq!(stats.cluster_barriers, 2);
@@ -241,7 +267,11 @@ $L_done:
     let out = m.alloc(8 * 8).unwrap();
     let stats = m.launch(&module, "remote", (8, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(out)])?;
     let expected: Vec<u32> = (0..8u32).flat_map(|b| [10 * ((b % 4 + 3) % 4 + 1), 4 * 32]).collect();
-    assert_eq!(u32s(&m.read(out, 64)?), expected, "(value from the rank before, rank 0's count) per block");
+    assert_eq!(
+        u32s(&m.read(out, 64)?),
+        expected,
+        "(value from the rank before, rank 0's count) per block"
+    );
     // Per block: the store reaches another rank; the generic load does in ranks 1 to 3.
     assert_eq!(stats.distributed_shared_accesses, 2 * (4 + 3), "{stats:?}");
     assert_eq!((stats.shared_atomics, stats.atomics), (8 * 32, 8 * 32));
@@ -270,7 +300,8 @@ $L_exit:
     let module = ptx_module("early_exit", ".param .u64 out", ".reqnctapercluster 2, 1, 1", body);
     let mut m = Machine::new();
     let out = m.alloc(16).unwrap();
-    let stats = m.launch(&module, "early_exit", (4, 1, 1), (64, 1, 1), 0, &[ParamValue::U64(out)])?;
+    let stats =
+        m.launch(&module, "early_exit", (4, 1, 1), (64, 1, 1), 0, &[ParamValue::U64(out)])?;
     assert_eq!(u32s(&m.read(out, 16)?), [7, 0, 7, 0]);
     assert_eq!(stats.cluster_barriers, 2);
     Ok(())
@@ -313,12 +344,33 @@ fn a_kernel_without_a_cluster_is_a_cluster_of_one() -> TestResult {
     let module = ptx_module("alone", ".param .u64 out, .param .u32 rank", "", body);
     let mut m = Machine::new();
     let out = m.alloc(3 * 128).unwrap();
-    let stats = m.launch(&module, "alone", (3, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(out), ParamValue::U32(0)])?;
-    let expected: Vec<u32> = (0..3u32).flat_map(|b| (0..32u32).map(move |t| (t ^ 1) + b + 1)).collect();
-    assert_eq!(u32s(&m.read(out, 3 * 128)?), expected, "the neighbour lane's value, plus 1 CTA, rank 0");
-    assert_eq!((stats.cluster_barriers, stats.distributed_shared_accesses, stats.blocks), (3, 0, 3));
-    let (site, fault) =
-        fault_of(m.launch(&module, "alone", (3, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(out), ParamValue::U32(1)]));
+    let stats = m.launch(
+        &module,
+        "alone",
+        (3, 1, 1),
+        (32, 1, 1),
+        0,
+        &[ParamValue::U64(out), ParamValue::U32(0)],
+    )?;
+    let expected: Vec<u32> =
+        (0..3u32).flat_map(|b| (0..32u32).map(move |t| (t ^ 1) + b + 1)).collect();
+    assert_eq!(
+        u32s(&m.read(out, 3 * 128)?),
+        expected,
+        "the neighbour lane's value, plus 1 CTA, rank 0"
+    );
+    assert_eq!(
+        (stats.cluster_barriers, stats.distributed_shared_accesses, stats.blocks),
+        (3, 0, 3)
+    );
+    let (site, fault) = fault_of(m.launch(
+        &module,
+        "alone",
+        (3, 1, 1),
+        (32, 1, 1),
+        0,
+        &[ParamValue::U64(out), ParamValue::U32(1)],
+    ));
     assert_eq!(fault, Fault::NoSuchClusterRank { rank: 1, cluster_size: 1 });
     assert!(site.instruction.starts_with("mapa"), "{}", site.instruction);
     Ok(())
@@ -329,14 +381,20 @@ fn a_grid_of_part_of_a_cluster_is_refused() -> TestResult {
     let mut m = Machine::new();
     let out = m.alloc(32 * 6).unwrap();
     for grid in [(6, 1, 1), (2, 1, 1)] {
-        let e = m.launch(&module, "exchange", grid, (32, 1, 1), 0, &[ParamValue::U64(out)]).unwrap_err();
+        let e = m
+            .launch(&module, "exchange", grid, (32, 1, 1), 0, &[ParamValue::U64(out)])
+            .unwrap_err();
         let whole = "not a whole number of the kernel's clusters";
         assert!(matches!(&e, SimError::BadLaunch { reason, .. } if reason.contains(whole)), "{e}");
         println!("{e}");
     }
     let big = ptx_module("big", "", ".reqnctapercluster 4, 4, 2", "ret;");
     let e = m.launch(&big, "big", (4, 4, 2), (32, 1, 1), 0, &[]).unwrap_err();
-    assert!(matches!(&e, SimError::BadLaunch { reason, .. } if reason.contains("32 blocks (at most 16)")), "{e}");
+    assert!(
+        matches!(&e, SimError::BadLaunch { reason, .. }
+            if reason.contains("32 blocks (at most 16)")),
+        "{e}"
+    );
     Ok(())
 }
 
@@ -363,7 +421,8 @@ $L_block_first:
     barrier.cluster.wait;
     ret;";
     let module = ptx_module("crossed", "", ".reqnctapercluster 2, 1, 1", body);
-    let (site, fault) = fault_of(Machine::new().launch(&module, "crossed", (2, 1, 1), (64, 1, 1), 0, &[]));
+    let (site, fault) =
+        fault_of(Machine::new().launch(&module, "crossed", (2, 1, 1), (64, 1, 1), 0, &[]));
     assert_eq!(fault, Fault::Deadlock);
     assert_eq!((site.block, site.thread), ((1, 0, 0), (32, 0, 0)));
     assert_eq!(site.instruction, "bar.sync 0;");
@@ -371,12 +430,18 @@ $L_block_first:
 }
 
 fn waits_and_arrivals_out_of_order() -> TestResult {
-    let wait_first = ptx_module("wait_first", "", ".reqnctapercluster 2, 1, 1", "barrier.cluster.wait;\nret;");
-    let (site, fault) = fault_of(Machine::new().launch(&wait_first, "wait_first", (2, 1, 1), (32, 1, 1), 0, &[]));
-    assert_eq!((fault, site.block, site.thread), (Fault::ClusterWaitWithoutArrive, (0, 0, 0), (0, 0, 0)));
+    let wait_first =
+        ptx_module("wait_first", "", ".reqnctapercluster 2, 1, 1", "barrier.cluster.wait;\nret;");
+    let (site, fault) =
+        fault_of(Machine::new().launch(&wait_first, "wait_first", (2, 1, 1), (32, 1, 1), 0, &[]));
+    assert_eq!(
+        (fault, site.block, site.thread),
+        (Fault::ClusterWaitWithoutArrive, (0, 0, 0), (0, 0, 0))
+    );
     let body = "barrier.cluster.arrive;\nbarrier.cluster.arrive;\nbarrier.cluster.wait;\nret;";
     let twice = ptx_module("twice", "", ".reqnctapercluster 2, 1, 1", body);
-    let (_, fault) = fault_of(Machine::new().launch(&twice, "twice", (2, 1, 1), (32, 1, 1), 0, &[]));
+    let (_, fault) =
+        fault_of(Machine::new().launch(&twice, "twice", (2, 1, 1), (32, 1, 1), 0, &[]));
     assert_eq!(fault, Fault::ClusterArriveTwice);
     // Arrive, work, wait: the wait of a completed phase returns at once, and the next arrival
     // starts the next phase.
@@ -409,7 +474,8 @@ fn ranks_outside_the_cluster() -> TestResult {
     let module = ptx_module("mapa_rank", ".param .u32 rank", ".reqnctapercluster 4, 1, 1", body);
     let mut m = Machine::new();
     m.launch(&module, "mapa_rank", (4, 1, 1), (32, 1, 1), 0, &[ParamValue::U32(3)])?;
-    let (_, fault) = fault_of(m.launch(&module, "mapa_rank", (4, 1, 1), (32, 1, 1), 0, &[ParamValue::U32(4)]));
+    let (_, fault) =
+        fault_of(m.launch(&module, "mapa_rank", (4, 1, 1), (32, 1, 1), 0, &[ParamValue::U32(4)]));
     assert_eq!(fault, Fault::NoSuchClusterRank { rank: 4, cluster_size: 4 });
     // A shared::cluster address made up for rank 5 (0x8500_0000) faults when it is read.
     let body = "
@@ -418,7 +484,8 @@ fn ranks_outside_the_cluster() -> TestResult {
     ld.shared::cluster.u32 %r1, [0x85000000];
     ret;";
     let module = ptx_module("made_up", "", ".reqnctapercluster 4, 1, 1", body);
-    let (_, fault) = fault_of(Machine::new().launch(&module, "made_up", (4, 1, 1), (32, 1, 1), 0, &[]));
+    let (_, fault) =
+        fault_of(Machine::new().launch(&module, "made_up", (4, 1, 1), (32, 1, 1), 0, &[]));
     assert_eq!(fault, Fault::NoSuchClusterRank { rank: 5, cluster_size: 4 });
     Ok(())
 }
@@ -445,8 +512,12 @@ $L_sync:
     let mut m = Machine::new();
     m.set_instruction_budget(10_000);
     let flag = m.alloc(4).unwrap();
-    let (site, fault) = fault_of(m.launch(&spin, "spin", (2, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(flag)]));
-    assert!(matches!(fault, Fault::InstructionBudgetExceeded { budget: 10_000, warp: 0, threads_at_barrier: 0 }));
+    let (site, fault) =
+        fault_of(m.launch(&spin, "spin", (2, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(flag)]));
+    assert!(matches!(
+        fault,
+        Fault::InstructionBudgetExceeded { budget: 10_000, warp: 0, threads_at_barrier: 0 }
+    ));
     assert_eq!(site.block, (1, 0, 0));
     // Every block of the cluster passes barrier after barrier, forever: each block's own count
     // of warp instructions runs out, rank 0's first.
@@ -476,7 +547,8 @@ extern "C" __global__ void __cluster_dims__(2, 2, 1) cluster_builtins(unsigned i
     __cluster_barrier_arrive();
     __cluster_barrier_wait();
     const unsigned int n = __clusterSizeInBlocks();
-    unsigned int* there = (unsigned int*)__cluster_map_shared_rank(&value, (rank + threadIdx.x) % n);
+    const unsigned int other = (rank + threadIdx.x) % n;
+    unsigned int* there = (unsigned int*)__cluster_map_shared_rank(&value, other);
     const unsigned int block = blockIdx.x + gridDim.x * blockIdx.y;
     out[block * 64 + threadIdx.x] = *there;
     out[block * 64 + 32 + threadIdx.x] = __cluster_query_shared_rank(there) + 100 * __clusterIdx().x
@@ -494,7 +566,8 @@ fn cluster_builtins_of_a_2x2_cluster() -> TestResult {
     assert_eq!(module.kernel("cluster_builtins").unwrap().cluster, (2, 2, 1));
     let mut m = Machine::new();
     let out = m.alloc(8 * 64 * 4).unwrap();
-    let stats = m.launch(&module, "cluster_builtins", (4, 2, 1), (32, 1, 1), 0, &[ParamValue::U64(out)])?;
+    let stats =
+        m.launch(&module, "cluster_builtins", (4, 2, 1), (32, 1, 1), 0, &[ParamValue::U64(out)])?;
     let out = u32s(&m.read(out, 8 * 64 * 4)?);
     for (x, y) in (0..2u32).flat_map(|y| (0..4u32).map(move |x| (x, y))) {
         let (cluster, rank) = (x / 2, x % 2 + 2 * y);
@@ -502,7 +575,11 @@ fn cluster_builtins_of_a_2x2_cluster() -> TestResult {
         for t in 0..32u32 {
             let q = (rank + t) % 4;
             let (qx, qy) = (2 * cluster + q % 2, q / 2);
-            assert_eq!(out[64 * block + t as usize], 1000 * q + qx + 10 * qy, "block ({x}, {y}), thread {t}");
+            assert_eq!(
+                out[64 * block + t as usize],
+                1000 * q + qx + 10 * qy,
+                "block ({x}, {y}), thread {t}"
+            );
             let specials = q + 100 * cluster + 10000 * y + 100000 * 2 + 1000000;
             assert_eq!(out[64 * block + 32 + t as usize], specials, "block ({x}, {y}), thread {t}");
         }

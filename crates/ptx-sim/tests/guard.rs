@@ -11,10 +11,19 @@ fn main() -> std::process::ExitCode {
     TestSuite::new()
         .nvrtc("budget::spin_on_a_flag_nobody_sets_stops", spin_on_a_flag_nobody_sets_stops)
         .nvrtc("budget::waiting_for_a_later_block_stops", waiting_for_a_later_block_stops)
-        .nvrtc("budget::barrier_some_threads_never_reach_stops", barrier_some_threads_never_reach_stops)
-        .nvrtc("budget::lanes_of_one_warp_waiting_on_each_other_stop", lanes_of_one_warp_waiting_on_each_other_stop)
+        .nvrtc(
+            "budget::barrier_some_threads_never_reach_stops",
+            barrier_some_threads_never_reach_stops,
+        )
+        .nvrtc(
+            "budget::lanes_of_one_warp_waiting_on_each_other_stop",
+            lanes_of_one_warp_waiting_on_each_other_stop,
+        )
         .nvrtc("budget::work_within_the_budget_finishes", work_within_the_budget_finishes)
-        .nvrtc("budget::default_budget_stops_a_spin_in_seconds", default_budget_stops_a_spin_in_seconds)
+        .nvrtc(
+            "budget::default_budget_stops_a_spin_in_seconds",
+            default_budget_stops_a_spin_in_seconds,
+        )
         .run()
 }
 
@@ -76,21 +85,36 @@ fn stuck_launch(kernel: &str, grid: u32, threads: u32, budget: u64) -> SimError 
     m.set_instruction_budget(budget);
     let flags = m.alloc(64).unwrap();
     match m.launch(&module, kernel, (grid, 1, 1), (threads, 1, 1), 0, &[ParamValue::U64(flags)]) {
-        Ok(stats) => panic!("{kernel} finished, {} warp instructions:\n{stats}", stats.warp_instructions),
+        Ok(stats) => {
+            panic!("{kernel} finished, {} warp instructions:\n{stats}", stats.warp_instructions)
+        }
         Err(e) => e,
     }
 }
 
 /// Checks the error is a budget fault of `kernel` in `block` while `warp` ran, with
 /// `threads_at_barrier` threads waiting, and that its message names all of them.
-fn assert_budget_fault(e: &SimError, kernel: &str, block: u32, warp: u32, threads_at_barrier: u32, budget: u64) {
+fn assert_budget_fault(
+    e: &SimError,
+    kernel: &str,
+    block: u32,
+    warp: u32,
+    threads_at_barrier: u32,
+    budget: u64,
+) {
     let SimError::Fault { site, fault } = e else { panic!("not a fault: {e}") };
-    assert_eq!(*fault, Fault::InstructionBudgetExceeded { budget, warp, threads_at_barrier }, "{e}");
+    assert_eq!(
+        *fault,
+        Fault::InstructionBudgetExceeded { budget, warp, threads_at_barrier },
+        "{e}"
+    );
     assert_eq!(site.kernel, kernel);
     assert_eq!(site.block, (block, 0, 0));
     assert_eq!(site.thread.0 / 32, warp, "the site is a thread of the warp: {e}");
     let message = e.to_string();
-    for part in [format!("kernel `{kernel}`"), format!("block ({block}, 0, 0)"), format!("warp {warp} ")] {
+    for part in
+        [format!("kernel `{kernel}`"), format!("block ({block}, 0, 0)"), format!("warp {warp} ")]
+    {
         assert!(message.contains(&part), "`{part}` missing from: {message}");
     }
     println!("{message}");
@@ -135,17 +159,27 @@ fn work_within_the_budget_finishes() -> TestResult {
     assert_eq!(m.read(out, 4).unwrap(), 1000i32.to_le_bytes());
     m.set_instruction_budget(one_block.warp_instructions - 1);
     let e = m.launch(&module, "count_to", (1, 1, 1), (1, 1, 1), 0, &params).unwrap_err();
-    assert!(matches!(e, SimError::Fault { fault: Fault::InstructionBudgetExceeded { .. }, .. }), "{e}");
+    assert!(
+        matches!(e, SimError::Fault { fault: Fault::InstructionBudgetExceeded { .. }, .. }),
+        "{e}"
+    );
     Ok(())
 }
 
 /// With the default budget a spin-wait still stops within seconds (the time is printed).
 fn default_budget_stops_a_spin_in_seconds() -> TestResult {
-    assert_eq!(Machine::new().instruction_budget(), DEFAULT_INSTRUCTION_BUDGET, "PTX_SIM_INSTRUCTION_BUDGET is set");
+    assert_eq!(
+        Machine::new().instruction_budget(),
+        DEFAULT_INSTRUCTION_BUDGET,
+        "PTX_SIM_INSTRUCTION_BUDGET is set"
+    );
     let start = std::time::Instant::now();
     let e = stuck_launch("spin_on_flag", 1, 1, DEFAULT_INSTRUCTION_BUDGET);
     let secs = start.elapsed().as_secs_f64();
     assert_budget_fault(&e, "spin_on_flag", 0, 0, 0, DEFAULT_INSTRUCTION_BUDGET);
-    println!("the default budget of {DEFAULT_INSTRUCTION_BUDGET} warp instructions stopped a spin in {secs:.1} s");
+    println!(
+        "the default budget of {DEFAULT_INSTRUCTION_BUDGET} warp instructions stopped a spin in \
+         {secs:.1} s"
+    );
     Ok(())
 }

@@ -1,11 +1,12 @@
 // 64-bit atomics and red: every thread adds to a counter, exchanges, and takes a ticket by CAS.
 extern "C" __global__ void atomics64(unsigned long long* counter, unsigned long long* cas_target,
-                                     unsigned int* exch32, unsigned long long* exch64, unsigned long long* old_values)
+                                     unsigned int* exch32, unsigned long long* exch64,
+                                     unsigned long long* old_values)
 {
     unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
     old_values[t] = atomicAdd(counter, (unsigned long long)t + 1);
-    atomicAdd(counter + 1, 5ull);                      // result unused: red.global.add.u64
-    atomicAdd((unsigned int*)(counter + 2), 3u);        // red.global.add.u32
+    atomicAdd(counter + 1, 5ull);                // result unused: red.global.add.u64
+    atomicAdd((unsigned int*)(counter + 2), 3u); // red.global.add.u32
     unsigned long long seen = *cas_target, assumed;
     do {
         assumed = seen;
@@ -20,12 +21,13 @@ extern "C" __global__ void scoped_memory(unsigned int* flags, unsigned int* out)
 {
     unsigned int t = threadIdx.x;
     unsigned int v;
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(flags + t), "r"(t + 1) : "memory");
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(flags + t), "r"(t + 1) : "memory");
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
     asm volatile("fence.sc.gpu;" ::: "memory");
     asm volatile("membar.gl;" ::: "memory");
     __threadfence();
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + 64 + t), "r"(2 * t) : "memory");
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + 64 + t), "r"(2 * t)
+                 : "memory");
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flags + t) : "memory");
     out[t] = v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flags + 64 + t) : "memory");
@@ -83,7 +85,8 @@ extern "C" __global__ void cache_hints(const float* in, const float4* in4, float
 }
 
 // 8- and 16-bit global and shared loads and stores.
-extern "C" __global__ void narrow(const unsigned char* bytes, const short* shorts, unsigned char* out8, short* out16, int* wide)
+extern "C" __global__ void narrow(const unsigned char* bytes, const short* shorts,
+                                  unsigned char* out8, short* out16, int* wide)
 {
     __shared__ unsigned char s8[64];
     __shared__ short s16[64];
@@ -98,18 +101,22 @@ extern "C" __global__ void narrow(const unsigned char* bytes, const short* short
 
 // Shared-memory atomics: a histogram (atom.shared.add.u32) and a wrapping counter
 // (atom.shared.inc).
-extern "C" __global__ void shared_atomics(const unsigned int* keys, unsigned int* histogram, unsigned int* tickets)
+extern "C" __global__ void shared_atomics(const unsigned int* keys, unsigned int* histogram,
+                                          unsigned int* tickets)
 {
     __shared__ unsigned int bins[8];
     __shared__ unsigned int counter;
     unsigned int t = threadIdx.x;
-    if (t < 8) bins[t] = 0;
-    if (t == 0) counter = 0;
+    if (t < 8)
+        bins[t] = 0;
+    if (t == 0)
+        counter = 0;
     __syncthreads();
     atomicAdd(&bins[keys[t] % 8], 1u);
     tickets[t] = atomicInc(&counter, 9u);
     __syncthreads();
-    if (t < 8) histogram[t] = bins[t];
+    if (t < 8)
+        histogram[t] = bins[t];
 }
 
 // Shared atomics in four patterns whose bank conflicts are counted by hand (per warp: all lanes
@@ -119,7 +126,8 @@ extern "C" __global__ void atomic_conflicts(unsigned int* words_out, unsigned in
 {
     __shared__ unsigned int words[2048];
     const unsigned int t = threadIdx.x, lane = t % 32;
-    for (unsigned int i = t; i < 2048; i += blockDim.x) words[i] = 0;
+    for (unsigned int i = t; i < 2048; i += blockDim.x)
+        words[i] = 0;
     __syncthreads();
     atomicAdd(&words[0], 1u);                // one word: 31 extra turns per warp
     atomicAdd(&words[32 + lane], 1u);        // lane copies, word 32 + lane in bank lane: none
@@ -127,7 +135,8 @@ extern "C" __global__ void atomic_conflicts(unsigned int* words_out, unsigned in
     atomicAdd(&words[128 + lane / 2], 1u);   // two lanes per word, 16 banks: 1 extra turn
     atomicAdd(&global_counts[t % 4], 1u);
     __syncthreads();
-    for (unsigned int i = t; i < 2048; i += blockDim.x) atomicAdd(&words_out[i], words[i]);
+    for (unsigned int i = t; i < 2048; i += blockDim.x)
+        atomicAdd(&words_out[i], words[i]);
 }
 
 // red.* (results never read): NVRTC emits atom for atomicAdd, so these are written as PTX.
@@ -135,14 +144,21 @@ extern "C" __global__ void reductions(unsigned int* counters, unsigned long long
 {
     __shared__ unsigned int local;
     unsigned int t = threadIdx.x;
-    if (t == 0) local = 0;
+    if (t == 0)
+        local = 0;
     __syncthreads();
-    asm volatile("red.global.add.u32 [%0], %1;" :: "l"(counters), "r"(t) : "memory");
-    asm volatile("red.relaxed.gpu.global.max.u32 [%0], %1;" :: "l"(counters + 1), "r"(t * 7) : "memory");
-    asm volatile("red.global.add.u64 [%0], %1;" :: "l"(wide), "l"((unsigned long long)t << 32) : "memory");
-    asm volatile("red.shared.add.u32 [%0], %1;" :: "r"((unsigned int)__cvta_generic_to_shared(&local)), "r"(2u) : "memory");
+    asm volatile("red.global.add.u32 [%0], %1;" ::"l"(counters), "r"(t) : "memory");
+    asm volatile("red.relaxed.gpu.global.max.u32 [%0], %1;" ::"l"(counters + 1), "r"(t * 7)
+                 : "memory");
+    asm volatile("red.global.add.u64 [%0], %1;" ::"l"(wide), "l"((unsigned long long)t << 32)
+                 : "memory");
+    asm volatile(
+        "red.shared.add.u32 [%0], %1;" ::"r"((unsigned int)__cvta_generic_to_shared(&local)),
+        "r"(2u)
+        : "memory");
     __syncthreads();
-    if (t == 0) counters[2] = local;
+    if (t == 0)
+        counters[2] = local;
 }
 
 // Half precision as cuda_fp16.h / cuda_bf16.h write it (NVRTC 13.5 output of __half2float,
@@ -164,21 +180,29 @@ extern "C" __global__ void halves(const unsigned short* h, const unsigned int* h
     out[32 + t] = x;
     asm("{  cvt.rn.bf16.f32 %0, %1;}\n" : "=h"(r16) : "f"(f[t]));
     out16[32 + t] = r16;
-    asm("{.reg .f16 low,high;\n  cvt.rn.f16.f32 low, %1;\n  cvt.rn.f16.f32 high, %2;\n  mov.b32 %0, {low,high};}\n"
-        : "=r"(r32) : "f"(f[t]), "f"(-f[t]));
+    asm("{.reg .f16 low,high;\n  cvt.rn.f16.f32 low, %1;\n  cvt.rn.f16.f32 high, %2;\n  mov.b32 "
+        "%0, {low,high};}\n"
+        : "=r"(r32)
+        : "f"(f[t]), "f"(-f[t]));
     out32[t] = r32;
     asm("{add.f16x2 %0,%1,%2;\n}\n" : "=r"(sum2) : "r"(h2[t]), "r"(h2[(t + 1) % 32]));
     out32[32 + t] = sum2;
-    asm("{.reg .f16 low,high;\n  mov.b32 {low,high},%2;\n  cvt.f32.f16 %0, low;\n  cvt.f32.f16 %1, high;}\n"
-        : "=f"(lo), "=f"(hi) : "r"(sum2));
+    asm("{.reg .f16 low,high;\n  mov.b32 {low,high},%2;\n  cvt.f32.f16 %0, low;\n  cvt.f32.f16 %1, "
+        "high;}\n"
+        : "=f"(lo), "=f"(hi)
+        : "r"(sum2));
     out[64 + t] = lo + hi;
-    asm("{ fma.rn.f16x2 %0,%1,%2,%3;\n}\n" : "=r"(r32) : "r"(h2[t]), "r"(h2[(t + 3) % 32]), "r"(sum2));
+    asm("{ fma.rn.f16x2 %0,%1,%2,%3;\n}\n"
+        : "=r"(r32)
+        : "r"(h2[t]), "r"(h2[(t + 3) % 32]), "r"(sum2));
     out32[64 + t] = r32;
     asm("{ mul.rn.bf16x2 %0,%1,%2;\n}\n" : "=r"(r32) : "r"(h2[t]), "r"(h2[(t + 5) % 32]));
     out32[96 + t] = r32;
     asm("{ add.rn.bf16 %0,%1,%2;\n}\n" : "=h"(r16) : "h"(h[t]), "h"(h[(t + 7) % 32]));
     out16[64 + t] = r16;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r32) : "f"(f[(t + 1) % 32]), "f"(f[t])); // bf16.cuh's pair
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;"
+        : "=r"(r32)
+        : "f"(f[(t + 1) % 32]), "f"(f[t])); // bf16.cuh's pair
     out32[128 + t] = r32;
 }
 
@@ -189,7 +213,8 @@ extern "C" __global__ void halves(const unsigned short* h, const unsigned int* h
 __device__ unsigned barrier_done(unsigned long long* barrier, unsigned parity)
 {
     unsigned done;
-    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+    asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n "
+                 "selp.u32 %0, 1, 0, p;\n}"
                  : "=r"(done)
                  : "r"(shared_address(barrier)), "r"(parity)
                  : "memory");
@@ -199,21 +224,26 @@ __device__ unsigned barrier_done(unsigned long long* barrier, unsigned parity)
 __device__ void barrier_arrive(unsigned long long* barrier, unsigned bytes)
 {
     if (bytes) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)), "r"(bytes)
-                     : "memory");
+        asm volatile(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)),
+            "r"(bytes)
+            : "memory");
     } else {
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier)) : "memory");
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier))
+                     : "memory");
     }
 }
 
-extern "C" __global__ void bulk_copy_and_mbarrier(const unsigned* in, unsigned* out, unsigned* waits)
+extern "C" __global__ void bulk_copy_and_mbarrier(const unsigned* in, unsigned* out,
+                                                  unsigned* waits)
 {
     __shared__ __align__(16) unsigned tile[64];
     __shared__ __align__(8) unsigned long long landed;
     __shared__ __align__(8) unsigned long long two;
     if (threadIdx.x == 0) {
         start_bulk_copy(tile, in + 4, 64 * sizeof(unsigned), &landed);
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" ::"r"(shared_address(&two)) : "memory");
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 2;" ::"r"(shared_address(&two))
+                     : "memory");
         waits[0] = barrier_done(&two, 0); // no arrival yet
         barrier_arrive(&two, 0);
         waits[1] = barrier_done(&two, 0); // one of two
@@ -243,7 +273,10 @@ extern "C" __global__ void bulk_copy_of_20_bytes(const unsigned* in, unsigned* o
 // between its warps through shared memory behind its own barrier (id 1 + group, 64 threads). Group
 // 0 goes through its barrier 3 times, group 1 once: neither waits for the other. Then every warp
 // meets at the block's barrier (bar.sync 0).
-__device__ void group_sync(unsigned id) { asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory"); }
+__device__ void group_sync(unsigned id)
+{
+    asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
+}
 
 extern "C" __global__ void named_barriers(unsigned* out, unsigned* rounds)
 {
@@ -259,7 +292,8 @@ extern "C" __global__ void named_barriers(unsigned* out, unsigned* rounds)
     }
     __syncthreads();
     out[threadIdx.x] = value;
-    if (threadIdx.x == 0) rounds[0] = passes;
+    if (threadIdx.x == 0)
+        rounds[0] = passes;
 }
 
 // A named barrier of 64 threads that only one warp reaches: a deadlock.

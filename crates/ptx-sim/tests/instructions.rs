@@ -11,14 +11,23 @@ fn main() -> std::process::ExitCode {
     TestSuite::new()
         .nvrtc("atomics::wide_atomics_cas_and_exchange", wide_atomics_cas_and_exchange)
         .nvrtc("atomics::red_has_no_result", red_has_no_result)
-        .nvrtc("atomics::shared_histogram_and_wrapping_ticket", shared_histogram_and_wrapping_ticket)
-        .nvrtc("atomics::conflicts_and_places_counted_by_hand", conflicts_and_places_counted_by_hand)
+        .nvrtc(
+            "atomics::shared_histogram_and_wrapping_ticket",
+            shared_histogram_and_wrapping_ticket,
+        )
+        .nvrtc(
+            "atomics::conflicts_and_places_counted_by_hand",
+            conflicts_and_places_counted_by_hand,
+        )
         .nvrtc("memory::scoped_loads_stores_and_fences", scoped_loads_stores_and_fences)
         .nvrtc("memory::cache_hint_loads_and_stores", cache_hint_loads_and_stores)
         .nvrtc("memory::byte_and_short_loads_and_stores", byte_and_short_loads_and_stores)
         .nvrtc("warp::ballot_activemask_and_match_any", ballot_activemask_and_match_any)
         .nvrtc("bits::popc_clz_brev_prmt_shf_bfe_bfi_bfind", popc_clz_brev_prmt_shf_bfe_bfi_bfind)
-        .nvrtc("halves::f16_and_bf16_conversions_and_arithmetic", f16_and_bf16_conversions_and_arithmetic)
+        .nvrtc(
+            "halves::f16_and_bf16_conversions_and_arithmetic",
+            f16_and_bf16_conversions_and_arithmetic,
+        )
         .nvrtc("memory::bulk_copy_and_mbarrier_phases", bulk_copy_and_mbarrier_phases)
         .nvrtc("control::named_barriers", named_barriers)
         .nvrtc("special::ex2_approx_and_nanosleep", ex2_approx_and_nanosleep)
@@ -36,9 +45,16 @@ fn machine(sizes: &[usize]) -> (Machine, Vec<u64>) {
     (m, buffers)
 }
 
-fn launch(m: &mut Machine, kernel: &str, grid: u32, block: u32, buffers: &[u64]) -> ptx_sim::LaunchStats {
+fn launch(
+    m: &mut Machine,
+    kernel: &str,
+    grid: u32,
+    block: u32,
+    buffers: &[u64],
+) -> ptx_sim::LaunchStats {
     let params: Vec<ParamValue> = buffers.iter().map(|&b| ParamValue::U64(b)).collect();
-    m.launch(&module(), kernel, (grid, 1, 1), (block, 1, 1), 0, &params).unwrap_or_else(|e| panic!("{kernel}: {e}"))
+    m.launch(&module(), kernel, (grid, 1, 1), (block, 1, 1), 0, &params)
+        .unwrap_or_else(|e| panic!("{kernel}: {e}"))
 }
 
 fn write<T: Copy>(m: &mut Machine, addr: u64, values: &[T], to_bytes: impl Fn(T) -> Vec<u8>) {
@@ -47,15 +63,27 @@ fn write<T: Copy>(m: &mut Machine, addr: u64, values: &[T], to_bytes: impl Fn(T)
 }
 
 fn u32s(m: &Machine, addr: u64, n: usize) -> Vec<u32> {
-    m.read(addr, 4 * n).unwrap().chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    m.read(addr, 4 * n)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn u64s(m: &Machine, addr: u64, n: usize) -> Vec<u64> {
-    m.read(addr, 8 * n).unwrap().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+    m.read(addr, 8 * n)
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn u16s(m: &Machine, addr: u64, n: usize) -> Vec<u16> {
-    m.read(addr, 2 * n).unwrap().chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect()
+    m.read(addr, 2 * n)
+        .unwrap()
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn f32s(m: &Machine, addr: u64, n: usize) -> Vec<f32> {
@@ -163,8 +191,16 @@ fn cache_hint_loads_and_stores() -> TestResult {
         let x = input[t];
         let v = &input[4 * t..4 * t + 4];
         assert_eq!(out[t], x + 2.0 * x + 4.0 * x + 8.0 * x, "scalar cache-hint loads, thread {t}");
-        assert_eq!(out[32 + t], v.iter().sum::<f32>() + v[0] + v[1] + v[2] + v[3], "vector loads, thread {t}");
-        assert_eq!([out[64 + t], out[96 + t], out[128 + t]], [v[0], v[3], v[1]], "cache-hint stores, thread {t}");
+        assert_eq!(
+            out[32 + t],
+            v.iter().sum::<f32>() + v[0] + v[1] + v[2] + v[3],
+            "vector loads, thread {t}"
+        );
+        assert_eq!(
+            [out[64 + t], out[96 + t], out[128 + t]],
+            [v[0], v[3], v[1]],
+            "cache-hint stores, thread {t}"
+        );
     }
     Ok(())
 }
@@ -178,10 +214,18 @@ fn bulk_copy_and_mbarrier_phases() -> TestResult {
     for t in 0..64 {
         assert_eq!(out[t], 2 * input[t + 4], "the bulk copy's element {t}");
     }
-    assert_eq!(u32s(&m, b[2], 5), [0, 0, 1, 0, 0], "phases: none, one of two, done, the next, bytes due");
+    assert_eq!(
+        u32s(&m, b[2], 5),
+        [0, 0, 1, 0, 0],
+        "phases: none, one of two, done, the next, bytes due"
+    );
     // The copy is one global request: 256 bytes from byte 16 touch 9 sectors of 32 bytes. Beside
     // it, the 5 waits' stores (one thread each) and the 64 threads' stores (2 warps of 128 bytes).
-    assert_eq!(stats.global_sectors, 9 + 5 + 2 * 4, "sectors: the copy's 9, 5 single words, 2 warps of 4");
+    assert_eq!(
+        stats.global_sectors,
+        9 + 5 + 2 * 4,
+        "sectors: the copy's 9, 5 single words, 2 warps of 4"
+    );
     assert_eq!(stats.global_requests, 1 + 5 + 2, "requests: the copy, 5 single words, 2 warps");
     let refused = m
         .launch(
@@ -209,8 +253,16 @@ fn byte_and_short_loads_and_stores() -> TestResult {
     let wide: Vec<i32> = u32s(&m, b[4], 64).into_iter().map(|v| v as i32).collect();
     for t in 0..64 {
         assert_eq!(out8[t], bytes[63 - t].wrapping_add(1), "u8 through shared memory, thread {t}");
-        assert_eq!(out16[t], shorts[63 - t].wrapping_sub(1), "s16 through shared memory, thread {t}");
-        assert_eq!(wide[t], bytes[t] as i8 as i32 + shorts[t].wrapping_sub(1) as i32, "sign extension, thread {t}");
+        assert_eq!(
+            out16[t],
+            shorts[63 - t].wrapping_sub(1),
+            "s16 through shared memory, thread {t}"
+        );
+        assert_eq!(
+            wide[t],
+            bytes[t] as i8 as i32 + shorts[t].wrapping_sub(1) as i32,
+            "sign extension, thread {t}"
+        );
     }
     Ok(())
 }
@@ -229,8 +281,9 @@ fn ballot_activemask_and_match_any() -> TestResult {
             assert_eq!([out[32 + t], out[64 + t]], [0, 0], "lane {t} does not take the branch");
         } else {
             assert_eq!(out[32 + t], active, "activemask, lane {t}");
-            let same =
-                (0..32).filter(|&u| active & 1 << u != 0 && keys[u] == keys[t]).fold(0u32, |acc, u| acc | 1 << u);
+            let same = (0..32)
+                .filter(|&u| active & 1 << u != 0 && keys[u] == keys[t])
+                .fold(0u32, |acc, u| acc | 1 << u);
             assert_eq!(out[64 + t], same, "match.any, lane {t}");
         }
     }
@@ -238,8 +291,9 @@ fn ballot_activemask_and_match_any() -> TestResult {
 }
 
 fn popc_clz_brev_prmt_shf_bfe_bfi_bfind() -> TestResult {
-    let a: Vec<u32> =
-        (0..32u32).map(|t| if t == 5 { 0 } else { 0x9e37_79b9u32.wrapping_mul(t + 1).rotate_left(t) }).collect();
+    let a: Vec<u32> = (0..32u32)
+        .map(|t| if t == 5 { 0 } else { 0x9e37_79b9u32.wrapping_mul(t + 1).rotate_left(t) })
+        .collect();
     let b: Vec<u32> = (0..32u32).map(|t| 0x85eb_ca6bu32.wrapping_mul(t + 3) ^ (t << 20)).collect();
     let (mut m, buf) = machine(&[4 * 32, 4 * 32, 4 * 12 * 32]);
     write(&mut m, buf[0], &a, |v| v.to_le_bytes().to_vec());
@@ -273,7 +327,8 @@ fn popc_clz_brev_prmt_shf_bfe_bfi_bfind() -> TestResult {
             if x == 0 { 0 } else { x.trailing_zeros() + 1 },
         ];
         let names = [
-            "popc", "clz", "brev", "prmt", "shf.l", "shf.r", "bfe.u32", "bfi", "bfe.s32", "popc.b64", "clz.b64", "ffs",
+            "popc", "clz", "brev", "prmt", "shf.l", "shf.r", "bfe.u32", "bfi", "bfe.s32",
+            "popc.b64", "clz.b64", "ffs",
         ];
         for k in 0..12 {
             assert_eq!(o[k], expected[k], "{} of {x:#010x}, {y:#010x}, lane {t}", names[k]);
@@ -371,11 +426,15 @@ fn f16_and_bf16_conversions_and_arithmetic() -> TestResult {
         42.0,
     ];
     let h: Vec<u16> = (0..32u16)
-        .map(|t| [0x3c00, 0xc100, 0x7bff, 0x0001, 0x03ff, 0x8400, 0x7c00, 0x3555][t as usize % 8] ^ (t << 4))
+        .map(|t| {
+            [0x3c00, 0xc100, 0x7bff, 0x0001, 0x03ff, 0x8400, 0x7c00, 0x3555][t as usize % 8]
+                ^ (t << 4)
+        })
         .collect();
     // Small multiples of 1/4, so sums and products are exact in half precision.
     let quarter = |k: i32| to_f16(k as f64 / 4.0);
-    let h2: Vec<u32> = (0..32i32).map(|t| quarter(t - 9) as u32 | (quarter(13 - t) as u32) << 16).collect();
+    let h2: Vec<u32> =
+        (0..32i32).map(|t| quarter(t - 9) as u32 | (quarter(13 - t) as u32) << 16).collect();
     let (mut m, b) = machine(&[2 * 32, 4 * 32, 4 * 32, 4 * 96, 2 * 96, 4 * 160]);
     write(&mut m, b[0], &h, |v| v.to_le_bytes().to_vec());
     write(&mut m, b[1], &h2, |v| v.to_le_bytes().to_vec());
@@ -387,9 +446,15 @@ fn f16_and_bf16_conversions_and_arithmetic() -> TestResult {
     let halves = |v: u32| [(v & 0xffff) as u16, (v >> 16) as u16];
     for t in 0..32 {
         let (x, bits) = (f[t] as f64, h[t]);
-        let same = |got: f32, want: f64| got.to_bits() == (want as f32).to_bits() || (got.is_nan() && want.is_nan());
+        let same = |got: f32, want: f64| {
+            got.to_bits() == (want as f32).to_bits() || (got.is_nan() && want.is_nan())
+        };
         assert!(same(out[t], f16_value(bits)), "cvt.f32.f16 of {bits:#06x}: {}", out[t]);
-        assert!(same(out[32 + t], bf16_value(bits)), "cvt.f32.bf16 of {bits:#06x}: {}", out[32 + t]);
+        assert!(
+            same(out[32 + t], bf16_value(bits)),
+            "cvt.f32.bf16 of {bits:#06x}: {}",
+            out[32 + t]
+        );
         // cvt.rn.bf16x2.f32 d, a, b: a (here f[t + 1]) into the upper half, b (f[t]) into the
         // lower.
         for (got, value) in halves(out32[128 + t]).into_iter().zip([f[t], f[(t + 1) % 32]]) {
@@ -398,16 +463,28 @@ fn f16_and_bf16_conversions_and_arithmetic() -> TestResult {
             assert!(ok, "cvt.rn.bf16x2.f32, lane {t}: {got:#06x} for {value:e}");
         }
         if x.is_nan() {
-            assert!(is_nan16(out16[t], 0x7c00) && is_nan16(out16[32 + t], 0x7f80), "NaN converts to NaN");
+            assert!(
+                is_nan16(out16[t], 0x7c00) && is_nan16(out16[32 + t], 0x7f80),
+                "NaN converts to NaN"
+            );
             continue;
         }
         assert_eq!(out16[t], to_f16(x), "cvt.rn.f16.f32 of {x:e}");
         assert_eq!(out16[32 + t], to_bf16(x), "cvt.rn.bf16.f32 of {x:e}");
-        assert_eq!(halves(out32[t]), [to_f16(x), to_f16(-x)], "two halves packed by mov.b32 {{lo, hi}}, {x:e}");
+        assert_eq!(
+            halves(out32[t]),
+            [to_f16(x), to_f16(-x)],
+            "two halves packed by mov.b32 {{lo, hi}}, {x:e}"
+        );
         let (p, q) = (halves(h2[t]), halves(h2[(t + 1) % 32]));
-        let sum = [to_f16(f16_value(p[0]) + f16_value(q[0])), to_f16(f16_value(p[1]) + f16_value(q[1]))];
+        let sum =
+            [to_f16(f16_value(p[0]) + f16_value(q[0])), to_f16(f16_value(p[1]) + f16_value(q[1]))];
         assert_eq!(halves(out32[32 + t]), sum, "add.f16x2, lane {t}");
-        assert_eq!(out[64 + t] as f64, f16_value(sum[0]) + f16_value(sum[1]), "unpacked and summed in f32, lane {t}");
+        assert_eq!(
+            out[64 + t] as f64,
+            f16_value(sum[0]) + f16_value(sum[1]),
+            "unpacked and summed in f32, lane {t}"
+        );
         let r = halves(h2[(t + 3) % 32]);
         let fma = [0, 1].map(|k| to_f16(f16_value(p[k]) * f16_value(r[k]) + f16_value(sum[k])));
         assert_eq!(halves(out32[64 + t]), fma, "fma.rn.f16x2, lane {t}");
@@ -436,18 +513,39 @@ fn named_barriers() -> TestResult {
     }
     // Barriers completed: group 0's 6, group 1's 2, and the block's one.
     assert_eq!(stats.barriers, 6 + 2 + 1, "barriers");
-    let never = m.launch(&module(), "named_barrier_never_filled", (1, 1, 1), (64, 1, 1), 0, &[ParamValue::U64(b[0])]);
+    let never = m.launch(
+        &module(),
+        "named_barrier_never_filled",
+        (1, 1, 1),
+        (64, 1, 1),
+        0,
+        &[ParamValue::U64(b[0])],
+    );
     match never {
         Err(e) if e.to_string().to_lowercase().contains("deadlock") => Ok(()),
-        other => Err(format!("a named barrier only one of its two warps reaches: {other:?}").into()),
+        other => {
+            Err(format!("a named barrier only one of its two warps reaches: {other:?}").into())
+        }
     }
 }
 
 /// ex2.approx: 2^x rounded to f32 (the hardware is within 2 ulp of it), the special values, and
 /// subnormal results kept without .ftz and flushed with it; nanosleep runs as nothing.
 fn ex2_approx_and_nanosleep() -> TestResult {
-    let inputs =
-        [0.0f32, 1.0, -1.0, 0.5, 10.0, -126.5, -140.0, -150.0, f32::NEG_INFINITY, f32::INFINITY, f32::NAN, 128.0];
+    let inputs = [
+        0.0f32,
+        1.0,
+        -1.0,
+        0.5,
+        10.0,
+        -126.5,
+        -140.0,
+        -150.0,
+        f32::NEG_INFINITY,
+        f32::INFINITY,
+        f32::NAN,
+        128.0,
+    ];
     let (mut m, b) = machine(&[4 * inputs.len(), 4 * inputs.len(), 4 * inputs.len()]);
     write(&mut m, b[0], &inputs, |x: f32| x.to_le_bytes().to_vec());
     launch(&mut m, "exp2_and_pause", 1, inputs.len() as u32, &b);
@@ -465,7 +563,10 @@ fn ex2_approx_and_nanosleep() -> TestResult {
         }
     }
     assert_eq!(got[0], 1.0, "2^0 is exactly 1");
-    assert!(got[6] > 0.0 && got[6].is_subnormal() && got_ftz[6] == 0.0, "2^-140: subnormal, flushed by .ftz");
+    assert!(
+        got[6] > 0.0 && got[6].is_subnormal() && got_ftz[6] == 0.0,
+        "2^-140: subnormal, flushed by .ftz"
+    );
     assert_eq!(got[8], 0.0, "2^-inf is 0");
     assert!(got[11].is_infinite(), "2^128 overflows");
     Ok(())

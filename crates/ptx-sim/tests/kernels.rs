@@ -18,8 +18,15 @@ fn main() -> std::process::ExitCode {
         .nvrtc("run::first_add_steps_are_exact", first_add_steps_are_exact)
         .nvrtc("run::unroll_steps_are_exact", unroll_steps_are_exact)
         .nvrtc("run::shuffle_steps_are_exact", shuffle_steps_are_exact)
-        .nvrtc("run::atomic_and_last_block_i32_sums_are_exact", atomic_and_last_block_i32_sums_are_exact)
-        .nvrtc_if("counters::naive_vs_interleaved", counters_comparable, naive_vs_interleaved_counters)
+        .nvrtc(
+            "run::atomic_and_last_block_i32_sums_are_exact",
+            atomic_and_last_block_i32_sums_are_exact,
+        )
+        .nvrtc_if(
+            "counters::naive_vs_interleaved",
+            counters_comparable,
+            naive_vs_interleaved_counters,
+        )
         .nvrtc("speed::interpreter_speed", interpreter_speed)
         .run()
 }
@@ -174,7 +181,10 @@ fn naive_vs_interleaved_counters() -> TestResult {
     let naive = counters("reduce_naive.cu", "reduce_naive");
     let strided = counters("reduce_interleaved.cu", "reduce_strided_index");
     let interleaved = counters("reduce_interleaved.cu", "reduce_interleaved");
-    assert!(naive.divergent_branches > 2 * interleaved.divergent_branches, "{naive}\n{interleaved}");
+    assert!(
+        naive.divergent_branches > 2 * interleaved.divergent_branches,
+        "{naive}\n{interleaved}"
+    );
     assert!(naive.average_active_lanes() < interleaved.average_active_lanes());
     insta::assert_snapshot!("reduce_naive", naive.to_string());
     insta::assert_snapshot!("reduce_strided_index", strided.to_string());
@@ -196,7 +206,8 @@ fn interpreter_speed() -> TestResult {
         let secs = start.elapsed().as_secs_f64();
         assert_eq!(partials.iter().sum::<f32>(), input.iter().sum::<f32>());
         println!(
-            "{kernel}: {} warp instructions in {secs:.3} s = {:.1} M warp instructions/s ({:.1} M thread instructions/s)",
+            "{kernel}: {} warp instructions in {secs:.3} s = {:.1} M warp instructions/s ({:.1} M \
+             thread instructions/s)",
             stats.warp_instructions,
             stats.warp_instructions as f64 / secs / 1e6,
             stats.active_lanes as f64 / secs / 1e6

@@ -11,9 +11,18 @@ use ptx_sim::{Fault, Machine, Module, ParamValue, SimError};
 
 fn main() -> std::process::ExitCode {
     TestSuite::new()
-        .nvrtc("exchange::every_launch_reads_every_other_launchs_data", every_launch_reads_every_other_launchs_data)
-        .nvrtc("exchange::one_launch_together_counts_like_a_launch", one_launch_together_counts_like_a_launch)
-        .nvrtc("budget::a_flag_nobody_writes_ends_at_the_budget", a_flag_nobody_writes_ends_at_the_budget)
+        .nvrtc(
+            "exchange::every_launch_reads_every_other_launchs_data",
+            every_launch_reads_every_other_launchs_data,
+        )
+        .nvrtc(
+            "exchange::one_launch_together_counts_like_a_launch",
+            one_launch_together_counts_like_a_launch,
+        )
+        .nvrtc(
+            "budget::a_flag_nobody_writes_ends_at_the_budget",
+            a_flag_nobody_writes_ends_at_the_budget,
+        )
         .nvrtc("launch::parameters_are_checked_per_launch", parameters_are_checked_per_launch)
         .cpu("launch::a_kernel_with_clusters_is_refused", a_kernel_with_clusters_is_refused)
         .cpu("launch::no_launches_run_nothing", no_launches_run_nothing)
@@ -47,7 +56,8 @@ extern "C" __global__ void exchange(unsigned rank, unsigned ranks, const unsigne
     __syncthreads();
     if (threadIdx.x == 0) {
         for (unsigned r = 0; r < ranks; ++r) {
-            if (r != rank) store_release((unsigned*)peers[r] + n + blockIdx.x * ranks + rank, rank + 1);
+            if (r != rank)
+                store_release((unsigned*)peers[r] + n + blockIdx.x * ranks + rank, rank + 1);
         }
         for (unsigned r = 0; r < ranks; ++r) {
             if (r != rank) {
@@ -77,9 +87,16 @@ fn u32s(bytes: &[u8]) -> Vec<u32> {
 /// `block` threads, each with its buffer, its table of every buffer's address and its output;
 /// `ranks` is what the kernel is told (more than `launches`: it waits for launches that never
 /// come). Returns each launch's parameters and output address.
-fn world(m: &mut Machine, launches: u32, ranks: u32, grid: u32, block: u32) -> Vec<(Vec<ParamValue>, u64)> {
+fn world(
+    m: &mut Machine,
+    launches: u32,
+    ranks: u32,
+    grid: u32,
+    block: u32,
+) -> Vec<(Vec<ParamValue>, u64)> {
     let n = (grid * block) as usize;
-    let buffers: Vec<u64> = (0..ranks).map(|_| m.alloc((n + grid as usize * ranks as usize) * 4).unwrap()).collect();
+    let buffers: Vec<u64> =
+        (0..ranks).map(|_| m.alloc((n + grid as usize * ranks as usize) * 4).unwrap()).collect();
     let table: Vec<u8> = buffers.iter().flat_map(|b| b.to_le_bytes()).collect();
     (0..launches)
         .map(|rank| {
@@ -87,8 +104,12 @@ fn world(m: &mut Machine, launches: u32, ranks: u32, grid: u32, block: u32) -> V
             m.write(peers, &table).unwrap();
             let out = m.alloc(n * ranks as usize * 4).unwrap();
             m.write(out, &vec![0xff; n * ranks as usize * 4]).unwrap();
-            let params =
-                vec![ParamValue::U32(rank), ParamValue::U32(ranks), ParamValue::U64(peers), ParamValue::U64(out)];
+            let params = vec![
+                ParamValue::U32(rank),
+                ParamValue::U32(ranks),
+                ParamValue::U64(peers),
+                ParamValue::U64(out),
+            ];
             (params, out)
         })
         .collect()
@@ -102,7 +123,8 @@ fn every_launch_reads_every_other_launchs_data() -> TestResult {
             let mut m = Machine::new();
             let launches = world(&mut m, k, k, grid, block);
             let params: Vec<Vec<ParamValue>> = launches.iter().map(|(p, _)| p.clone()).collect();
-            let stats = m.launch_together(&module, "exchange", (grid, 1, 1), (block, 1, 1), 0, &params)?;
+            let stats =
+                m.launch_together(&module, "exchange", (grid, 1, 1), (block, 1, 1), 0, &params)?;
             assert_eq!(stats.len(), k as usize);
             let n = grid * block;
             for (rank, (_, out)) in launches.iter().enumerate() {
@@ -112,7 +134,8 @@ fn every_launch_reads_every_other_launchs_data() -> TestResult {
                         assert_eq!(
                             got[(i * k + r) as usize],
                             value(r, i),
-                            "{k} launches of {grid} blocks of {block}: launch {rank}, element {i}, from launch {r}"
+                            "{k} launches of {grid} blocks of {block}: launch {rank}, element \
+                             {i}, from launch {r}"
                         );
                     }
                 }
@@ -133,8 +156,15 @@ fn one_launch_together_counts_like_a_launch() -> TestResult {
         let launches = world(&mut m, 1, 1, grid, block);
         let (params, out) = &launches[0];
         let stats = if together {
-            m.launch_together(&module, "exchange", (grid, 1, 1), (block, 1, 1), 0, std::slice::from_ref(params))?
-                .remove(0)
+            m.launch_together(
+                &module,
+                "exchange",
+                (grid, 1, 1),
+                (block, 1, 1),
+                0,
+                std::slice::from_ref(params),
+            )?
+            .remove(0)
         } else {
             m.launch(&module, "exchange", (grid, 1, 1), (block, 1, 1), 0, params)?
         };
@@ -153,9 +183,16 @@ fn a_flag_nobody_writes_ends_at_the_budget() -> TestResult {
         let world = world(&mut m, launches, launches + 1, 2, 32);
         let params: Vec<Vec<ParamValue>> = world.into_iter().map(|(p, _)| p).collect();
         match m.launch_together(&module, "exchange", (2, 1, 1), (32, 1, 1), 0, &params) {
-            Err(SimError::Fault { site, fault: Fault::InstructionBudgetExceeded { budget: 50_000, .. } }) => {
+            Err(SimError::Fault {
+                site,
+                fault: Fault::InstructionBudgetExceeded { budget: 50_000, .. },
+            }) => {
                 println!("{site}");
-                assert_eq!((site.launch, site.block), (Some(0), (0, 0, 0)), "launch 0's block 0 runs out first");
+                assert_eq!(
+                    (site.launch, site.block),
+                    (Some(0), (0, 0, 0)),
+                    "launch 0's block 0 runs out first"
+                );
                 assert!(site.to_string().contains("(launch 0 of those run together)"), "{site}");
             }
             other => panic!("expected the budget to run out, got {other:?}"),
@@ -167,23 +204,30 @@ fn a_flag_nobody_writes_ends_at_the_budget() -> TestResult {
 fn parameters_are_checked_per_launch() -> TestResult {
     let module = exchange_module();
     let mut m = Machine::new();
-    let mut params: Vec<Vec<ParamValue>> = world(&mut m, 2, 2, 1, 32).into_iter().map(|(p, _)| p).collect();
+    let mut params: Vec<Vec<ParamValue>> =
+        world(&mut m, 2, 2, 1, 32).into_iter().map(|(p, _)| p).collect();
     params[1].pop();
     match m.launch_together(&module, "exchange", (1, 1, 1), (32, 1, 1), 0, &params) {
-        Err(SimError::BadLaunch { reason, .. }) => assert_eq!(reason, "4 parameters declared, 3 given"),
+        Err(SimError::BadLaunch { reason, .. }) => {
+            assert_eq!(reason, "4 parameters declared, 3 given")
+        }
         other => panic!("expected a bad launch, got {other:?}"),
     }
     Ok(())
 }
 
 fn a_kernel_with_clusters_is_refused() -> TestResult {
-    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry pair()\n.reqnctapercluster 2, 1, 1\n{\nret;\n}\n";
+    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry \
+               pair()\n.reqnctapercluster 2, 1, 1\n{\nret;\n}\n";
     let module = ptx_sim::parse(ptx)?;
     let mut m = Machine::new();
     match m.launch_together(&module, "pair", (2, 1, 1), (32, 1, 1), 0, &[vec![], vec![]]) {
         Err(e @ SimError::BadLaunch { .. }) => {
             let message = e.to_string();
-            assert!(message.contains("cluster shape") && message.contains("(2, 1, 1)"), "{message}");
+            assert!(
+                message.contains("cluster shape") && message.contains("(2, 1, 1)"),
+                "{message}"
+            );
         }
         other => panic!("expected a bad launch, got {other:?}"),
     }
@@ -191,8 +235,12 @@ fn a_kernel_with_clusters_is_refused() -> TestResult {
 }
 
 fn no_launches_run_nothing() -> TestResult {
-    let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry nothing()\n{\nret;\n}\n";
+    let ptx =
+        ".version 8.0\n.target sm_90\n.address_size 64\n\n.visible .entry nothing()\n{\nret;\n}\n";
     let module = ptx_sim::parse(ptx)?;
-    assert_eq!(Machine::new().launch_together(&module, "nothing", (1, 1, 1), (32, 1, 1), 0, &[])?, vec![]);
+    assert_eq!(
+        Machine::new().launch_together(&module, "nothing", (1, 1, 1), (32, 1, 1), 0, &[])?,
+        vec![]
+    );
     Ok(())
 }

@@ -7,7 +7,9 @@ mod common;
 
 use common::{f32_bytes, integer_inputs, module_of, module_of_source};
 use gpu_test::{TestResult, TestSuite};
-use ptx_sim::{AccessKind, AccessSpace, LaunchStats, LaunchTrace, Machine, ParamValue, TraceOptions};
+use ptx_sim::{
+    AccessKind, AccessSpace, LaunchStats, LaunchTrace, Machine, ParamValue, TraceOptions,
+};
 
 fn main() -> std::process::ExitCode {
     TestSuite::new()
@@ -38,8 +40,14 @@ fn hand_counted_accesses() -> TestResult {
     m.write(input, &f32_bytes(&integer_inputs(64, 3)))?;
     let out = m.alloc(8 * 4)?;
     m.set_tracing(Some(TraceOptions::default()));
-    let stats =
-        m.launch(&module, "small", (1, 1, 1), (32, 1, 1), 0, &[ParamValue::U64(input), ParamValue::U64(out)])?;
+    let stats = m.launch(
+        &module,
+        "small",
+        (1, 1, 1),
+        (32, 1, 1),
+        0,
+        &[ParamValue::U64(input), ParamValue::U64(out)],
+    )?;
     let traces = m.take_traces();
     assert_eq!(traces.len(), 1, "one launch, one trace");
     assert!(m.take_traces().is_empty(), "taken traces are forgotten");
@@ -48,7 +56,8 @@ fn hand_counted_accesses() -> TestResult {
         (trace.kernel.as_str(), trace.grid, trace.block, trace.truncated),
         ("small", (1, 1, 1), (32, 1, 1), false)
     );
-    let accesses: Vec<_> = trace.steps.iter().filter_map(|s| s.access.as_ref().map(|a| (s, a))).collect();
+    let accesses: Vec<_> =
+        trace.steps.iter().filter_map(|s| s.access.as_ref().map(|a| (s, a))).collect();
     let kinds: Vec<(AccessSpace, AccessKind, usize)> =
         accesses.iter().map(|(_, a)| (a.space, a.kind, a.lanes.len())).collect();
     use AccessKind::*;
@@ -112,11 +121,23 @@ fn assert_adds_up(trace: &LaunchTrace, stats: &LaunchStats) {
         steps.len() as u64,
         steps.iter().map(|s| s.active.count_ones() as u64).sum::<u64>(),
         shared().filter(|a| a.kind != AccessKind::Atomic).count() as u64,
-        shared().filter(|a| a.kind != AccessKind::Atomic).map(|a| a.extra_wavefronts()).sum::<u64>(),
-        shared().filter(|a| a.kind == AccessKind::Atomic).map(|a| a.extra_wavefronts()).sum::<u64>(),
+        shared()
+            .filter(|a| a.kind != AccessKind::Atomic)
+            .map(|a| a.extra_wavefronts())
+            .sum::<u64>(),
+        shared()
+            .filter(|a| a.kind == AccessKind::Atomic)
+            .map(|a| a.extra_wavefronts())
+            .sum::<u64>(),
         global().filter(|a| a.kind != AccessKind::Atomic).count() as u64,
-        global().filter(|a| a.kind != AccessKind::Atomic).map(|a| a.sectors().len() as u64).sum::<u64>(),
-        accesses().filter(|a| a.kind == AccessKind::Atomic).map(|a| a.lanes.len() as u64).sum::<u64>(),
+        global()
+            .filter(|a| a.kind != AccessKind::Atomic)
+            .map(|a| a.sectors().len() as u64)
+            .sum::<u64>(),
+        accesses()
+            .filter(|a| a.kind == AccessKind::Atomic)
+            .map(|a| a.lanes.len() as u64)
+            .sum::<u64>(),
     );
     let counted = (
         stats.warp_instructions,
@@ -128,7 +149,10 @@ fn assert_adds_up(trace: &LaunchTrace, stats: &LaunchStats) {
         stats.global_sectors,
         stats.atomics,
     );
-    assert_eq!(got, counted, "(instructions, lanes, shared, conflicts, atomic conflicts, requests, sectors, atomics)");
+    assert_eq!(
+        got, counted,
+        "(instructions, lanes, shared, conflicts, atomic conflicts, requests, sectors, atomics)"
+    );
 }
 
 /// Runs `kernel(input, out, n)` over `grid` blocks of 256 on integer inputs, traced with `options`
@@ -147,7 +171,11 @@ fn run(
     let out = m.alloc(grid as usize * 4).expect("alloc");
     m.set_tracing(options);
     // reduce_atomic.cu's kernels take a 64-bit count.
-    let count = if file == "reduce_atomic.cu" { ParamValue::U64(n as u64) } else { ParamValue::U32(n as u32) };
+    let count = if file == "reduce_atomic.cu" {
+        ParamValue::U64(n as u64)
+    } else {
+        ParamValue::U32(n as u32)
+    };
     let params = [ParamValue::U64(input), ParamValue::U64(out), count];
     let stats = m.launch(&module, kernel, (grid, 1, 1), (256, 1, 1), 1024, &params).expect("runs");
     (stats, m.take_traces())
@@ -171,11 +199,22 @@ fn adds_up_to_the_counters() -> TestResult {
 }
 
 fn keeps_to_its_blocks_and_steps() -> TestResult {
-    let (_, traces) =
-        run("reduce_naive.cu", "reduce_naive", 3000, 12, Some(TraceOptions { blocks: 2, max_steps: usize::MAX }));
+    let (_, traces) = run(
+        "reduce_naive.cu",
+        "reduce_naive",
+        3000,
+        12,
+        Some(TraceOptions { blocks: 2, max_steps: usize::MAX }),
+    );
     let blocks: std::collections::BTreeSet<u64> = traces[0].steps.iter().map(|s| s.block).collect();
     assert_eq!(blocks.into_iter().collect::<Vec<_>>(), [0, 1]);
-    let (_, traces) = run("reduce_naive.cu", "reduce_naive", 3000, 12, Some(TraceOptions { blocks: 1, max_steps: 10 }));
+    let (_, traces) = run(
+        "reduce_naive.cu",
+        "reduce_naive",
+        3000,
+        12,
+        Some(TraceOptions { blocks: 1, max_steps: 10 }),
+    );
     assert_eq!((traces[0].steps.len(), traces[0].truncated), (10, true));
     // Each warp's phases count its barriers: reduce_naive's block passes one after loading and
     // one per round of its tree (8 rounds for 256 threads).

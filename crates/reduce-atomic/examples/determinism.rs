@@ -18,13 +18,22 @@ fn main() -> gpu_harness::Result<()> {
     let device = Device::shared()?;
     let mut rng = TestRng::new();
     let runs = 200;
-    println!("{}: {runs} sums of the same input per size (seed {})", device.facts().name, rng.seed());
+    println!(
+        "{}: {runs} sums of the same input per size (seed {})",
+        device.facts().name,
+        rng.seed()
+    );
     // The CPU simulator runs blocks one after another, so its atomics always land in the same
     // order; it also runs far slower than a GPU, so it gets small sizes.
-    let sizes: &[usize] =
-        if device.is_simulated() { &[1 << 12, 1 << 14, 1 << 16] } else { &[1 << 20, 1 << 24, 1 << 28] };
+    let sizes: &[usize] = if device.is_simulated() {
+        &[1 << 12, 1 << 14, 1 << 16]
+    } else {
+        &[1 << 20, 1 << 24, 1 << 28]
+    };
     if device.is_simulated() {
-        println!("  (CPU simulator: blocks run in order, so the atomic finish is deterministic here too)");
+        println!(
+            "  (CPU simulator: blocks run in order, so the atomic finish is deterministic here too)"
+        );
     }
     for &n in sizes {
         let host = rng.uniform_f32(n, -1.0, 1.0);
@@ -42,7 +51,8 @@ fn main() -> gpu_harness::Result<()> {
                 - values.iter().copied().fold(f32::INFINITY, f32::min)
         };
         println!(
-            "  n = 2^{:<2} f64 sum {:>14.6}: atomic {:>3} distinct results (spread {:e}), last-block {} distinct",
+            "  n = 2^{:<2} f64 sum {:>14.6}: atomic {:>3} distinct results (spread {:e}), \
+             last-block {} distinct",
             n.trailing_zeros(),
             sum_f64(&host),
             from_atomic.len(),

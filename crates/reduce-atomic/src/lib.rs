@@ -21,11 +21,12 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelArg, KernelSource, Launch,
-    LaunchConfig, Result, StepEntry, kernel_source,
+    Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelArg, KernelSource,
+    Launch, LaunchConfig, Result, StepEntry, kernel_source,
 };
 use reduction::{
-    DeviceFinish, FullReduction, POISON_WORD, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks, measured,
+    DeviceFinish, FullReduction, POISON_WORD, ReduceElement, ReduceOp, ReductionPlan,
+    grid_stride_blocks, measured,
 };
 
 /// Threads per block.
@@ -53,7 +54,12 @@ pub trait Finish: Send + Sync + 'static {
 
     /// Adds the finish's own arguments to `launch` (whose inputs are already set), then queues it.
     /// `identity_word` fills every 32-bit word of a value holding the operation's identity.
-    fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, identity_word: u32) -> Result<()>;
+    fn finish<V: Element>(
+        launch: Launch<'_>,
+        out: Outputs<'_, V>,
+        n: usize,
+        identity_word: u32,
+    ) -> Result<()>;
 }
 
 /// One atomic per block into the result, which is first set to the operation's identity.
@@ -63,7 +69,12 @@ impl Finish for Atomic {
     const STEP: &'static str = "atomic";
     const DEVICE_FINISH: DeviceFinish = DeviceFinish::Atomic;
 
-    fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, identity_word: u32) -> Result<()> {
+    fn finish<V: Element>(
+        launch: Launch<'_>,
+        out: Outputs<'_, V>,
+        n: usize,
+        identity_word: u32,
+    ) -> Result<()> {
         out.result.fill_words(identity_word)?;
         launch.arg(out.result).arg(n as u64).run()
     }
@@ -76,7 +87,12 @@ impl Finish for LastBlock {
     const STEP: &'static str = "last-block";
     const DEVICE_FINISH: DeviceFinish = DeviceFinish::LastBlock;
 
-    fn finish<V: Element>(launch: Launch<'_>, out: Outputs<'_, V>, n: usize, _identity_word: u32) -> Result<()> {
+    fn finish<V: Element>(
+        launch: Launch<'_>,
+        out: Outputs<'_, V>,
+        n: usize,
+        _identity_word: u32,
+    ) -> Result<()> {
         launch.arg(out.partials).arg(out.ticket).arg(out.result).arg(n as u64).run()
     }
 }
@@ -92,7 +108,8 @@ fn queue_single_pass<F: Finish, V: Element>(
     identity_word: u32,
     out: Outputs<'_, V>,
 ) -> Result<()> {
-    let launch = inputs.iter().fold(device.launch(kernel, config), |launch, input| launch.arg(*input));
+    let launch =
+        inputs.iter().fold(device.launch(kernel, config), |launch, input| launch.arg(*input));
     F::finish(launch, out, n, identity_word)
 }
 // ANCHOR_END: queue
@@ -101,7 +118,13 @@ fn queue_single_pass<F: Finish, V: Element>(
 /// One launch: a grid that fills the GPU once, or fewer blocks when there is less than one 16-byte
 /// vector per thread. The result stays on the device.
 pub fn plan(kernel: &'static str, n: usize, gpu: GpuShape) -> ReductionPlan {
-    let mut plan = ReductionPlan::single_pass(kernel, n, grid_stride_blocks(n, BLOCK_SIZE, 4, gpu), BLOCK_SIZE, 0);
+    let mut plan = ReductionPlan::single_pass(
+        kernel,
+        n,
+        grid_stride_blocks(n, BLOCK_SIZE, 4, gpu),
+        BLOCK_SIZE,
+        0,
+    );
     plan.host_adds = 0;
     plan.on_device = true;
     plan
@@ -133,7 +156,10 @@ impl<T: ReduceElement, F: Finish> SinglePass<T, F> {
         let name = |what: &str| format!("{}_{what}", F::PREFIX);
         let mut kernels = HashMap::new();
         for op in ReduceOp::ALL {
-            kernels.insert(op, device.kernel(&SOURCE, &name(&format!("{}_{}", op.name(), T::SUFFIX)))?);
+            kernels.insert(
+                op,
+                device.kernel(&SOURCE, &name(&format!("{}_{}", op.name(), T::SUFFIX)))?,
+            );
         }
         Ok(SinglePass {
             device: device.clone(),
@@ -151,7 +177,10 @@ impl<T: ReduceElement, F: Finish> SinglePass<T, F> {
 
     /// The plan for `n` elements on this device.
     pub fn plan(&self, n: usize) -> ReductionPlan {
-        ReductionPlan { finish: F::DEVICE_FINISH, ..plan(F::PREFIX, n, self.device.facts().shape()) }
+        ReductionPlan {
+            finish: F::DEVICE_FINISH,
+            ..plan(F::PREFIX, n, self.device.facts().shape())
+        }
     }
 
     /// Grows the partials (used by the last-block finish) to what `n` elements need.
@@ -181,7 +210,11 @@ impl<F: Finish> SinglePass<f32, F> {
     /// The dot product `sum(a[i] * b[i])` in one launch.
     pub fn dot(&mut self, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
         if a.len() != b.len() {
-            return Err(GpuError::BadInput(format!("dot product of lengths {} and {}", a.len(), b.len())));
+            return Err(GpuError::BadInput(format!(
+                "dot product of lengths {} and {}",
+                a.len(),
+                b.len()
+            )));
         }
         if a.is_empty() {
             return Ok(0.0);
@@ -194,7 +227,11 @@ impl<F: Finish> SinglePass<f32, F> {
             &[a.into(), b.into()],
             a.len(),
             0,
-            Outputs { result: &mut self.result, partials: &mut self.partials, ticket: &mut self.ticket },
+            Outputs {
+                result: &mut self.result,
+                partials: &mut self.partials,
+                ticket: &mut self.ticket,
+            },
         )?;
         Ok(self.result.to_host()?[0])
     }
@@ -216,7 +253,11 @@ impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
 
     fn queue(&mut self, op: ReduceOp, input: DeviceView<'_, T>) -> Result<()> {
         let config = self.config(input.len())?;
-        let outputs = Outputs { result: &mut self.result, partials: &mut self.partials, ticket: &mut self.ticket };
+        let outputs = Outputs {
+            result: &mut self.result,
+            partials: &mut self.partials,
+            ticket: &mut self.ticket,
+        };
         let identity = T::identity_word(op);
         queue_single_pass::<F, T>(
             &self.device,
@@ -231,9 +272,20 @@ impl<T: ReduceElement, F: Finish> FullReduction<T> for SinglePass<T, F> {
 
     fn queue_wide_sum(&mut self, input: DeviceView<'_, T>) -> Result<()> {
         let config = self.config(input.len())?;
-        let outputs =
-            Outputs { result: &mut self.wide_result, partials: &mut self.wide_partials, ticket: &mut self.ticket };
-        queue_single_pass::<F, T::Wide>(&self.device, &self.wide, config, &[input.into()], input.len(), 0, outputs)
+        let outputs = Outputs {
+            result: &mut self.wide_result,
+            partials: &mut self.wide_partials,
+            ticket: &mut self.ticket,
+        };
+        queue_single_pass::<F, T::Wide>(
+            &self.device,
+            &self.wide,
+            config,
+            &[input.into()],
+            input.len(),
+            0,
+            outputs,
+        )
     }
 
     fn result(&self) -> &DeviceBuffer<T> {

@@ -30,7 +30,11 @@ fn subnormals_add_up<L: FullReduction<f32>>(device: &Device, what: &str) -> Test
     launcher.poison_scratch(1 << 20)?;
     let got = launcher.sum(input.as_view())?;
     if got != 2f32.powi(-129) {
-        return Err(format!("{what}: 2^20 x 2^-149 summed to {got:e} ({:#010x}), not 2^-129", got.to_bits()).into());
+        return Err(format!(
+            "{what}: 2^20 x 2^-149 summed to {got:e} ({:#010x}), not 2^-129",
+            got.to_bits()
+        )
+        .into());
     }
     Ok(())
 }

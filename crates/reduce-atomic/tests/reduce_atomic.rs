@@ -14,7 +14,11 @@ struct AtomicFamily;
 impl FullReductionFamily for AtomicFamily {
     type For<T: ReduceElement> = AtomicReduce<T>;
 
-    fn dot(launcher: &mut AtomicReduce<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+    fn dot(
+        launcher: &mut AtomicReduce<f32>,
+        a: DeviceView<'_, f32>,
+        b: DeviceView<'_, f32>,
+    ) -> Result<f32> {
         launcher.dot(a, b)
     }
 }
@@ -25,7 +29,11 @@ struct DeterministicFamily;
 impl FullReductionFamily for DeterministicFamily {
     type For<T: ReduceElement> = DeterministicReduce<T>;
 
-    fn dot(launcher: &mut DeterministicReduce<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+    fn dot(
+        launcher: &mut DeterministicReduce<f32>,
+        a: DeviceView<'_, f32>,
+        b: DeviceView<'_, f32>,
+    ) -> Result<f32> {
         launcher.dot(a, b)
     }
 }
@@ -49,31 +57,44 @@ fn main() -> std::process::ExitCode {
             for (input, want) in [(vec![tiny; n], exact), (vec![1e-40f32], 1e-40), (lone, 1e-40)] {
                 let input = device.upload(&input)?;
                 let atomic = AtomicReduce::<f32>::create(device)?.sum(input.as_view())?;
-                let last_block = DeterministicReduce::<f32>::create(device)?.sum(input.as_view())?;
+                let last_block =
+                    DeterministicReduce::<f32>::create(device)?.sum(input.as_view())?;
                 if atomic.to_bits() != want.to_bits() || last_block.to_bits() != want.to_bits() {
                     let n = input.len();
-                    return Err(format!("{n} elements: atomic {atomic:e}, last-block {last_block:e}, exact {want:e}").into());
+                    return Err(format!(
+                        "{n} elements: atomic {atomic:e}, last-block \
+                                        {last_block:e}, exact {want:e}"
+                    )
+                    .into());
                 }
             }
             Ok(())
         })
         .cpu("illustration::launch_plans", || {
             let sizes = [0usize, 1, 4096, 1 << 20, 1 << 28, 1_000_000_007];
-            let plans: Vec<String> =
-                sizes.iter().map(|&n| plan("last_block_sum_f32", n, GpuShape::HOPPER_132_SMS).to_string()).collect();
+            let plans: Vec<String> = sizes
+                .iter()
+                .map(|&n| plan("last_block_sum_f32", n, GpuShape::HOPPER_132_SMS).to_string())
+                .collect();
             insta::assert_snapshot!("launch_plans", plans.join("\n"));
             Ok(())
         })
         .nvrtc_if("illustration::simulator_counters", counters_comparable, || {
             let atomic = full_counters_snapshot::<AtomicReduce<f32>>("atomic_sum_f32")?;
-            let last_block = full_counters_snapshot::<DeterministicReduce<f32>>("last_block_sum_f32")?;
+            let last_block =
+                full_counters_snapshot::<DeterministicReduce<f32>>("last_block_sum_f32")?;
             insta::assert_snapshot!("atomic_simulator_counters", format!("{atomic}\n{last_block}"));
             Ok(())
         })
         .gpu("deterministic::bit_identical_from_run_to_run", |device| {
             let mut rng = TestRng::new();
             let mut reducer = DeterministicReduce::<f32>::new(device)?;
-            let sizes = [test_size(device, 1 << 24, 1 << 16), rng.size_in(test_size(device, 1_000_000, 100_000)..=test_size(device, 30_000_000, 300_000))];
+            let sizes = [
+                test_size(device, 1 << 24, 1 << 16),
+                rng.size_in(
+                    test_size(device, 1_000_000, 100_000)..=test_size(device, 30_000_000, 300_000),
+                ),
+            ];
             for n in sizes {
                 let host = rng.uniform_f32(n, -1.0, 1.0);
                 let input = device.upload(&host)?;
@@ -84,7 +105,8 @@ fn main() -> std::process::ExitCode {
                     let dot_again = reducer.dot(input.as_view(), input.view(..)?)?.to_bits();
                     if again != first || dot_again != dot_first {
                         return Err(rng.fail(format!(
-                            "n = {n}, run {run}: sum bits {again:#x} vs {first:#x}, dot bits {dot_again:#x} vs {dot_first:#x}"
+                            "n = {n}, run {run}: sum bits {again:#x} vs {first:#x}, dot bits \
+                             {dot_again:#x} vs {dot_first:#x}"
                         )));
                     }
                 }
@@ -96,7 +118,10 @@ fn main() -> std::process::ExitCode {
             let mut rng = TestRng::new();
             let host = rng.uniform_f32(test_size(device, 5_000_011, 300_007), -1.0, 1.0);
             let input = device.upload(&host)?;
-            let (mut a, mut b) = (DeterministicReduce::<f32>::new(device)?, DeterministicReduce::<f32>::new(device)?);
+            let (mut a, mut b) = (
+                DeterministicReduce::<f32>::new(device)?,
+                DeterministicReduce::<f32>::new(device)?,
+            );
             let (x, y) = (a.sum(input.as_view())?, b.sum(input.as_view())?);
             if x.to_bits() != y.to_bits() {
                 return Err(rng.fail(format!("{x} vs {y}")));

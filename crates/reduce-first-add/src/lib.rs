@@ -10,9 +10,12 @@
 //!   threads per SM on an H100/H200), each thread looping over the input in strides of the whole
 //!   grid. The number of partials no longer grows with `n`.
 
-use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
+use gpu_harness::{
+    DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source,
+};
 use reduction::{
-    HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, grid_stride_blocks, measured,
+    HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32,
+    grid_stride_blocks, measured,
 };
 
 /// Threads per block.
@@ -29,7 +32,11 @@ impl HostFinishedStep for FirstAdd {
     const KERNEL: &'static str = "reduce_first_add";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -64,7 +71,11 @@ impl HostFinishedStep for GridStride {
     const KERNEL: &'static str = "reduce_grid_stride";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -95,7 +106,11 @@ impl HostFinishedStep for GridStrideUnsignedIndex {
     const KERNEL: &'static str = "reduce_grid_stride_unsigned_index";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 

@@ -3,7 +3,9 @@
 //! block partials of a fixed integer input.
 
 use gpu_test::TestSuite;
-use reduce_first_add::{FirstAdd, GridStride, GridStrideUnsignedIndex, ReduceFirstAdd, ReduceGridStride};
+use reduce_first_add::{
+    FirstAdd, GridStride, GridStrideUnsignedIndex, ReduceFirstAdd, ReduceGridStride,
+};
 use reduction::HostFinishedSum;
 use reduction::step_snapshot_tests;
 use reduction::suite::ReductionSuites;

@@ -90,7 +90,11 @@ fn main() -> Result<()> {
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
     let facts = device.facts();
     println!("# device {}", facts.name);
-    println!("# driver {} (CUDA {})", facts.driver_release.as_deref().unwrap_or("?"), facts.driver_cuda_version);
+    println!(
+        "# driver {} (CUDA {})",
+        facts.driver_release.as_deref().unwrap_or("?"),
+        facts.driver_cuda_version
+    );
     println!("# host {threads} threads");
     println!("# chunk {CHUNK_BYTES} bytes, streamed budget {BUDGET} bytes");
 
@@ -145,7 +149,9 @@ fn main() -> Result<()> {
                 for chunk_mib in [1, 2, 4, 8, 16, 32, 64] {
                     let chunk = (chunk_mib << 20) / 4;
                     let ring = pipeline_plan(n, chunk, streams, Some(streams * chunk * 4))?;
-                    let ms = median_ms_timed_by(SAMPLES, wall_ms, || reducer.streamed_with(host, &ring).map(|_| ()))?;
+                    let ms = median_ms_timed_by(SAMPLES, wall_ms, || {
+                        reducer.streamed_with(host, &ring).map(|_| ())
+                    })?;
                     println!("chunk-{streams} {} {ms:.5}", chunk * 4);
                 }
             }

@@ -56,7 +56,12 @@ pub struct PipelinePlan {
 /// `budget` of device bytes for the input, the chunks go through a ring of as many chunk buffers as
 /// fit in it (at most one per stream); a budget smaller than one chunk is an error. Without one,
 /// they land in place.
-pub fn pipeline_plan(n: usize, chunk: usize, streams: usize, budget: Option<usize>) -> Result<PipelinePlan> {
+pub fn pipeline_plan(
+    n: usize,
+    chunk: usize,
+    streams: usize,
+    budget: Option<usize>,
+) -> Result<PipelinePlan> {
     if chunk == 0 || streams == 0 {
         return Err(GpuError::BadInput(format!(
             "chunks of {chunk} elements on {streams} streams: both must be at least 1"
@@ -71,7 +76,8 @@ pub fn pipeline_plan(n: usize, chunk: usize, streams: usize, budget: Option<usiz
             let chunk_bytes = chunk * std::mem::size_of::<f32>();
             if bytes < chunk_bytes {
                 return Err(GpuError::BadInput(format!(
-                    "a device budget of {bytes} bytes holds no chunk of {chunk} elements ({chunk_bytes} bytes): \
+                    "a device budget of {bytes} bytes holds no chunk of {chunk} elements \
+                     ({chunk_bytes} bytes): \
                      give at least {chunk_bytes} bytes, or plan smaller chunks"
                 )));
             }
@@ -210,7 +216,9 @@ impl HostReduce {
     /// a ring.
     pub fn chunked(&mut self, host: &[f32], plan: &PipelinePlan) -> Result<f32> {
         if plan.ring.is_some() {
-            return Err(GpuError::BadInput("chunked takes a plan without a ring: streamed takes one".into()));
+            return Err(GpuError::BadInput(
+                "chunked takes a plan without a ring: streamed takes one".into(),
+            ));
         }
         self.grow_input(host.len())?;
         self.pipeline(host, plan)
@@ -227,7 +235,9 @@ impl HostReduce {
     /// Step 4 with a plan of one's own (which must have a ring).
     pub fn streamed_with(&mut self, host: &[f32], plan: &PipelinePlan) -> Result<f32> {
         if plan.ring.is_none() {
-            return Err(GpuError::BadInput("streamed takes a plan with a ring: chunked takes one without".into()));
+            return Err(GpuError::BadInput(
+                "streamed takes a plan with a ring: chunked takes one without".into(),
+            ));
         }
         self.pipeline(host, plan)
     }
@@ -267,7 +277,11 @@ impl HostReduce {
     // ANCHOR: pipeline
     fn pipeline(&mut self, host: &[f32], plan: &PipelinePlan) -> Result<f32> {
         if plan.n != host.len() {
-            return Err(GpuError::BadInput(format!("a plan of {} elements for an input of {}", plan.n, host.len())));
+            return Err(GpuError::BadInput(format!(
+                "a plan of {} elements for an input of {}",
+                plan.n,
+                host.len()
+            )));
         }
         if host.is_empty() {
             return Ok(0.0);
@@ -285,7 +299,11 @@ impl HostReduce {
             let chunk = match plan.ring {
                 // In place: the chunk's own range of the input buffer.
                 None => {
-                    lane.stream.copy_from_host(&host[range.clone()], &mut self.input, range.start)?;
+                    lane.stream.copy_from_host(
+                        &host[range.clone()],
+                        &mut self.input,
+                        range.start,
+                    )?;
                     self.input.view(range)?
                 }
                 // A ring: this lane's buffer, free once its previous chunk's launch is done, which
@@ -336,8 +354,11 @@ pub fn cpu_sum(values: &[f32], threads: usize) -> f32 {
     }
     let part = values.len().div_ceil(threads);
     std::thread::scope(|scope| {
-        let parts: Vec<_> = values.chunks(part).map(|p| scope.spawn(move || lanes_sum(p))).collect();
-        parts.into_iter().fold(0.0, |sum, part| sum + part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+        let parts: Vec<_> =
+            values.chunks(part).map(|p| scope.spawn(move || lanes_sum(p))).collect();
+        parts.into_iter().fold(0.0, |sum, part| {
+            sum + part.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+        })
     })
 }
 

@@ -15,7 +15,12 @@ const CHUNK: usize = 1001;
 /// Every way this crate sums `host` (pageable), each result checked against the f64 reference
 /// within its own chain's bound: copy then reduce, the same from pinned memory, chunked, streamed
 /// through rings of 1 to 3 buffers, and the CPU on 1, 3 and 16 threads.
-fn check_every_step(device: &Device, reducer: &mut HostReduce, host: &[f32], chunk: usize) -> TestResult {
+fn check_every_step(
+    device: &Device,
+    reducer: &mut HostReduce,
+    host: &[f32],
+    chunk: usize,
+) -> TestResult {
     let n = host.len();
     let check = |what: &str, got: f32, chain: u64| match sum_mismatch(host, got, chain) {
         None => Ok(()),
@@ -25,14 +30,21 @@ fn check_every_step(device: &Device, reducer: &mut HostReduce, host: &[f32], chu
     check("copy then reduce, pageable", reducer.copy_then_reduce(host)?, reducer.whole_chain(n))?;
     let pinned = device.pin(host.to_vec())?;
     reducer.poison()?;
-    check("copy then reduce, pinned", reducer.copy_then_reduce(pinned.as_slice())?, reducer.whole_chain(n))?;
+    check(
+        "copy then reduce, pinned",
+        reducer.copy_then_reduce(pinned.as_slice())?,
+        reducer.whole_chain(n),
+    )?;
     for streams in [1, 2, 3] {
         let in_place = pipeline_plan(n, chunk, streams, None)?;
         reducer.poison()?;
         let got = reducer.chunked(pinned.as_slice(), &in_place)?;
         check(&format!("chunked, {in_place}"), got, reducer.pipeline_chain(&in_place))?;
         if reducer.input(n)?.to_host()? != host {
-            return Err(format!("chunked, {in_place}: the input left on the device differs from the host's").into());
+            return Err(format!(
+                "chunked, {in_place}: the input left on the device differs from the host's"
+            )
+            .into());
         }
         for buffers in 1..=3 {
             let ring = pipeline_plan(n, chunk, streams, Some(buffers * chunk * 4))?;
@@ -42,7 +54,11 @@ fn check_every_step(device: &Device, reducer: &mut HostReduce, host: &[f32], chu
         }
     }
     let ring = pipeline_plan(n, chunk, 2, Some(2 * chunk * 4))?;
-    check("streamed from pageable memory", reducer.streamed_with(host, &ring)?, reducer.pipeline_chain(&ring))?;
+    check(
+        "streamed from pageable memory",
+        reducer.streamed_with(host, &ring)?,
+        reducer.pipeline_chain(&ring),
+    )?;
     for threads in [1, 3, 16] {
         check(&format!("cpu on {threads} threads"), cpu_sum(host, threads), cpu_chain(n, threads))?;
     }
@@ -92,9 +108,18 @@ fn main() -> std::process::ExitCode {
                 let host = rng.uniform_f32(n + 3, -1.0, 1.0);
                 for offset in 1..=3 {
                     let chunk = rng.size_in(1..=2 * CHUNK);
-                    check_every_step(device, &mut reducer, &host[offset..offset + n - 1.min(n)], chunk).map_err(
-                        |e| rng.fail(format!("offset {offset}, chunk {chunk}: {}", e.message().unwrap_or(""))),
-                    )?;
+                    check_every_step(
+                        device,
+                        &mut reducer,
+                        &host[offset..offset + n - 1.min(n)],
+                        chunk,
+                    )
+                    .map_err(|e| {
+                        rng.fail(format!(
+                            "offset {offset}, chunk {chunk}: {}",
+                            e.message().unwrap_or("")
+                        ))
+                    })?;
                 }
             }
             Ok(())
@@ -104,7 +129,8 @@ fn main() -> std::process::ExitCode {
             // more than the input: the same sum, the same bits (the chunks' sums are added in one
             // order).
             let mut rng = TestRng::new();
-            let n = test_size(device, reduce_host::CHUNK_BYTES / 4 * 5 / 2 + 12_345, 3 * (1 << 16) + 7);
+            let n =
+                test_size(device, reduce_host::CHUNK_BYTES / 4 * 5 / 2 + 12_345, 3 * (1 << 16) + 7);
             let chunk = test_size(device, reduce_host::CHUNK_BYTES / 4, 1 << 16);
             let host = device.pin(rng.uniform_f32(n, -1.0, 1.0))?;
             let mut reducer = HostReduce::new(device)?;
@@ -112,20 +138,26 @@ fn main() -> std::process::ExitCode {
             for budget in [chunk * 4, chunk * 4 + 3, 2 * chunk * 4, 3 * chunk * 4, 1 << 40] {
                 let ring = pipeline_plan(n, chunk, reduce_host::STREAMS, Some(budget))?;
                 if ring.device_bytes() > budget {
-                    return Err(format!("{ring} uses more than its budget of {budget} bytes").into());
+                    return Err(
+                        format!("{ring} uses more than its budget of {budget} bytes").into()
+                    );
                 }
                 reducer.poison()?;
                 let got = reducer.streamed_with(host.as_slice(), &ring)?;
-                if let Some(why) = sum_mismatch(host.as_slice(), got, reducer.pipeline_chain(&ring)) {
+                if let Some(why) = sum_mismatch(host.as_slice(), got, reducer.pipeline_chain(&ring))
+                {
                     return Err(rng.fail(format!("{ring}: {why}")));
                 }
                 if *bits.get_or_insert(got.to_bits()) != got.to_bits() {
-                    return Err(rng.fail(format!("{ring}: {got} differs from the other budgets' sum")));
+                    return Err(
+                        rng.fail(format!("{ring}: {got} differs from the other budgets' sum"))
+                    );
                 }
             }
             let whole = plan(n, None)?;
             let got = reducer.chunked(host.as_slice(), &whole)?;
-            sum_mismatch(host.as_slice(), got, reducer.pipeline_chain(&whole)).map_or(Ok(()), |why| Err(rng.fail(why)))
+            sum_mismatch(host.as_slice(), got, reducer.pipeline_chain(&whole))
+                .map_or(Ok(()), |why| Err(rng.fail(why)))
         })
         .gpu("nan_infinities_and_empty_inputs", |device| {
             let mut reducer = HostReduce::new(device)?;
@@ -152,10 +184,16 @@ fn main() -> std::process::ExitCode {
                     reducer.streamed_with(&host, &ring)?,
                     cpu_sum(&host, 4),
                 ];
-                for (step, got) in ["copy then reduce", "chunked", "streamed", "cpu"].iter().zip(got) {
+                for (step, got) in
+                    ["copy then reduce", "chunked", "streamed", "cpu"].iter().zip(got)
+                {
                     let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
                     if !same {
-                        return Err(format!("{step} of {} elements: got {got}, want {want}", host.len()).into());
+                        return Err(format!(
+                            "{step} of {} elements: got {got}, want {want}",
+                            host.len()
+                        )
+                        .into());
                     }
                 }
             }
@@ -202,7 +240,10 @@ fn main() -> std::process::ExitCode {
             let mut reducer = HostReduce::new(device)?;
             let whole = reducer.copy_then_reduce(allocated.as_slice())?;
             if whole.to_bits() != reducer.copy_then_reduce(registered.as_slice())?.to_bits() {
-                return Err("the same values in allocated and registered pinned memory summed differently".into());
+                return Err(
+                    "the same values in allocated and registered pinned memory summed differently"
+                        .into(),
+                );
             }
             if allocated.into_vec()? != values || registered.into_vec()? != values {
                 return Err("pinned memory did not give its values back".into());
@@ -222,7 +263,10 @@ fn main() -> std::process::ExitCode {
                 lines.push(format!("budget {budget}: {}", plan(3 << 30, Some(budget))?));
             }
             lines.push(format!("budget 40: {}", plan(10, Some(40))?));
-            lines.push(format!("tests: {}", pipeline_plan(7 * CHUNK + 1, CHUNK, 3, Some(2 * CHUNK * 4 + 5))?));
+            lines.push(format!(
+                "tests: {}",
+                pipeline_plan(7 * CHUNK + 1, CHUNK, 3, Some(2 * CHUNK * 4 + 5))?
+            ));
             insta::assert_snapshot!("plans", lines.join("\n"));
             Ok(())
         })
@@ -231,10 +275,13 @@ fn main() -> std::process::ExitCode {
                 for streams in 1..=4 {
                     let p: PipelinePlan = pipeline_plan(n, CHUNK, streams, Some(CHUNK * 4 * 2))?;
                     let covered: Vec<usize> = (0..p.chunks).flat_map(|k| p.range(k)).collect();
-                    if covered != (0..n).collect::<Vec<_>>() || p.streams > streams || p.streams > 2 {
-                        return Err(
-                            format!("{p}: covers {} of {n} elements, or too many streams", covered.len()).into()
-                        );
+                    if covered != (0..n).collect::<Vec<_>>() || p.streams > streams || p.streams > 2
+                    {
+                        return Err(format!(
+                            "{p}: covers {} of {n} elements, or too many streams",
+                            covered.len()
+                        )
+                        .into());
                     }
                 }
             }

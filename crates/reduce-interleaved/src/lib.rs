@@ -13,8 +13,12 @@
 //!
 //! Both are launched like reduce-naive (one element per thread, the host adds the partials).
 
-use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
-use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured};
+use gpu_harness::{
+    DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source,
+};
+use reduction::{
+    HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured,
+};
 
 /// Threads per block, and elements per block.
 pub const BLOCK_SIZE: u32 = 256;
@@ -24,7 +28,13 @@ const SOURCE: KernelSource = kernel_source!("reduce_interleaved.cu");
 /// One element per thread, one block per [`BLOCK_SIZE`] elements: reduce-naive's plan.
 fn one_element_per_thread(kernel: &'static str, n: usize) -> Result<ReductionPlan> {
     check_fits_u32("reduce-interleaved", n)?;
-    Ok(ReductionPlan::single_pass(kernel, n, blocks_covering(n, BLOCK_SIZE), BLOCK_SIZE, BLOCK_SIZE * 4))
+    Ok(ReductionPlan::single_pass(
+        kernel,
+        n,
+        blocks_covering(n, BLOCK_SIZE),
+        BLOCK_SIZE,
+        BLOCK_SIZE * 4,
+    ))
 }
 
 fn block_boundaries() -> Vec<usize> {
@@ -41,7 +51,11 @@ impl HostFinishedStep for StridedIndex {
     const KERNEL: &'static str = "reduce_strided_index";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -67,7 +81,11 @@ impl HostFinishedStep for Interleaved {
     const KERNEL: &'static str = "reduce_interleaved";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -88,5 +106,8 @@ pub type ReduceStridedIndex = HostFinishedSum<StridedIndex>;
 /// sizes).
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
-    vec![measured::host_finished::<StridedIndex>(crate_name), measured::host_finished::<Interleaved>(crate_name)]
+    vec![
+        measured::host_finished::<StridedIndex>(crate_name),
+        measured::host_finished::<Interleaved>(crate_name),
+    ]
 }

@@ -13,5 +13,8 @@ use properties::PropertySuites;
 use reduce_interleaved::{ReduceInterleaved, ReduceStridedIndex};
 
 fn main() -> std::process::ExitCode {
-    TestSuite::new().sum_properties::<ReduceStridedIndex>().sum_properties::<ReduceInterleaved>().run()
+    TestSuite::new()
+        .sum_properties::<ReduceStridedIndex>()
+        .sum_properties::<ReduceInterleaved>()
+        .run()
 }

@@ -7,6 +7,8 @@ use reduction::step_snapshot_tests;
 use reduction::suite::ReductionSuites;
 
 fn main() -> std::process::ExitCode {
-    let suite = TestSuite::new().sum_reduction_suite::<ReduceInterleaved>().sum_reduction_suite::<ReduceStridedIndex>();
+    let suite = TestSuite::new()
+        .sum_reduction_suite::<ReduceInterleaved>()
+        .sum_reduction_suite::<ReduceStridedIndex>();
     step_snapshot_tests!(suite, StridedIndex, Interleaved).run()
 }

@@ -24,8 +24,8 @@ use gpu_harness::measure::{SAMPLES, median_ms_timed_by};
 use gpu_harness::{DeviceBuffer, Result};
 use reduce_atomic::DeterministicReduce;
 use reduce_multi_gpu::{
-    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, TwoShotWrites, World, nccl_missing,
-    nccl_version, part_range, peer_kernels_missing, views,
+    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, TwoShotWrites,
+    World, nccl_missing, nccl_version, part_range, peer_kernels_missing, views,
 };
 use reduction::{FullReduction, ReduceOp};
 
@@ -34,7 +34,11 @@ const MIB: usize = 1 << 20;
 
 /// Device time of one all-reduce of `bytes` per GPU, in ms: from an event on GPU 0 that every GPU
 /// waits for to GPU 0 having waited for every GPU.
-fn time_all_reduce<A: AllReduce<f32>>(world: &World, all_reduce: &mut A, bytes: usize) -> Result<f64> {
+fn time_all_reduce<A: AllReduce<f32>>(
+    world: &World,
+    all_reduce: &mut A,
+    bytes: usize,
+) -> Result<f64> {
     let mut buffers: Vec<DeviceBuffer<f32>> =
         world.devices().iter().map(|d| d.alloc(bytes / 4)).collect::<Result<_>>()?;
     median_ms_timed_by(
@@ -80,7 +84,11 @@ fn main() -> Result<()> {
     let nccl = nccl_missing(&world);
     let facts = world.devices()[0].facts();
     println!("# device {} x{}", facts.name, world.len());
-    println!("# driver {} (CUDA {})", facts.driver_release.as_deref().unwrap_or("?"), facts.driver_cuda_version);
+    println!(
+        "# driver {} (CUDA {})",
+        facts.driver_release.as_deref().unwrap_or("?"),
+        facts.driver_cuda_version
+    );
     // NVLink SHARP (multicast) changes what NCCL's all-reduce can do on NVSwitch machines.
     let nvls = std::env::var("NCCL_NVLS_ENABLE").unwrap_or_else(|_| "unset".into());
     println!("# nvls NCCL_NVLS_ENABLE={nvls}");
@@ -104,16 +112,34 @@ fn main() -> Result<()> {
         let mut bytes = 64 * KIB;
         while bytes <= 1024 * MIB {
             if let Some(nccl_all_reduce) = &mut nccl_all_reduce {
-                println!("allreduce nccl {gpus} {bytes} {:.5}", time_all_reduce(&sub, nccl_all_reduce, bytes)?);
+                println!(
+                    "allreduce nccl {gpus} {bytes} {:.5}",
+                    time_all_reduce(&sub, nccl_all_reduce, bytes)?
+                );
             }
-            println!("allreduce ring {gpus} {bytes} {:.5}", time_all_reduce(&sub, &mut ring, bytes)?);
+            println!(
+                "allreduce ring {gpus} {bytes} {:.5}",
+                time_all_reduce(&sub, &mut ring, bytes)?
+            );
             if let (Some(one), Some(two), Some(writes), Some(by)) =
                 (&mut one_shot, &mut two_shot, &mut writes, &mut by_size)
             {
-                println!("allreduce one-shot {gpus} {bytes} {:.5}", time_all_reduce(&sub, one, bytes)?);
-                println!("allreduce two-shot {gpus} {bytes} {:.5}", time_all_reduce(&sub, two, bytes)?);
-                println!("allreduce two-shot-writes {gpus} {bytes} {:.5}", time_all_reduce(&sub, writes, bytes)?);
-                println!("allreduce by-size {gpus} {bytes} {:.5}", time_all_reduce(&sub, by, bytes)?);
+                println!(
+                    "allreduce one-shot {gpus} {bytes} {:.5}",
+                    time_all_reduce(&sub, one, bytes)?
+                );
+                println!(
+                    "allreduce two-shot {gpus} {bytes} {:.5}",
+                    time_all_reduce(&sub, two, bytes)?
+                );
+                println!(
+                    "allreduce two-shot-writes {gpus} {bytes} {:.5}",
+                    time_all_reduce(&sub, writes, bytes)?
+                );
+                println!(
+                    "allreduce by-size {gpus} {bytes} {:.5}",
+                    time_all_reduce(&sub, by, bytes)?
+                );
             }
             bytes *= 2;
         }
@@ -122,7 +148,11 @@ fn main() -> Result<()> {
     let n = 1usize << 30;
     let one = world.first(1)?;
     let mut single = DeterministicReduce::<f32>::new(&one.devices()[0])?;
-    println!("full one-gpu 1 {} {:.5}", 4 * n, time_split(&one, n, |parts| single.reduce(ReduceOp::Sum, parts[0]))?);
+    println!(
+        "full one-gpu 1 {} {:.5}",
+        4 * n,
+        time_split(&one, n, |parts| single.reduce(ReduceOp::Sum, parts[0]))?
+    );
     for &gpus in &counts {
         let sub = world.first(gpus)?;
         let mut host = HostCombined::<f32>::new(&sub)?;
@@ -133,10 +163,18 @@ fn main() -> Result<()> {
         );
         if nccl.is_none() {
             let mut step = AcrossGpus::<f32, Nccl<f32>>::new(&sub)?;
-            println!("full nccl {gpus} {} {:.5}", 4 * n, time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?);
+            println!(
+                "full nccl {gpus} {} {:.5}",
+                4 * n,
+                time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?
+            );
         }
         let mut step = AcrossGpus::<f32, Ring<f32>>::new(&sub)?;
-        println!("full ring {gpus} {} {:.5}", 4 * n, time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?);
+        println!(
+            "full ring {gpus} {} {:.5}",
+            4 * n,
+            time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?
+        );
         if peer_kernels_missing(&sub).is_none() {
             let mut step = AcrossGpus::<f32, OneShot<f32>>::new(&sub)?;
             let ms = time_split(&sub, n, |p| step.reduce(&sub, ReduceOp::Sum, p))?;

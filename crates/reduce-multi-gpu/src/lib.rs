@@ -90,7 +90,10 @@ impl World {
         for (i, a) in devices.iter().enumerate() {
             for b in &devices[i + 1..] {
                 if a.shares_memory_with(b) {
-                    return Err(GpuError::BadInput(format!("device {} is in the world twice", a.ordinal())));
+                    return Err(GpuError::BadInput(format!(
+                        "device {} is in the world twice",
+                        a.ordinal()
+                    )));
                 }
                 a.enable_peer_access(b)?;
                 b.enable_peer_access(a)?;
@@ -102,7 +105,10 @@ impl World {
     /// The world of the first `n` devices of this one (two of four GPUs, say).
     pub fn first(&self, n: usize) -> Result<World> {
         if n == 0 || n > self.len() {
-            return Err(GpuError::BadInput(format!("the first {n} devices of a world of {}", self.len())));
+            return Err(GpuError::BadInput(format!(
+                "the first {n} devices of a world of {}",
+                self.len()
+            )));
         }
         Ok(World { devices: self.devices[..n].to_vec() })
     }
@@ -161,11 +167,17 @@ impl World {
     /// Checks that `views` has one view per device, each on its device.
     fn check_parts<T: ReduceElement>(&self, views: &[DeviceView<'_, T>]) -> Result<usize> {
         if views.len() != self.len() {
-            return Err(GpuError::BadInput(format!("{} parts for a world of {} devices", views.len(), self.len())));
+            return Err(GpuError::BadInput(format!(
+                "{} parts for a world of {} devices",
+                views.len(),
+                self.len()
+            )));
         }
         for (k, (view, device)) in views.iter().zip(&self.devices).enumerate() {
             if !view.device().shares_memory_with(device) {
-                return Err(GpuError::BadInput(format!("part {k} is not on device {k} of the world")));
+                return Err(GpuError::BadInput(format!(
+                    "part {k} is not on device {k} of the world"
+                )));
             }
         }
         Ok(views.iter().map(DeviceView::len).sum())
@@ -206,12 +218,18 @@ pub struct HostCombined<T: ReduceElement> {
 
 impl<T: ReduceElement> HostCombined<T> {
     pub fn new(world: &World) -> Result<Self> {
-        let reducers = world.devices().iter().map(DeterministicReduce::new).collect::<Result<_>>()?;
+        let reducers =
+            world.devices().iter().map(DeterministicReduce::new).collect::<Result<_>>()?;
         Ok(HostCombined { devices: world.devices().to_vec(), reducers })
     }
 
     /// `op` over the concatenation of `parts` (part k on device k of the world).
-    pub fn reduce(&mut self, world: &World, op: ReduceOp, parts: &[DeviceView<'_, T>]) -> Result<T> {
+    pub fn reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        parts: &[DeviceView<'_, T>],
+    ) -> Result<T> {
         check_world(&self.devices, world)?;
         op.check_not_empty(world.check_parts(parts)?)?;
         // Queue every GPU's reduction before reading any result, so that they run at the same time.
@@ -245,7 +263,8 @@ fn check_world<'a>(made_for: impl IntoIterator<Item = &'a Device>, world: &World
     let mismatch = (0..world.len()).find(|&k| !made_for[k].shares_memory_with(&world.devices()[k]));
     if let Some(k) = mismatch {
         return Err(GpuError::BadInput(format!(
-            "made for another world: device {k} of this world is not the device {k} the launcher was made for"
+            "made for another world: device {k} of this world is not the device {k} the launcher \
+             was made for"
         )));
     }
     Ok(())
@@ -261,7 +280,12 @@ pub trait AllReduce<T: ReduceElement>: Sized {
     fn new(world: &World) -> Result<Self>;
 
     /// Combines `buffers[k]` (on device k) element-wise with `op`, in place.
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()>;
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()>;
 }
 // ANCHOR_END: all_reduce
 
@@ -296,7 +320,11 @@ pub type RingReduce<T> = AcrossGpus<T, Ring<T>>;
 impl<T: ReduceElement, A: AllReduce<T>> AcrossGpus<T, A> {
     pub fn new(world: &World) -> Result<Self> {
         Ok(AcrossGpus {
-            reducers: world.devices().iter().map(DeterministicReduce::new).collect::<Result<_>>()?,
+            reducers: world
+                .devices()
+                .iter()
+                .map(DeterministicReduce::new)
+                .collect::<Result<_>>()?,
             values: world.devices().iter().map(|d| d.alloc(1)).collect::<Result<_>>()?,
             all_reduce: A::new(world)?,
         })
@@ -304,7 +332,12 @@ impl<T: ReduceElement, A: AllReduce<T>> AcrossGpus<T, A> {
 
     /// `op` over the concatenation of `parts` (part k on device k); every GPU ends with the total
     /// ([`AcrossGpus::totals`]), and device 0's copy is returned.
-    pub fn reduce(&mut self, world: &World, op: ReduceOp, parts: &[DeviceView<'_, T>]) -> Result<T> {
+    pub fn reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        parts: &[DeviceView<'_, T>],
+    ) -> Result<T> {
         check_world(self.values.iter().map(DeviceBuffer::device), world)?;
         op.check_not_empty(world.check_parts(parts)?)?;
         for (k, part) in parts.iter().enumerate() {
@@ -312,7 +345,8 @@ impl<T: ReduceElement, A: AllReduce<T>> AcrossGpus<T, A> {
                 self.values[k].fill_words(T::identity_word(op))?;
             } else {
                 self.reducers[k].queue(op, *part)?;
-                world.devices()[k].copy(self.reducers[k].result().as_view(), &mut self.values[k])?;
+                world.devices()[k]
+                    .copy(self.reducers[k].result().as_view(), &mut self.values[k])?;
             }
         }
         self.all_reduce.all_reduce(world, op, &mut self.values)?;
@@ -347,7 +381,11 @@ pub struct RingCounts {
 /// simulators, each device's input drawn from `seed`, checked against the CPU: what the grader
 /// counts, the same way for the student's ring and the reference's. A fresh world, so the model's
 /// clocks start at 0 and its latest end of a copy is the all-reduce's span.
-pub fn count_ring(devices: usize, len: usize, seed: u64) -> std::result::Result<RingCounts, String> {
+pub fn count_ring(
+    devices: usize,
+    len: usize,
+    seed: u64,
+) -> std::result::Result<RingCounts, String> {
     use rand::SeedableRng;
     let failed = |e: GpuError| format!("a ring all-reduce on {devices} simulated devices: {e}");
     let world = World::simulated(devices).map_err(failed)?;
@@ -355,15 +393,20 @@ pub fn count_ring(devices: usize, len: usize, seed: u64) -> std::result::Result<
         .map(|k| u32::random(&mut rand::rngs::SmallRng::seed_from_u64(seed.wrapping_add(k)), len))
         .collect();
     let all_reduce = || -> Result<Vec<DeviceBuffer<u32>>> {
-        let mut buffers: Vec<DeviceBuffer<u32>> =
-            world.devices().iter().zip(&inputs).map(|(d, input)| d.upload(input)).collect::<Result<_>>()?;
+        let mut buffers: Vec<DeviceBuffer<u32>> = world
+            .devices()
+            .iter()
+            .zip(&inputs)
+            .map(|(d, input)| d.upload(input))
+            .collect::<Result<_>>()?;
         Ring::<u32>::new(&world)?.all_reduce(&world, ReduceOp::Sum, &mut buffers)?;
         world.synchronize()?;
         Ok(buffers)
     };
     let buffers = all_reduce().map_err(failed)?;
-    let expected: Vec<u32> =
-        (0..len).map(|i| inputs.iter().fold(0u32, |sum, input| sum.wrapping_add(input[i]))).collect();
+    let expected: Vec<u32> = (0..len)
+        .map(|i| inputs.iter().fold(0u32, |sum, input| sum.wrapping_add(input[i])))
+        .collect();
     for (k, buffer) in buffers.iter().enumerate() {
         let got = buffer.to_host().map_err(failed)?;
         if let Some(i) = (0..len).find(|&i| got[i] != expected[i]) {

@@ -21,8 +21,10 @@ use crate::{AllReduce, World, check_buffers, check_world, queueing};
 
 /// What to install when NCCL is missing: cudarc looks for `libnccl.so` (and `libnccl.so.<CUDA
 /// major>`), which the NCCL development package provides.
-const INSTALL_NCCL: &str = "install NCCL's library and its development link (Debian/Ubuntu: `apt install libnccl2 \
-     libnccl-dev`, which gives /usr/lib/x86_64-linux-gnu/libnccl.so); with pip's `nvidia-nccl-cu13`, which has only \
+const INSTALL_NCCL: &str = "install NCCL's library and its development link (Debian/Ubuntu: `apt \
+                            install libnccl2 \
+     libnccl-dev`, which gives /usr/lib/x86_64-linux-gnu/libnccl.so); with pip's \
+     `nvidia-nccl-cu13`, which has only \
      libnccl.so.2, link libnccl.so to it in a folder on LD_LIBRARY_PATH";
 
 /// Why NCCL cannot run here, as the error [`Nccl::new`] returns (`None` when it can).
@@ -106,10 +108,17 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
         let ordinals: Vec<i32> = world.devices().iter().map(|d| d.ordinal() as i32).collect();
         let mut comms = vec![std::ptr::null_mut(); ordinals.len()];
         let queueing = queueing();
-        unsafe { result::comm_init_all(comms.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr()) }
-            .map_err(|e| nccl_error("ncclCommInitAll", e))?;
+        unsafe {
+            result::comm_init_all(comms.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr())
+        }
+        .map_err(|e| nccl_error("ncclCommInitAll", e))?;
         drop(queueing);
-        let mut nccl = Nccl { comms, devices: world.devices().to_vec(), folds: Vec::new(), gathered: Vec::new() };
+        let mut nccl = Nccl {
+            comms,
+            devices: world.devices().to_vec(),
+            folds: Vec::new(),
+            gathered: Vec::new(),
+        };
         for device in world.devices() {
             nccl.folds.push(KernelsByOp::load::<T>(device, "ring_combine")?);
             nccl.gathered.push(device.alloc(0)?);
@@ -118,7 +127,12 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
     }
 
     // ANCHOR: nccl
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         check_world(&self.devices, world)?;
         let len = check_buffers(world, buffers)?;
         if len == 0 {
@@ -134,7 +148,15 @@ impl<T: ReduceElement> AllReduce<T> for Nccl<T> {
             };
             return self.group("ncclAllReduce", |k| unsafe {
                 let buffer = addresses[k] as *mut c_void;
-                sys::ncclAllReduce(buffer, buffer, len, nccl_type::<T>(), nccl_op, self.comms[k], self.stream(k))
+                sys::ncclAllReduce(
+                    buffer,
+                    buffer,
+                    len,
+                    nccl_type::<T>(),
+                    nccl_op,
+                    self.comms[k],
+                    self.stream(k),
+                )
             });
         }
         // f32 min and max: gather every GPU's buffer, then fold them in with our NaN rule.

@@ -20,7 +20,9 @@
 
 use std::ops::Range;
 
-use gpu_harness::{Device, DeviceBuffer, Event, Kernel, KernelSource, LaunchConfig, Result, kernel_source};
+use gpu_harness::{
+    Device, DeviceBuffer, Event, Kernel, KernelSource, LaunchConfig, Result, kernel_source,
+};
 use reduction::{ReduceElement, ReduceOp};
 
 use crate::{AllReduce, World, check_buffers, check_world, part_range, queueing};
@@ -71,7 +73,14 @@ pub fn ring_schedule(len: usize, gpus: usize) -> Vec<Transfer> {
                 // ANCHOR_END: solution
                 // ANCHOR: stub let chunk = (from + first_chunk) % gpus;
                 // ANCHOR: stub let elements = part_range(len, gpus, chunk);
-                transfers.push(Transfer { phase, step, from, to: (from + 1) % gpus, chunk, elements });
+                transfers.push(Transfer {
+                    phase,
+                    step,
+                    from,
+                    to: (from + 1) % gpus,
+                    chunk,
+                    elements,
+                });
             }
         }
     }
@@ -97,8 +106,11 @@ pub(crate) struct KernelsByOp(Vec<(ReduceOp, Kernel)>);
 
 impl KernelsByOp {
     pub(crate) fn load<T: ReduceElement>(device: &Device, kind: &str) -> Result<KernelsByOp> {
-        let kernel = |op: ReduceOp| device.kernel(&SOURCE, &format!("{kind}_{}_{}", op.name(), T::SUFFIX));
-        Ok(KernelsByOp(ReduceOp::ALL.iter().map(|&op| Ok((op, kernel(op)?))).collect::<Result<_>>()?))
+        let kernel =
+            |op: ReduceOp| device.kernel(&SOURCE, &format!("{kind}_{}_{}", op.name(), T::SUFFIX));
+        Ok(KernelsByOp(
+            ReduceOp::ALL.iter().map(|&op| Ok((op, kernel(op)?))).collect::<Result<_>>()?,
+        ))
     }
 
     pub(crate) fn get(&self, op: ReduceOp) -> &Kernel {
@@ -172,7 +184,10 @@ pub fn ring_plan(len: usize, gpus: usize, pieces: usize) -> RingPlan {
     // Piece p of the chunk a transfer moves, and where it lands in the receiver's `received`.
     let piece = |t: &Transfer, p: usize| {
         let within = part_range(t.elements.len(), pieces, p);
-        (t.elements.start + within.start..t.elements.start + within.end, p * slot..p * slot + within.len())
+        (
+            t.elements.start + within.start..t.elements.start + within.end,
+            p * slot..p * slot + within.len(),
+        )
     };
     // A GPU's copies start once its own stream and the next GPU's have reached this all-reduce
     // (what they queued before, the buffers' inputs and `received`'s allocation, is done).
@@ -181,7 +196,11 @@ pub fn ring_plan(len: usize, gpus: usize, pieces: usize) -> RingPlan {
     }
     for gpu in 0..gpus {
         ops.push(RingOp::Wait { queue: Queue::Copier(gpu), gpu, signal: Signal::Start });
-        ops.push(RingOp::Wait { queue: Queue::Copier(gpu), gpu: (gpu + 1) % gpus, signal: Signal::Start });
+        ops.push(RingOp::Wait {
+            queue: Queue::Copier(gpu),
+            gpu: (gpu + 1) % gpus,
+            signal: Signal::Start,
+        });
     }
     for step in ring_schedule(len, gpus).chunks(gpus) {
         let phase = step[0].phase;
@@ -192,17 +211,31 @@ pub fn ring_plan(len: usize, gpus: usize, pieces: usize) -> RingPlan {
                     // The sender's piece must hold its own fold of the previous step, and the
                     // receiver must have folded in what last landed in this piece's slot.
                     Phase::ReduceScatter => {
-                        ops.push(RingOp::Wait { queue: copier, gpu: t.from, signal: Signal::Folded(p) });
-                        ops.push(RingOp::Wait { queue: copier, gpu: t.to, signal: Signal::Folded(p) });
+                        ops.push(RingOp::Wait {
+                            queue: copier,
+                            gpu: t.from,
+                            signal: Signal::Folded(p),
+                        });
+                        ops.push(RingOp::Wait {
+                            queue: copier,
+                            gpu: t.to,
+                            signal: Signal::Folded(p),
+                        });
                     }
                     // The sender's piece must be complete: folded by it in the last reduce-scatter
                     // step, or received in the previous all-gather step.
-                    Phase::AllGather if t.step == 0 => {
-                        ops.push(RingOp::Wait { queue: copier, gpu: t.from, signal: Signal::Folded(p) })
-                    }
+                    Phase::AllGather if t.step == 0 => ops.push(RingOp::Wait {
+                        queue: copier,
+                        gpu: t.from,
+                        signal: Signal::Folded(p),
+                    }),
                     Phase::AllGather => {
                         let previous = (t.from + gpus - 1) % gpus;
-                        ops.push(RingOp::Wait { queue: copier, gpu: previous, signal: Signal::Sent(p) });
+                        ops.push(RingOp::Wait {
+                            queue: copier,
+                            gpu: previous,
+                            signal: Signal::Sent(p),
+                        });
                     }
                 }
             }
@@ -215,7 +248,11 @@ pub fn ring_plan(len: usize, gpus: usize, pieces: usize) -> RingPlan {
             if phase == Phase::ReduceScatter {
                 for t in step {
                     let (elements, slot) = piece(t, p);
-                    ops.push(RingOp::Wait { queue: Queue::Main(t.to), gpu: t.from, signal: Signal::Sent(p) });
+                    ops.push(RingOp::Wait {
+                        queue: Queue::Main(t.to),
+                        gpu: t.from,
+                        signal: Signal::Sent(p),
+                    });
                     ops.push(RingOp::Fold { gpu: t.to, elements, slot });
                     ops.push(RingOp::Record { gpu: t.to, signal: Signal::Folded(p) });
                 }
@@ -225,7 +262,11 @@ pub fn ring_plan(len: usize, gpus: usize, pieces: usize) -> RingPlan {
     // Each GPU's stream waits for the copies into its buffer (the previous GPU's) and out of it.
     for gpu in 0..gpus {
         let queue = Queue::Main(gpu);
-        ops.push(RingOp::Wait { queue, gpu: (gpu + gpus - 1) % gpus, signal: Signal::Sent(pieces - 1) });
+        ops.push(RingOp::Wait {
+            queue,
+            gpu: (gpu + gpus - 1) % gpus,
+            signal: Signal::Sent(pieces - 1),
+        });
         ops.push(RingOp::Wait { queue, gpu, signal: Signal::Sent(pieces - 1) });
     }
     RingPlan { ops, slot, pieces }
@@ -294,7 +335,12 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
     }
 
     // ANCHOR: ring
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         check_world(self.members.iter().map(|m| &m.device), world)?;
         let len = check_buffers(world, buffers)?;
         let n = self.members.len();
@@ -317,15 +363,23 @@ impl<T: ReduceElement> AllReduce<T> for Ring<T> {
         };
         for step in plan.ops {
             match step {
-                RingOp::Record { gpu, signal } => queue(signal.queue(gpu)).record(event(gpu, signal))?,
-                RingOp::Wait { queue: waiting, gpu, signal } => queue(waiting).wait_for(event(gpu, signal))?,
+                RingOp::Record { gpu, signal } => {
+                    queue(signal.queue(gpu)).record(event(gpu, signal))?
+                }
+                RingOp::Wait { queue: waiting, gpu, signal } => {
+                    queue(waiting).wait_for(event(gpu, signal))?
+                }
                 RingOp::Send { from, to, elements, slot: Some(slot) } => {
                     let source = buffers[from].view(elements)?;
                     members[from].copier.copy_into(source, &mut received[to], slot.start)?;
                 }
                 RingOp::Send { from, to, elements, slot: None } => {
                     let (source, target) = pair(buffers, from, to);
-                    members[from].copier.copy_into(source.view(elements.clone())?, target, elements.start)?;
+                    members[from].copier.copy_into(
+                        source.view(elements.clone())?,
+                        target,
+                        elements.start,
+                    )?;
                 }
                 RingOp::Fold { gpu, elements, slot } if !elements.is_empty() => {
                     let device = &members[gpu].device;

@@ -10,7 +10,9 @@
 //! `Member`: a staging buffer of two halves (the one-shot's), an inbox (the two-shot by writes'),
 //! the flags the others write, and the table of every GPU's addresses that its kernel reads.
 
-use gpu_harness::{Device, DeviceBuffer, GpuError, GpuShape, LaunchConfig, Result, launch_together};
+use gpu_harness::{
+    Device, DeviceBuffer, GpuError, GpuShape, LaunchConfig, Result, launch_together,
+};
 use reduction::{ReduceElement, ReduceOp};
 
 use crate::ring::KernelsByOp;
@@ -82,8 +84,14 @@ pub struct AllReducePlan {
 /// `shape`: the algorithm by the [`CROSSOVERS`], and for the kernels a block per 512 16-byte
 /// vectors, at most the row's blocks per SM, so that every block of the grid runs at once (a block
 /// waits for the same block of the other GPUs; the kernels' launch bounds fit two per SM).
-pub fn all_reduce_plan(elements: usize, bytes: usize, gpus: usize, shape: GpuShape) -> AllReducePlan {
-    let row = CROSSOVERS.iter().find(|c| c.gpus >= gpus).unwrap_or(&CROSSOVERS[CROSSOVERS.len() - 1]);
+pub fn all_reduce_plan(
+    elements: usize,
+    bytes: usize,
+    gpus: usize,
+    shape: GpuShape,
+) -> AllReducePlan {
+    let row =
+        CROSSOVERS.iter().find(|c| c.gpus >= gpus).unwrap_or(&CROSSOVERS[CROSSOVERS.len() - 1]);
     let algorithm = if bytes <= row.one_shot_max {
         Algorithm::OneShot
     } else if bytes <= row.middle_max {
@@ -114,7 +122,8 @@ fn peer_kernels_unavailable(world: &World) -> Result<Option<GpuError>> {
         for b in &devices[k + 1..] {
             if !a.enable_peer_access(b)? || !b.enable_peer_access(a)? {
                 return Ok(Some(GpuError::Unsupported(format!(
-                    "devices {} and {} cannot reach each other's memory (no peer access): use the ring",
+                    "devices {} and {} cannot reach each other's memory (no peer access): use the \
+                     ring",
                     a.ordinal(),
                     b.ordinal()
                 ))));
@@ -170,7 +179,10 @@ impl<T: ReduceElement> PeerKernels<T> {
                 (Algorithm::TwoShot, "two_shot"),
                 (Algorithm::TwoShotWrites, "two_shot_writes"),
             ];
-            kinds.into_iter().map(|(algorithm, kind)| Ok((algorithm, KernelsByOp::load::<T>(device, kind)?))).collect()
+            kinds
+                .into_iter()
+                .map(|(algorithm, kind)| Ok((algorithm, KernelsByOp::load::<T>(device, kind)?)))
+                .collect()
         };
         let members = devices
             .iter()
@@ -199,11 +211,20 @@ impl<T: ReduceElement> PeerKernels<T> {
     /// The buffers `algorithm` needs hold `len` elements (the one-shot's staging buffers two halves
     /// of `len`, the two-shot by writes' inboxes a slot per GPU of a chunk), and every GPU's table
     /// the addresses of this call.
-    fn prepare(&mut self, algorithm: Algorithm, len: usize, buffers: &[DeviceBuffer<T>]) -> Result<()> {
+    fn prepare(
+        &mut self,
+        algorithm: Algorithm,
+        len: usize,
+        buffers: &[DeviceBuffer<T>],
+    ) -> Result<()> {
         let gpus = self.members.len();
         let half = if algorithm == Algorithm::OneShot { len.next_multiple_of(4) } else { 0 };
         // A chunk has at most ceil(len / 4 / gpus) vectors, and the last one up to 3 elements more.
-        let slot = if algorithm == Algorithm::TwoShotWrites { (len / 4).div_ceil(gpus) * 4 + 4 } else { 0 };
+        let slot = if algorithm == Algorithm::TwoShotWrites {
+            (len / 4).div_ceil(gpus) * 4 + 4
+        } else {
+            0
+        };
         if half > self.half || slot > self.slot {
             // The other GPUs may still read the old buffers: let every GPU finish first.
             self.members.iter().try_for_each(|m| m.device.synchronize())?;
@@ -237,10 +258,16 @@ impl<T: ReduceElement> PeerKernels<T> {
     }
 
     /// One all-reduce of `buffers` by the one-shot or two-shot kernels, queued on every GPU.
-    fn all_reduce(&mut self, algorithm: Algorithm, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        algorithm: Algorithm,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         let len = buffers[0].len();
         self.prepare(algorithm, len, buffers)?;
-        let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), self.members.len(), self.shape);
+        let plan =
+            all_reduce_plan(len, len * std::mem::size_of::<T>(), self.members.len(), self.shape);
         let config = LaunchConfig::linear(plan.blocks, plan.threads, 0);
         // Call c meets at epochs 2c + 1 (and 2c + 2); its parity picks the staging half. 64 bits
         // never wrap (a call a nanosecond would take 292 years).
@@ -252,9 +279,19 @@ impl<T: ReduceElement> PeerKernels<T> {
             .iter()
             .zip(buffers.iter())
             .map(|(member, buffer)| {
-                let (_, kernels) = member.kernels.iter().find(|(a, _)| *a == algorithm).expect("kernels per algorithm");
+                let (_, kernels) = member
+                    .kernels
+                    .iter()
+                    .find(|(a, _)| *a == algorithm)
+                    .expect("kernels per algorithm");
                 let kernel = kernels.get(op);
-                member.device.launch(kernel, config).arg(buffer).arg(&member.table).arg(len as u64).arg(epoch)
+                member
+                    .device
+                    .launch(kernel, config)
+                    .arg(buffer)
+                    .arg(&member.table)
+                    .arg(len as u64)
+                    .arg(epoch)
             })
             .collect();
         launch_together(launches)
@@ -288,7 +325,12 @@ impl<T: ReduceElement> AllReduce<T> for OneShot<T> {
         Ok(OneShot(PeerKernels::new(world)?))
     }
 
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         peer_all_reduce(&mut self.0, Algorithm::OneShot, world, op, buffers)
     }
 }
@@ -304,7 +346,12 @@ impl<T: ReduceElement> AllReduce<T> for TwoShot<T> {
         Ok(TwoShot(PeerKernels::new(world)?))
     }
 
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         peer_all_reduce(&mut self.0, Algorithm::TwoShot, world, op, buffers)
     }
 }
@@ -320,7 +367,12 @@ impl<T: ReduceElement> AllReduce<T> for TwoShotWrites<T> {
         Ok(TwoShotWrites(PeerKernels::new(world)?))
     }
 
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         peer_all_reduce(&mut self.0, Algorithm::TwoShotWrites, world, op, buffers)
     }
 }
@@ -340,9 +392,15 @@ impl<T: ReduceElement> AllReduce<T> for BySize<T> {
         Ok(BySize { kernels: PeerKernels::new(world)?, ring: Ring::new(world)? })
     }
 
-    fn all_reduce(&mut self, world: &World, op: ReduceOp, buffers: &mut [DeviceBuffer<T>]) -> Result<()> {
+    fn all_reduce(
+        &mut self,
+        world: &World,
+        op: ReduceOp,
+        buffers: &mut [DeviceBuffer<T>],
+    ) -> Result<()> {
         let len = buffers.first().map_or(0, DeviceBuffer::len);
-        let plan = all_reduce_plan(len, len * std::mem::size_of::<T>(), world.len(), self.kernels.shape);
+        let plan =
+            all_reduce_plan(len, len * std::mem::size_of::<T>(), world.len(), self.kernels.shape);
         match plan.algorithm {
             Algorithm::Ring => self.ring.all_reduce(world, op, buffers),
             algorithm => peer_all_reduce(&mut self.kernels, algorithm, world, op, buffers),

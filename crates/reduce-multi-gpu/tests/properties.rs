@@ -35,8 +35,8 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use reduce_atomic::DeterministicReduce;
 use reduce_multi_gpu::{
-    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, TwoShotWrites, World, nccl_missing,
-    part_range, peer_kernels_missing, ring, views,
+    AcrossGpus, AllReduce, BySize, HostCombined, Nccl, OneShot, Ring, TwoShot, TwoShotWrites,
+    World, nccl_missing, part_range, peer_kernels_missing, ring, views,
 };
 use reduction::full::reference;
 use reduction::reference::{sum_bound, sum_f64};
@@ -76,20 +76,25 @@ fn mismatch<T: ReduceElement>(op: ReduceOp, values: &[T], got: T, chain: u64) ->
         let got = got.to_f64() as f32;
         return match order_free_sum(&values) {
             Some(want) if same_value(got, want) => None,
-            Some(want) => {
-                Some(format!("the sum is {got:e}, expected exactly {want:e} (any order of additions gives it)"))
-            }
+            Some(want) => Some(format!(
+                "the sum is {got:e}, expected exactly {want:e} (any order of additions gives it)"
+            )),
             None => {
                 let want = sum_f64(&values);
                 let bound = sum_bound(chain, values.iter().map(|&x| f64::from(x).abs()).sum());
                 let error = (f64::from(got) - want).abs();
-                (error.is_nan() || error > bound)
-                    .then(|| format!("the sum is {got:e}, expected {want:e} ± {bound:e} (chain of {chain} additions)"))
+                (error.is_nan() || error > bound).then(|| {
+                    format!(
+                        "the sum is {got:e}, expected {want:e} ± {bound:e} (chain of \
+                                      {chain} additions)"
+                    )
+                })
             }
         };
     }
     let want = reference(op, values);
-    let same = if T::ROUNDS { same_value(got.to_f64() as f32, want.to_f64() as f32) } else { got == want };
+    let same =
+        if T::ROUNDS { same_value(got.to_f64() as f32, want.to_f64() as f32) } else { got == want };
     (!same).then(|| format!("the {} is {got:?}, expected {want:?}", op.name()))
 }
 
@@ -137,7 +142,10 @@ fn scalar_lengths(n: usize, wave: usize, max: usize) -> BoxedStrategy<usize> {
 
 /// The mixtures of an operation's inputs: sums' (finite in f32) with NaN, infinities, -0.0 and
 /// integer extremes; every magnitude for min and max.
-fn op_inputs<T: Element>(op: ReduceOp, lengths: BoxedStrategy<usize>) -> BoxedStrategy<Input<T::Mix, T>> {
+fn op_inputs<T: Element>(
+    op: ReduceOp,
+    lengths: BoxedStrategy<usize>,
+) -> BoxedStrategy<Input<T::Mix, T>> {
     match op {
         ReduceOp::Sum => props::input(lengths, 0, T::sum_mixes(), T::arith_specials(), 3),
         _ => props::input(lengths, 0, T::value_mixes(), T::specials(), 3),
@@ -149,17 +157,25 @@ fn op_inputs<T: Element>(op: ReduceOp, lengths: BoxedStrategy<usize>) -> BoxedSt
 /// max of nothing are errors.
 fn scalar_property<T: Element, S: Scalar<T>>(device: &Device) -> TestResult {
     let worlds = worlds(device)?;
-    let steps: Vec<RefCell<S>> = worlds.iter().map(|w| S::make(w).map(RefCell::new)).collect::<Result<_>>()?;
+    let steps: Vec<RefCell<S>> =
+        worlds.iter().map(|w| S::make(w).map(RefCell::new)).collect::<Result<_>>()?;
     let per_device = DeterministicReduce::<T>::create(&worlds[0].devices()[0])?;
     let counts: Vec<usize> = worlds.iter().map(World::len).collect();
     let (wave, max) = (device.facts().shape().threads_in_one_wave(256), props::max_len(device));
-    let cases = (0..worlds.len(), select(ReduceOp::ALL.to_vec()))
-        .prop_flat_map(move |(w, op)| (Just(w), Just(op), op_inputs::<T>(op, scalar_lengths(counts[w], wave, max))));
+    let cases = (0..worlds.len(), select(ReduceOp::ALL.to_vec())).prop_flat_map(move |(w, op)| {
+        (Just(w), Just(op), op_inputs::<T>(op, scalar_lengths(counts[w], wave, max)))
+    });
     props::check(device, SCALAR_CASES, cases, |(w, op, input)| {
         let (world, n) = (&worlds[w], worlds[w].len());
         let values = input.values();
         let parts = world.scatter(&values)?;
-        let what = format!("{} {}<{}> of {} elements on {n} devices", S::NAME, op.name(), T::SUFFIX, values.len());
+        let what = format!(
+            "{} {}<{}> of {} elements on {n} devices",
+            S::NAME,
+            op.name(),
+            T::SUFFIX,
+            values.len()
+        );
         let mut step = steps[w].borrow_mut();
         let result = step.reduce(world, op, &views(&parts));
         if values.is_empty() && op != ReduceOp::Sum {
@@ -202,7 +218,10 @@ fn all_reduce_lengths<T>(device: &Device, n: usize) -> BoxedStrategy<usize> {
 /// and whether each device copies its result aside on its own stream between the two calls.
 type AllReduceCase<T> = (usize, ReduceOp, Vec<Input<<T as Drawn>::Mix, T>>, bool);
 
-fn all_reduce_cases<T: Element>(device: &Device, worlds: &[World]) -> BoxedStrategy<AllReduceCase<T>> {
+fn all_reduce_cases<T: Element>(
+    device: &Device,
+    worlds: &[World],
+) -> BoxedStrategy<AllReduceCase<T>> {
     let counts: Vec<usize> = worlds.iter().map(World::len).collect();
     let device = device.clone();
     // The length is drawn beside the recipes, not before them, so that a failure shrinks it
@@ -251,7 +270,10 @@ fn check_all_reduced<T: ReduceElement + Word>(
                 continue;
             }
             if let Some(why) = mismatch(op, &column, output[i], chain) {
-                return Err(format!("{what}: element {i} of {len} on device {k}: {why} (inputs {column:?})").into());
+                return Err(format!(
+                    "{what}: element {i} of {len} on device {k}: {why} (inputs {column:?})"
+                )
+                .into());
             }
         }
     }
@@ -276,37 +298,65 @@ fn upload<T: ReduceElement>(world: &World, inputs: &[Vec<T>]) -> Result<Vec<Devi
 /// Half the cases copy each device's result aside on its own stream between the calls and check
 /// both; the others queue the calls with nothing between and check the second against the inputs
 /// counted n times.
-pub fn all_reduce_property<T: Element, A: AllReduce<T>>(worlds: &[World], cases: (u32, u32)) -> TestResult {
+pub fn all_reduce_property<T: Element, A: AllReduce<T>>(
+    worlds: &[World],
+    cases: (u32, u32),
+) -> TestResult {
     let device = &worlds[0].devices()[0];
-    let launchers: Vec<RefCell<A>> = worlds.iter().map(|w| A::new(w).map(RefCell::new)).collect::<Result<_>>()?;
-    props::check(device, cases, all_reduce_cases::<T>(device, worlds), |(w, op, inputs, snapshot)| {
-        let world = &worlds[w];
-        let n = world.len();
-        let inputs: Vec<Vec<T>> = inputs.iter().map(Input::values).collect();
-        let len = inputs[0].len();
-        let what = format!("{} all-reduce {}<{}> of {len} elements on {n} devices", A::STEP, op.name(), T::SUFFIX);
-        let mut all_reduce = launchers[w].borrow_mut();
-        let mut buffers = upload(world, &inputs)?;
-        all_reduce.all_reduce(world, op, &mut buffers)?;
-        let mut aside: Vec<DeviceBuffer<T>> = Vec::new();
-        if snapshot {
-            for (device, buffer) in world.devices().iter().zip(&buffers) {
-                let mut copy = device.upload(&vec![T::poison(); len])?;
-                device.copy(buffer.as_view(), &mut copy)?;
-                aside.push(copy);
+    let launchers: Vec<RefCell<A>> =
+        worlds.iter().map(|w| A::new(w).map(RefCell::new)).collect::<Result<_>>()?;
+    props::check(
+        device,
+        cases,
+        all_reduce_cases::<T>(device, worlds),
+        |(w, op, inputs, snapshot)| {
+            let world = &worlds[w];
+            let n = world.len();
+            let inputs: Vec<Vec<T>> = inputs.iter().map(Input::values).collect();
+            let len = inputs[0].len();
+            let what = format!(
+                "{} all-reduce {}<{}> of {len} elements on {n} devices",
+                A::STEP,
+                op.name(),
+                T::SUFFIX
+            );
+            let mut all_reduce = launchers[w].borrow_mut();
+            let mut buffers = upload(world, &inputs)?;
+            all_reduce.all_reduce(world, op, &mut buffers)?;
+            let mut aside: Vec<DeviceBuffer<T>> = Vec::new();
+            if snapshot {
+                for (device, buffer) in world.devices().iter().zip(&buffers) {
+                    let mut copy = device.upload(&vec![T::poison(); len])?;
+                    device.copy(buffer.as_view(), &mut copy)?;
+                    aside.push(copy);
+                }
             }
-        }
-        all_reduce.all_reduce(world, op, &mut buffers)?;
-        let second = read_all(&buffers)?;
-        let chain = n as u64;
-        if snapshot {
-            let first = read_all(&aside)?;
-            check_all_reduced(&what, op, &inputs, 1, chain, &first)?;
-            check_all_reduced(&format!("{what}, called again on its results"), op, &first, 1, chain, &second)
-        } else {
-            check_all_reduced(&format!("{what}, called twice"), op, &inputs, n, 2 * chain, &second)
-        }
-    })
+            all_reduce.all_reduce(world, op, &mut buffers)?;
+            let second = read_all(&buffers)?;
+            let chain = n as u64;
+            if snapshot {
+                let first = read_all(&aside)?;
+                check_all_reduced(&what, op, &inputs, 1, chain, &first)?;
+                check_all_reduced(
+                    &format!("{what}, called again on its results"),
+                    op,
+                    &first,
+                    1,
+                    chain,
+                    &second,
+                )
+            } else {
+                check_all_reduced(
+                    &format!("{what}, called twice"),
+                    op,
+                    &inputs,
+                    n,
+                    2 * chain,
+                    &second,
+                )
+            }
+        },
+    )
 }
 
 /// What is wrong with an all-reduce's buffers, or with a scalar reduction's parts.
@@ -337,7 +387,9 @@ fn faults(w: usize, n: usize, worlds: usize) -> BoxedStrategy<Fault> {
                 .prop_map(|(device, longer, by)| Fault::Length { device, longer, by })
                 .boxed(),
         );
-        faults.push((0..n, 1..n).prop_map(|(device, shift)| Fault::Misplaced { device, shift }).boxed());
+        faults.push(
+            (0..n, 1..n).prop_map(|(device, shift)| Fault::Misplaced { device, shift }).boxed(),
+        );
     }
     if worlds > 1 {
         let others: Vec<usize> = (0..worlds).filter(|&o| o != w).collect();
@@ -350,7 +402,9 @@ fn faults(w: usize, n: usize, worlds: usize) -> BoxedStrategy<Fault> {
 fn bad_input_cases(worlds: &[World]) -> BoxedStrategy<(usize, Fault, usize, u64)> {
     let counts: Vec<usize> = worlds.iter().map(World::len).collect();
     (0..counts.len())
-        .prop_flat_map(move |w| (Just(w), faults(w, counts[w], counts.len()), 0..40usize, any::<u64>()))
+        .prop_flat_map(move |w| {
+            (Just(w), faults(w, counts[w], counts.len()), 0..40usize, any::<u64>())
+        })
         .boxed()
 }
 
@@ -369,7 +423,8 @@ fn faulty_buffers<T: ReduceElement>(
     let n = world.len();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut target = w;
-    let mut placed: Vec<(Device, usize)> = world.devices().iter().map(|d| (d.clone(), len)).collect();
+    let mut placed: Vec<(Device, usize)> =
+        world.devices().iter().map(|d| (d.clone(), len)).collect();
     match *fault {
         Fault::Length { device, longer, by } => {
             placed[device].1 = if longer || len < by { len + by } else { len - by };
@@ -377,15 +432,19 @@ fn faulty_buffers<T: ReduceElement>(
         Fault::Count(count) => {
             placed = (0..count).map(|k| (world.devices()[k % n].clone(), len)).collect();
         }
-        Fault::Misplaced { device, shift } => placed[device].0 = world.devices()[(device + shift) % n].clone(),
+        Fault::Misplaced { device, shift } => {
+            placed[device].0 = world.devices()[(device + shift) % n].clone()
+        }
         Fault::Stranger { device } => placed[device].0 = stranger.clone(),
         Fault::OtherWorld(other) => {
             target = other;
             placed = worlds[other].devices().iter().map(|d| (d.clone(), len)).collect();
         }
     }
-    let buffers =
-        placed.iter().map(|(device, len)| device.upload(&T::random(&mut rng, *len))).collect::<Result<_>>()?;
+    let buffers = placed
+        .iter()
+        .map(|(device, len)| device.upload(&T::random(&mut rng, *len)))
+        .collect::<Result<_>>()?;
     Ok((buffers, target))
 }
 
@@ -394,10 +453,14 @@ fn faulty_buffers<T: ReduceElement>(
 /// another device of the world or on a CPU simulator outside it, a launcher made for another
 /// world. Each is a `BadInput` error, never a panic, and the launchers then still give the right
 /// answers on good input.
-pub fn bad_input_property<T: Element, A: AllReduce<T>>(worlds: &[World], cases: (u32, u32)) -> TestResult {
+pub fn bad_input_property<T: Element, A: AllReduce<T>>(
+    worlds: &[World],
+    cases: (u32, u32),
+) -> TestResult {
     let device = &worlds[0].devices()[0];
     let stranger = Device::simulator()?;
-    let all_reduces: Vec<RefCell<A>> = worlds.iter().map(|w| A::new(w).map(RefCell::new)).collect::<Result<_>>()?;
+    let all_reduces: Vec<RefCell<A>> =
+        worlds.iter().map(|w| A::new(w).map(RefCell::new)).collect::<Result<_>>()?;
     let scalars: Vec<RefCell<AcrossGpus<T, A>>> =
         worlds.iter().map(|w| AcrossGpus::new(w).map(RefCell::new)).collect::<Result<_>>()?;
     let strategy = bad_input_cases(worlds);
@@ -415,14 +478,25 @@ pub fn bad_input_property<T: Element, A: AllReduce<T>>(worlds: &[World], cases: 
             expect_bad_input(&format!("reduction: {what}"), result)?;
         }
         // The launchers still work.
-        let inputs: Vec<Vec<T>> =
-            (0..n).map(|k| T::random(&mut SmallRng::seed_from_u64(seed.wrapping_add(k as u64 + 1)), len)).collect();
+        let inputs: Vec<Vec<T>> = (0..n)
+            .map(|k| T::random(&mut SmallRng::seed_from_u64(seed.wrapping_add(k as u64 + 1)), len))
+            .collect();
         let mut good = upload(world, &inputs)?;
         all_reduce.all_reduce(world, ReduceOp::Sum, &mut good)?;
-        check_all_reduced(&format!("all-reduce after {what}"), ReduceOp::Sum, &inputs, 1, n as u64, &read_all(&good)?)?;
+        check_all_reduced(
+            &format!("all-reduce after {what}"),
+            ReduceOp::Sum,
+            &inputs,
+            1,
+            n as u64,
+            &read_all(&good)?,
+        )?;
         let host: Vec<T> = inputs.concat();
-        let got = scalars[w].borrow_mut().reduce(world, ReduceOp::Sum, &views(&world.scatter(&host)?))?;
-        let chain = DeterministicReduce::<T>::create(&world.devices()[0])?.addition_chain(host.len()) + n as u64;
+        let got =
+            scalars[w].borrow_mut().reduce(world, ReduceOp::Sum, &views(&world.scatter(&host)?))?;
+        let chain = DeterministicReduce::<T>::create(&world.devices()[0])?
+            .addition_chain(host.len())
+            + n as u64;
         match mismatch(ReduceOp::Sum, &host, got, chain) {
             Some(why) => Err(format!("reduction after {what}: {why}").into()),
             None => Ok(()),
@@ -438,9 +512,12 @@ fn host_combined_bad_input<T: Element>(device: &Device) -> TestResult {
     let steps: Vec<RefCell<HostCombined<T>>> =
         worlds.iter().map(|w| HostCombined::new(w).map(RefCell::new)).collect::<Result<_>>()?;
     let cases = bad_input_cases(&worlds)
-        .prop_filter("parts may differ in length", |(_, fault, _, _)| !matches!(fault, Fault::Length { .. }));
+        .prop_filter("parts may differ in length", |(_, fault, _, _)| {
+            !matches!(fault, Fault::Length { .. })
+        });
     props::check(device, BAD_INPUT_CASES, cases, |(w, fault, len, seed)| {
-        let what = format!("host-combined on {} devices, {len} elements, {fault:?}", worlds[w].len());
+        let what =
+            format!("host-combined on {} devices, {len} elements, {fault:?}", worlds[w].len());
         let (buffers, target) = faulty_buffers::<T>(&worlds, w, len, &fault, seed, &stranger)?;
         let result = steps[w].borrow_mut().reduce(&worlds[target], ReduceOp::Sum, &views(&buffers));
         expect_bad_input(&what, result)

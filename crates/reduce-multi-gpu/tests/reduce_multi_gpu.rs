@@ -11,9 +11,9 @@
 use gpu_harness::{Device, DeviceBuffer, GpuError};
 use gpu_test::{Failed, TestResult, TestRng, TestSuite, on_threads, test_size};
 use reduce_multi_gpu::{
-    AcrossGpus, Algorithm, AllReduce, BySize, HostCombined, Nccl, OneShot, Queue, Ring, RingOp, Signal, TwoShot,
-    TwoShotWrites, World, all_reduce_plan, nccl_missing, part_range, peer_kernels_missing, ring, ring_plan,
-    ring_schedule, shots, views,
+    AcrossGpus, Algorithm, AllReduce, BySize, HostCombined, Nccl, OneShot, Queue, Ring, RingOp,
+    Signal, TwoShot, TwoShotWrites, World, all_reduce_plan, nccl_missing, part_range,
+    peer_kernels_missing, ring, ring_plan, ring_schedule, shots, views,
 };
 use reduction::reference::sum_tolerance;
 use reduction::{ReduceElement, ReduceOp};
@@ -25,15 +25,27 @@ fn same<T: ReduceElement>(a: T, b: T) -> bool {
 
 /// Checks `got`, the `op` of `host` across a world of `gpus`, against the CPU reference: exact,
 /// except f32 sums, which are within the single-pass kernel's tolerance plus one rounding per GPU.
-fn check<T: ReduceElement>(rng: &TestRng, what: &str, op: ReduceOp, host: &[T], gpus: usize, got: T) -> TestResult {
+fn check<T: ReduceElement>(
+    rng: &TestRng,
+    what: &str,
+    op: ReduceOp,
+    host: &[T],
+    gpus: usize,
+    got: T,
+) -> TestResult {
     if T::ROUNDS && op == ReduceOp::Sum {
         let reference: f64 = host.iter().map(|x| x.to_f64()).sum();
         let magnitude: f64 = host.iter().map(|x| x.to_f64().abs()).sum();
-        let tolerance = sum_tolerance(host.len(), magnitude) + f64::from(f32::EPSILON) * gpus as f64 * magnitude;
-        if (got.to_f64() - reference).abs() <= tolerance || (got.to_f64().is_nan() && reference.is_nan()) {
+        let tolerance = sum_tolerance(host.len(), magnitude)
+            + f64::from(f32::EPSILON) * gpus as f64 * magnitude;
+        if (got.to_f64() - reference).abs() <= tolerance
+            || (got.to_f64().is_nan() && reference.is_nan())
+        {
             return Ok(());
         }
-        return Err(rng.fail(format!("{what}: got {got:?}, reference {reference} (tolerance {tolerance:e})")));
+        return Err(rng.fail(format!(
+            "{what}: got {got:?}, reference {reference} (tolerance {tolerance:e})"
+        )));
     }
     let reference = reduction::full::reference(op, host);
     if same(got, reference) {
@@ -95,7 +107,8 @@ impl<T: ReduceElement, A: AllReduce<T>> Step<T> for AcrossGpus<T, A> {
 /// The sizes every step is checked at: 1, fewer elements than GPUs, as many, one more, around a
 /// warp and a block, a prime, and (on a GPU) past one wave of blocks.
 fn sizes(device: &Device, gpus: usize) -> Vec<usize> {
-    let mut sizes = vec![1, gpus.saturating_sub(1).max(1), gpus, gpus + 1, 31, 32, 33, 255, 256, 257, 100_003];
+    let mut sizes =
+        vec![1, gpus.saturating_sub(1).max(1), gpus, gpus + 1, 31, 32, 33, 255, 256, 257, 100_003];
     sizes.push(test_size(device, 3_000_017, 200_003));
     sizes
 }
@@ -110,8 +123,14 @@ fn reduce_and_check<T: ReduceElement, S: Step<T>>(
 ) -> TestResult {
     let parts = world.scatter(host)?;
     let got = step.reduce(world, op, &views(&parts))?;
-    let what =
-        format!("{} {}<{}> of {} elements on {} devices", S::NAME, op.name(), T::SUFFIX, host.len(), world.len());
+    let what = format!(
+        "{} {}<{}> of {} elements on {} devices",
+        S::NAME,
+        op.name(),
+        T::SUFFIX,
+        host.len(),
+        world.len()
+    );
     check(rng, &what, op, host, world.len(), got)?;
     for (k, total) in step.totals()?.into_iter().enumerate() {
         if !same(total, got) {
@@ -175,7 +194,9 @@ fn wrap_around<S: Step<u32>>(world: &World) -> TestResult {
 
 /// The bytes of a plain numeric value (f32, i32, u32), to compare bits, -0.0 and NaNs included.
 fn bytes_of<T: ReduceElement>(value: &T) -> &[u8] {
-    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+    unsafe {
+        std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>())
+    }
 }
 
 /// Every GPU's buffer after an all-reduce against the element-wise CPU reference.
@@ -193,16 +214,24 @@ fn check_all_reduce<T: ReduceElement>(
         column.clear();
         column.extend(inputs.iter().map(|input| input[i]));
         if check(rng, what, op, &column, inputs.len(), got).is_err() {
-            return check(rng, &format!("{what}, element {i} on device 0"), op, &column, inputs.len(), got);
+            return check(
+                rng,
+                &format!("{what}, element {i} on device 0"),
+                op,
+                &column,
+                inputs.len(),
+                got,
+            );
         }
     }
     for (k, buffer) in buffers.iter().enumerate().skip(1) {
         let got = buffer.to_host()?;
         // Every GPU ends with the same bits (data-parallel training relies on it).
         if let Some(i) = (0..len).find(|&i| bytes_of(&got[i]) != bytes_of(&first[i])) {
-            return Err(
-                rng.fail(format!("{what}: element {i} is {:?} on device {k}, {:?} on device 0", got[i], first[i]))
-            );
+            return Err(rng.fail(format!(
+                "{what}: element {i} is {:?} on device {k}, {:?} on device 0",
+                got[i], first[i]
+            )));
         }
     }
     Ok(())
@@ -216,18 +245,29 @@ fn all_reduce_suite<T: ReduceElement, A: AllReduce<T>>(world: &World) -> TestRes
     let mut all_reduce = A::new(world)?;
     let gpus = world.len();
     let several_pieces = ring::PIECE_BYTES / std::mem::size_of::<T>() * gpus * 2 + 13;
-    let mut lengths = vec![1, gpus.saturating_sub(1).max(1), gpus, gpus + 1, 4, 5, 31, 257, 1023, 1025, 65_537];
+    let mut lengths =
+        vec![1, gpus.saturating_sub(1).max(1), gpus, gpus + 1, 4, 5, 31, 257, 1023, 1025, 65_537];
     lengths.push(test_size(device, several_pieces, 100_003));
     for len in lengths {
         for op in ReduceOp::ALL {
             let inputs: Vec<Vec<T>> = (0..gpus).map(|_| T::random(rng.rng(), len)).collect();
-            let mut buffers: Vec<DeviceBuffer<T>> =
-                world.devices().iter().zip(&inputs).map(|(d, input)| d.upload(input)).collect::<Result<_, _>>()?;
+            let mut buffers: Vec<DeviceBuffer<T>> = world
+                .devices()
+                .iter()
+                .zip(&inputs)
+                .map(|(d, input)| d.upload(input))
+                .collect::<Result<_, _>>()?;
             all_reduce.all_reduce(world, op, &mut buffers)?;
-            let what = format!("{} all-reduce {}<{}> of {len} on {gpus} devices", A::STEP, op.name(), T::SUFFIX);
+            let what = format!(
+                "{} all-reduce {}<{}> of {len} on {gpus} devices",
+                A::STEP,
+                op.name(),
+                T::SUFFIX
+            );
             check_all_reduce(&rng, &what, op, &inputs, &buffers)?;
             if len > 100_000 && op != ReduceOp::Sum {
-                continue; // the element-wise reference is slow; the sum covers the back-to-back case
+                // The element-wise reference is slow; the sum covers the back-to-back case.
+                continue;
             }
             // Twice more, on the results, queued right behind: each GPU then holds the op of n^2
             // copies of the first result (the same result for min and max).
@@ -305,21 +345,23 @@ fn ring_races(len: usize, gpus: usize, pieces: usize, calls: usize) -> Vec<Strin
     // Vector clocks: clock[op][q] = how many operations of queue q happen before op (op included).
     let mut clocks: Vec<Vec<usize>> = Vec::new();
     let mut last_on_queue: Vec<Option<usize>> = vec![None; queues.len()];
-    let mut last_record: std::collections::HashMap<(usize, Signal), usize> = std::collections::HashMap::new();
+    let mut last_record: std::collections::HashMap<(usize, Signal), usize> =
+        std::collections::HashMap::new();
     let mut accesses: Vec<Access> = Vec::new();
-    let mut push = |queue: Queue, waits_for: Option<usize>, clocks: &mut Vec<Vec<usize>>| -> usize {
-        let q = index(queue);
-        let mut clock = last_on_queue[q].map_or(vec![0; queues.len()], |op| clocks[op].clone());
-        if let Some(record) = waits_for {
-            for (c, r) in clock.iter_mut().zip(&clocks[record]) {
-                *c = (*c).max(*r);
+    let mut push =
+        |queue: Queue, waits_for: Option<usize>, clocks: &mut Vec<Vec<usize>>| -> usize {
+            let q = index(queue);
+            let mut clock = last_on_queue[q].map_or(vec![0; queues.len()], |op| clocks[op].clone());
+            if let Some(record) = waits_for {
+                for (c, r) in clock.iter_mut().zip(&clocks[record]) {
+                    *c = (*c).max(*r);
+                }
             }
-        }
-        clock[q] += 1;
-        clocks.push(clock);
-        last_on_queue[q] = Some(clocks.len() - 1);
-        clocks.len() - 1
-    };
+            clock[q] += 1;
+            clocks.push(clock);
+            last_on_queue[q] = Some(clocks.len() - 1);
+            clocks.len() - 1
+        };
     let whole = 0..len;
     let all_slots = 0..plan.slot * plan.pieces;
     for call in 0..calls {
@@ -334,7 +376,13 @@ fn ring_races(len: usize, gpus: usize, pieces: usize, calls: usize) -> Vec<Strin
             });
             if call == 0 {
                 let memory = Memory::Received(g);
-                accesses.push(Access { op, queue: Queue::Main(g), memory, elements: all_slots.clone(), write: true });
+                accesses.push(Access {
+                    op,
+                    queue: Queue::Main(g),
+                    memory,
+                    elements: all_slots.clone(),
+                    write: true,
+                });
             }
         }
         for step in &plan.ops {
@@ -393,13 +441,20 @@ fn ring_races(len: usize, gpus: usize, pieces: usize, calls: usize) -> Vec<Strin
             write: false,
         });
     }
-    let before = |a: &Access, b: &Access| clocks[a.op][index(a.queue)] <= clocks[b.op][index(a.queue)];
+    let before =
+        |a: &Access, b: &Access| clocks[a.op][index(a.queue)] <= clocks[b.op][index(a.queue)];
     let mut races = Vec::new();
     for (i, a) in accesses.iter().enumerate() {
         for b in &accesses[i + 1..] {
             let overlap = a.elements.start < b.elements.end && b.elements.start < a.elements.end;
-            if a.memory == b.memory && overlap && (a.write || b.write) && !before(a, b) && !before(b, a) {
-                races.push(format!("{gpus} GPUs, {len} elements, {pieces} pieces: {a:?} and {b:?}"));
+            if a.memory == b.memory
+                && overlap
+                && (a.write || b.write)
+                && !before(a, b)
+                && !before(b, a)
+            {
+                races
+                    .push(format!("{gpus} GPUs, {len} elements, {pieces} pieces: {a:?} and {b:?}"));
             }
         }
     }
@@ -419,10 +474,14 @@ fn back_to_back(world: &World) -> TestResult {
     let mut two_shot = TwoShot::<u32>::new(world)?;
     let mut writes = TwoShotWrites::<u32>::new(world)?;
     let mut by_size = BySize::<u32>::new(world)?;
-    let input = |len: usize, rank: u32| -> Vec<u32> { (0..len as u32).map(|i| i.wrapping_mul(7) ^ rank).collect() };
+    let input = |len: usize, rank: u32| -> Vec<u32> {
+        (0..len as u32).map(|i| i.wrapping_mul(7) ^ rank).collect()
+    };
     let mut sets: Vec<Vec<DeviceBuffer<u32>>> = lengths
         .iter()
-        .map(|&len| world.devices().iter().zip(0..).map(|(d, r)| d.upload(&input(len, r))).collect())
+        .map(|&len| {
+            world.devices().iter().zip(0..).map(|(d, r)| d.upload(&input(len, r))).collect()
+        })
         .collect::<Result<_, _>>()?;
     let calls = if device.is_simulated() { 12 } else { 300 };
     for call in 0..calls {
@@ -439,11 +498,13 @@ fn back_to_back(world: &World) -> TestResult {
         for (k, buffer) in set.iter().enumerate() {
             let got = buffer.to_host()?;
             for (i, &value) in got.iter().enumerate() {
-                let sum = (0..gpus).fold(0u32, |s, r| s.wrapping_add((i as u32).wrapping_mul(7) ^ r));
+                let sum =
+                    (0..gpus).fold(0u32, |s, r| s.wrapping_add((i as u32).wrapping_mul(7) ^ r));
                 let expected = sum.wrapping_mul(gpus.wrapping_pow(times - 1));
                 if value != expected {
                     return Err(rng.fail(format!(
-                        "{len} elements, {times} sums on {gpus} GPUs: element {i} on device {k} is {value}, expected {expected}"
+                        "{len} elements, {times} sums on {gpus} GPUs: element {i} on device {k} \
+                         is {value}, expected {expected}"
                     )));
                 }
             }
@@ -463,11 +524,18 @@ fn small_for_the_sanitizers(world: &World) -> TestResult {
     for len in [1, 5, 1027, 70_001] {
         for op in ReduceOp::ALL {
             for step in 0..3 {
-                let inputs: Vec<Vec<f32>> =
-                    (0..gpus).map(|k| (0..len).map(|i| ((i * 7 + k) % 23) as f32).collect()).collect();
-                let mut buffers: Vec<DeviceBuffer<f32>> =
-                    world.devices().iter().zip(&inputs).map(|(d, input)| d.upload(input)).collect::<Result<_, _>>()?;
-                let all_reduce: &mut dyn FnMut(&mut [DeviceBuffer<f32>]) -> gpu_harness::Result<()> = match step {
+                let inputs: Vec<Vec<f32>> = (0..gpus)
+                    .map(|k| (0..len).map(|i| ((i * 7 + k) % 23) as f32).collect())
+                    .collect();
+                let mut buffers: Vec<DeviceBuffer<f32>> = world
+                    .devices()
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(d, input)| d.upload(input))
+                    .collect::<Result<_, _>>()?;
+                let all_reduce: &mut dyn FnMut(
+                    &mut [DeviceBuffer<f32>],
+                ) -> gpu_harness::Result<()> = match step {
                     0 => &mut |b| one_shot.all_reduce(world, op, b),
                     1 => &mut |b| two_shot.all_reduce(world, op, b),
                     _ => &mut |b| writes.all_reduce(world, op, b),
@@ -501,8 +569,12 @@ fn bad_input(world: &World) -> TestResult {
         expect_bad("misplaced", step.reduce(world, ReduceOp::Sum, &misplaced))?;
         // Buffers of different lengths for an all-reduce.
         let mut ring = Ring::<f32>::new(world)?;
-        let mut buffers: Vec<DeviceBuffer<f32>> =
-            world.devices().iter().enumerate().map(|(k, d)| d.alloc(10 + k)).collect::<Result<_, _>>()?;
+        let mut buffers: Vec<DeviceBuffer<f32>> = world
+            .devices()
+            .iter()
+            .enumerate()
+            .map(|(k, d)| d.alloc(10 + k))
+            .collect::<Result<_, _>>()?;
         match ring.all_reduce(world, ReduceOp::Sum, &mut buffers) {
             Err(GpuError::BadInput(message)) => println!("lengths: {message}"),
             other => return Err(rng.fail(format!("lengths: {other:?}, expected BadInput"))),
@@ -520,10 +592,17 @@ fn bad_input(world: &World) -> TestResult {
         "other world, ring",
         AcrossGpus::<f32, Ring<f32>>::new(world)?.reduce(&other, ReduceOp::Sum, &views(&inputs)),
     )?;
-    let mut buffers: Vec<DeviceBuffer<f32>> = other.devices().iter().map(|d| d.alloc(100)).collect::<Result<_, _>>()?;
+    let mut buffers: Vec<DeviceBuffer<f32>> =
+        other.devices().iter().map(|d| d.alloc(100)).collect::<Result<_, _>>()?;
     let all_reduces: [(&str, gpu_harness::Result<()>); 2] = [
-        ("other world, ring buffers", Ring::<f32>::new(world)?.all_reduce(&other, ReduceOp::Sum, &mut buffers)),
-        ("other world, by size", BySize::<f32>::new(world)?.all_reduce(&other, ReduceOp::Sum, &mut buffers)),
+        (
+            "other world, ring buffers",
+            Ring::<f32>::new(world)?.all_reduce(&other, ReduceOp::Sum, &mut buffers),
+        ),
+        (
+            "other world, by size",
+            BySize::<f32>::new(world)?.all_reduce(&other, ReduceOp::Sum, &mut buffers),
+        ),
     ];
     for (what, result) in all_reduces {
         match result {
@@ -541,8 +620,13 @@ fn main() -> std::process::ExitCode {
                 for parts in 1..=8 {
                     let ranges: Vec<_> = (0..parts).map(|k| part_range(n, parts, k)).collect();
                     let contiguous = ranges.windows(2).all(|w| w[0].end == w[1].start);
-                    let balanced = ranges.iter().all(|r| r.len() == n / parts || r.len() == n / parts + 1);
-                    if ranges[0].start != 0 || ranges[parts - 1].end != n || !contiguous || !balanced {
+                    let balanced =
+                        ranges.iter().all(|r| r.len() == n / parts || r.len() == n / parts + 1);
+                    if ranges[0].start != 0
+                        || ranges[parts - 1].end != n
+                        || !contiguous
+                        || !balanced
+                    {
                         return Err(Failed::from(format!("{n} in {parts} parts: {ranges:?}")));
                     }
                 }
@@ -568,7 +652,8 @@ fn main() -> std::process::ExitCode {
             // every element holding every GPU's contribution exactly once.
             for gpus in 1..=8 {
                 let len = gpus * 3 + 1;
-                let mut held: Vec<Vec<Vec<usize>>> = (0..gpus).map(|g| vec![vec![g]; len]).collect();
+                let mut held: Vec<Vec<Vec<usize>>> =
+                    (0..gpus).map(|g| vec![vec![g]; len]).collect();
                 let schedule = ring_schedule(len, gpus);
                 for step in schedule.chunk_by(|a, b| (a.phase, a.step) == (b.phase, b.step)) {
                     let before = held.clone();
@@ -576,7 +661,9 @@ fn main() -> std::process::ExitCode {
                         for e in t.elements.clone() {
                             let sent = before[t.from][e].clone();
                             match t.phase {
-                                reduce_multi_gpu::Phase::ReduceScatter => held[t.to][e].extend(sent),
+                                reduce_multi_gpu::Phase::ReduceScatter => {
+                                    held[t.to][e].extend(sent)
+                                }
                                 reduce_multi_gpu::Phase::AllGather => held[t.to][e] = sent,
                             }
                         }
@@ -586,7 +673,10 @@ fn main() -> std::process::ExitCode {
                     for (e, contributors) in elements.iter_mut().enumerate() {
                         contributors.sort_unstable();
                         if *contributors != (0..gpus).collect::<Vec<_>>() {
-                            return Err(Failed::from(format!("{gpus} GPUs: GPU {g} element {e}: {contributors:?}")));
+                            return Err(Failed::from(format!(
+                                "{gpus} GPUs: GPU {g} element {e}: \
+                                {contributors:?}"
+                            )));
                         }
                     }
                 }
@@ -599,7 +689,8 @@ fn main() -> std::process::ExitCode {
             // and waits for what the step before sent it, so every GPU sends and receives
             // 2(n - 1) chunks of 4c bytes, and the longest chain of copies is 2(n - 1) of them.
             for (gpus, chunk) in [(2u64, 4u64), (3, 3), (4, 5)] {
-                let counts = reduce_multi_gpu::count_ring(gpus as usize, (gpus * chunk) as usize, 7)?;
+                let counts =
+                    reduce_multi_gpu::count_ring(gpus as usize, (gpus * chunk) as usize, 7)?;
                 let bytes = 2 * (gpus - 1) * 4 * chunk;
                 let each = gpu_harness::Transfers {
                     copies_sent: 2 * (gpus - 1),
@@ -607,10 +698,15 @@ fn main() -> std::process::ExitCode {
                     bytes_received: bytes,
                     finished_at: bytes,
                 };
-                let folds = counts.launches.iter().filter(|(name, _)| name == "ring_combine_sum_u32").count() as u64;
+                let folds = counts
+                    .launches
+                    .iter()
+                    .filter(|(name, _)| name == "ring_combine_sum_u32")
+                    .count() as u64;
                 if counts.transfers != vec![each; gpus as usize] || folds != gpus * (gpus - 1) {
                     return Err(Failed::from(format!(
-                        "{gpus} GPUs, chunks of {chunk}: {:?} and {folds} folds, expected {each:?} each and {} folds",
+                        "{gpus} GPUs, chunks of {chunk}: {:?} and {folds} folds, expected \
+                         {each:?} each and {} folds",
                         counts.transfers,
                         gpus * (gpus - 1)
                     )));
@@ -626,7 +722,10 @@ fn main() -> std::process::ExitCode {
                     for pieces in 1..=3 {
                         let races = ring_races(len.max(1), gpus, pieces, 2);
                         if let Some(race) = races.first() {
-                            return Err(Failed::from(format!("{} races, the first: {race}", races.len())));
+                            return Err(Failed::from(format!(
+                                "{} races, the first: {race}",
+                                races.len()
+                            )));
                         }
                     }
                 }
@@ -639,7 +738,12 @@ fn main() -> std::process::ExitCode {
             for gpus in [2, 3, 4, 8] {
                 let mut bytes = 4 << 10;
                 while bytes <= 1 << 30 {
-                    let plan = all_reduce_plan(bytes / 4, bytes, gpus, gpu_harness::GpuShape::HOPPER_132_SMS);
+                    let plan = all_reduce_plan(
+                        bytes / 4,
+                        bytes,
+                        gpus,
+                        gpu_harness::GpuShape::HOPPER_132_SMS,
+                    );
                     lines.push(format!(
                         "{gpus} GPUs, {:>10} bytes: {:?}, {} blocks of {}",
                         bytes, plan.algorithm, plan.blocks, plan.threads
@@ -661,7 +765,10 @@ fn main() -> std::process::ExitCode {
             };
             for gpus in 1..=9 {
                 for sms in [1u32, 40, 132] {
-                    let shape = gpu_harness::GpuShape { multiprocessors: sms, max_threads_per_multiprocessor: 2048 };
+                    let shape = gpu_harness::GpuShape {
+                        multiprocessors: sms,
+                        max_threads_per_multiprocessor: 2048,
+                    };
                     let mut last = 0;
                     for bytes in (0..=31).map(|b| 1usize << b).chain([0, 3, 5 << 20]) {
                         let plan = all_reduce_plan(bytes / 4, bytes, gpus, shape);
@@ -671,12 +778,18 @@ fn main() -> std::process::ExitCode {
                             || most > 2 * sms
                             || plan.threads != shots::PEER_THREADS
                         {
-                            return Err(Failed::from(format!("{gpus} GPUs, {bytes} bytes, {sms} SMs: {plan:?}")));
+                            return Err(Failed::from(format!(
+                                "{gpus} GPUs, {bytes} bytes, {sms} \
+                                SMs: {plan:?}"
+                            )));
                         }
                         if bytes.is_power_of_two() {
                             let rank = order(plan.algorithm);
                             if rank < last {
-                                return Err(Failed::from(format!("{gpus} GPUs: {bytes} bytes goes back to {plan:?}")));
+                                return Err(Failed::from(format!(
+                                    "{gpus} GPUs: {bytes} bytes goes \
+                                    back to {plan:?}"
+                                )));
                             }
                             last = rank;
                         }
@@ -686,8 +799,10 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .cpu("ring::pieces", || {
-            let got: Vec<usize> =
-                [0, 1, ring::PIECE_BYTES, ring::PIECE_BYTES + 1, 1 << 40].iter().map(|&b| ring::pieces(b)).collect();
+            let got: Vec<usize> = [0, 1, ring::PIECE_BYTES, ring::PIECE_BYTES + 1, 1 << 40]
+                .iter()
+                .map(|&b| ring::pieces(b))
+                .collect();
             if got != [1, 1, 1, 2, ring::MAX_PIECES] {
                 return Err(Failed::from(format!("{got:?}")));
             }
@@ -702,18 +817,78 @@ fn main() -> std::process::ExitCode {
     suite = step_tests::<f32, AcrossGpus<f32, Nccl<f32>>>(suite, nccl_missing);
     suite = step_tests::<i32, AcrossGpus<i32, Nccl<i32>>>(suite, nccl_missing);
     suite = step_tests::<u32, AcrossGpus<u32, Nccl<u32>>>(suite, nccl_missing);
-    suite = world_test(suite, "host_combined::f32_specials".into(), runs_anywhere, f32_specials::<HostCombined<f32>>);
-    suite = world_test(suite, "ring::f32_specials".into(), runs_anywhere, f32_specials::<AcrossGpus<f32, Ring<f32>>>);
-    suite = world_test(suite, "nccl::f32_specials".into(), nccl_missing, f32_specials::<AcrossGpus<f32, Nccl<f32>>>);
-    suite = world_test(suite, "host_combined::wrap_around".into(), runs_anywhere, wrap_around::<HostCombined<u32>>);
-    suite = world_test(suite, "ring::wrap_around".into(), runs_anywhere, wrap_around::<AcrossGpus<u32, Ring<u32>>>);
-    suite = world_test(suite, "nccl::wrap_around".into(), nccl_missing, wrap_around::<AcrossGpus<u32, Nccl<u32>>>);
-    suite = world_test(suite, "ring::all_reduce_f32".into(), runs_anywhere, all_reduce_suite::<f32, Ring<f32>>);
-    suite = world_test(suite, "ring::all_reduce_i32".into(), runs_anywhere, all_reduce_suite::<i32, Ring<i32>>);
-    suite = world_test(suite, "ring::all_reduce_u32".into(), runs_anywhere, all_reduce_suite::<u32, Ring<u32>>);
-    suite = world_test(suite, "nccl::all_reduce_f32".into(), nccl_missing, all_reduce_suite::<f32, Nccl<f32>>);
-    suite = world_test(suite, "nccl::all_reduce_i32".into(), nccl_missing, all_reduce_suite::<i32, Nccl<i32>>);
-    suite = world_test(suite, "nccl::all_reduce_u32".into(), nccl_missing, all_reduce_suite::<u32, Nccl<u32>>);
+    suite = world_test(
+        suite,
+        "host_combined::f32_specials".into(),
+        runs_anywhere,
+        f32_specials::<HostCombined<f32>>,
+    );
+    suite = world_test(
+        suite,
+        "ring::f32_specials".into(),
+        runs_anywhere,
+        f32_specials::<AcrossGpus<f32, Ring<f32>>>,
+    );
+    suite = world_test(
+        suite,
+        "nccl::f32_specials".into(),
+        nccl_missing,
+        f32_specials::<AcrossGpus<f32, Nccl<f32>>>,
+    );
+    suite = world_test(
+        suite,
+        "host_combined::wrap_around".into(),
+        runs_anywhere,
+        wrap_around::<HostCombined<u32>>,
+    );
+    suite = world_test(
+        suite,
+        "ring::wrap_around".into(),
+        runs_anywhere,
+        wrap_around::<AcrossGpus<u32, Ring<u32>>>,
+    );
+    suite = world_test(
+        suite,
+        "nccl::wrap_around".into(),
+        nccl_missing,
+        wrap_around::<AcrossGpus<u32, Nccl<u32>>>,
+    );
+    suite = world_test(
+        suite,
+        "ring::all_reduce_f32".into(),
+        runs_anywhere,
+        all_reduce_suite::<f32, Ring<f32>>,
+    );
+    suite = world_test(
+        suite,
+        "ring::all_reduce_i32".into(),
+        runs_anywhere,
+        all_reduce_suite::<i32, Ring<i32>>,
+    );
+    suite = world_test(
+        suite,
+        "ring::all_reduce_u32".into(),
+        runs_anywhere,
+        all_reduce_suite::<u32, Ring<u32>>,
+    );
+    suite = world_test(
+        suite,
+        "nccl::all_reduce_f32".into(),
+        nccl_missing,
+        all_reduce_suite::<f32, Nccl<f32>>,
+    );
+    suite = world_test(
+        suite,
+        "nccl::all_reduce_i32".into(),
+        nccl_missing,
+        all_reduce_suite::<i32, Nccl<i32>>,
+    );
+    suite = world_test(
+        suite,
+        "nccl::all_reduce_u32".into(),
+        nccl_missing,
+        all_reduce_suite::<u32, Nccl<u32>>,
+    );
     suite = step_tests::<f32, AcrossGpus<f32, OneShot<f32>>>(suite, peer_kernels_missing);
     suite = step_tests::<u32, AcrossGpus<u32, TwoShot<u32>>>(suite, peer_kernels_missing);
     suite = step_tests::<i32, AcrossGpus<i32, BySize<i32>>>(suite, peer_kernels_missing);
@@ -747,7 +922,11 @@ fn main() -> std::process::ExitCode {
             let mut rng = TestRng::new();
             let world = World::shared()?;
             let mut ring = AcrossGpus::<u32, Ring<u32>>::new(&world)?;
-            let mut nccl = if use_nccl && t % 2 == 1 { Some(AcrossGpus::<u32, Nccl<u32>>::new(&world)?) } else { None };
+            let mut nccl = if use_nccl && t % 2 == 1 {
+                Some(AcrossGpus::<u32, Nccl<u32>>::new(&world)?)
+            } else {
+                None
+            };
             for _ in 0..10 {
                 let n = rng.size_in(1..=300_000);
                 let host = u32::random(rng.rng(), n);
@@ -789,7 +968,8 @@ fn main() -> std::process::ExitCode {
                 }
                 let world = World::shared().ok()?;
                 let per_gpu = ((1u64 << 32) + 5) * 4 / world.len() as u64 + 4;
-                (device.facts().memory_bytes < per_gpu + (4 << 30)).then(|| format!("needs {per_gpu} bytes per GPU"))
+                (device.facts().memory_bytes < per_gpu + (4 << 30))
+                    .then(|| format!("needs {per_gpu} bytes per GPU"))
             },
             |_| {
                 // 2^32 + 5 ones, split across every GPU: the u32 sum wraps to 5, the i32 sum too.
@@ -802,11 +982,25 @@ fn main() -> std::process::ExitCode {
                     part.fill_words(1)?;
                     parts.push(part);
                 }
-                let host = HostCombined::<u32>::new(&world)?.reduce(&world, ReduceOp::Sum, &views(&parts))?;
-                let ring = AcrossGpus::<u32, Ring<u32>>::new(&world)?.reduce(&world, ReduceOp::Sum, &views(&parts))?;
-                let max = HostCombined::<u32>::new(&world)?.reduce(&world, ReduceOp::Max, &views(&parts))?;
+                let host = HostCombined::<u32>::new(&world)?.reduce(
+                    &world,
+                    ReduceOp::Sum,
+                    &views(&parts),
+                )?;
+                let ring = AcrossGpus::<u32, Ring<u32>>::new(&world)?.reduce(
+                    &world,
+                    ReduceOp::Sum,
+                    &views(&parts),
+                )?;
+                let max = HostCombined::<u32>::new(&world)?.reduce(
+                    &world,
+                    ReduceOp::Max,
+                    &views(&parts),
+                )?;
                 if (host, ring, max) != (5, 5, 1) {
-                    return Err(rng.fail(format!("sum {host} (host), {ring} (ring), max {max}; expected 5, 5, 1")));
+                    return Err(rng.fail(format!(
+                        "sum {host} (host), {ring} (ring), max {max}; expected 5, 5, 1"
+                    )));
                 }
                 Ok(())
             },

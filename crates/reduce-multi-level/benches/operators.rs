@@ -20,7 +20,14 @@ use reduce_multi_level::operators::{
 use reduction::reference::sum_mismatch;
 
 /// `(input, result, n, temp, temp_bytes, stream)`, as scripts/peers/reduce_operators.cu exports.
-type CubReduce = unsafe extern "C" fn(*const c_void, *mut c_void, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+type CubReduce = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    i64,
+    *mut c_void,
+    *mut u64,
+    *mut c_void,
+) -> c_int;
 
 struct Row {
     what: String,
@@ -31,7 +38,8 @@ struct Row {
 
 /// The median time of a CUB call of `op` over `input`, or why there is none.
 fn cub<T: OperatorElement>(device: &Device, op: Operator, input: DeviceView<'_, T>) -> Result<f64> {
-    let symbol: &'static str = Box::leak(format!("cub_reduce_{}_{}", op.name(), T::SUFFIX).into_boxed_str());
+    let symbol: &'static str =
+        Box::leak(format!("cub_reduce_{}_{}", op.name(), T::SUFFIX).into_boxed_str());
     let function: CubReduce = unsafe { peer_function(symbol)? };
     let result = device.alloc::<u32>(4)?;
     let (from, to, n, stream) =
@@ -43,7 +51,12 @@ fn cub<T: OperatorElement>(device: &Device, op: Operator, input: DeviceView<'_, 
 }
 
 /// Checks our result of `op` against the CPU (float sums within the tree bound, the rest exactly).
-fn check<T: OperatorElement>(op: Operator, host: &[T], got: Reduced<T>, chain: u64) -> std::result::Result<(), String> {
+fn check<T: OperatorElement>(
+    op: Operator,
+    host: &[T],
+    got: Reduced<T>,
+    chain: u64,
+) -> std::result::Result<(), String> {
     let want = reference(op, host).ok_or("empty input")?;
     if let (Operator::Sum, true, Reduced::Value(g)) = (op, T::ROUNDS, got) {
         let values: Vec<f32> = host.iter().map(|v| v.to_f64() as f32).collect();
@@ -90,7 +103,8 @@ fn user<T: OperatorElement + UserElement>(
     input: &DeviceBuffer<T>,
     rows: &mut Vec<Row>,
 ) -> Result<()> {
-    let mut user = UserReduce::<T>::new(device, &UserOperator { name: name.into(), source: source.into() })?;
+    let mut user =
+        UserReduce::<T>::new(device, &UserOperator { name: name.into(), source: source.into() })?;
     let mut reduce = Reduce::<T>::new(device)?;
     reduce.reserve(input.len())?;
     let got = user.reduce(input.as_view())?;
@@ -99,19 +113,29 @@ fn user<T: OperatorElement + UserElement>(
     let user_ms = median_ms(device, SAMPLES, || user.queue(input.as_view()))?;
     let builtin_ms = median_ms(device, SAMPLES, || reduce.queue(builtin, input.as_view()))?;
     let note = format!("beside the built-in {} (same bits: {same})", builtin.name());
-    rows.push(Row { what: format!("{} user {name}", T::SUFFIX), ours_ms: user_ms, cub_ms: Some(builtin_ms), note });
+    rows.push(Row {
+        what: format!("{} user {name}", T::SUFFIX),
+        ours_ms: user_ms,
+        cub_ms: Some(builtin_ms),
+        note,
+    });
     Ok(())
 }
 
-const USER_SUM: &str = "struct UserSum {\n    typedef float Input;\n    typedef float Value;\n    __device__ float \
-                        identity() const { return 0.0f; }\n    __device__ float operator()(float a, float b) const { \
+const USER_SUM: &str = "struct UserSum {\n    typedef float Input;\n    typedef float Value;\n    \
+                        __device__ float \
+                        identity() const { return 0.0f; }\n    __device__ float operator()(float \
+                        a, float b) const { \
                         return a + b; }\n};\n";
-const USER_MIN: &str = "struct UserMin {\n    typedef int Input;\n    typedef int Value;\n    __device__ int \
-                        identity() const { return 2147483647; }\n    __device__ int operator()(int a, int b) const { \
+const USER_MIN: &str = "struct UserMin {\n    typedef int Input;\n    typedef int Value;\n    \
+                        __device__ int \
+                        identity() const { return 2147483647; }\n    __device__ int \
+                        operator()(int a, int b) const { \
                         return b < a ? b : a; }\n};\n";
 
 fn run(device: &Device) -> Result<bool> {
-    let n: usize = std::env::var("OPERATORS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(1 << 28);
+    let n: usize =
+        std::env::var("OPERATORS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(1 << 28);
     let mut rng = SmallRng::seed_from_u64(0x5eed);
     let floats: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
     let ints: Vec<i32> = (0..n).map(|_| rng.random()).collect();
@@ -128,7 +152,8 @@ fn run(device: &Device) -> Result<bool> {
     let pct = |ms: f64| 100.0 * gigabytes_per_second(bytes, ms) / roofs.read_gbs;
     let mut text = format!(
         "{}, {n} elements (4 bytes each), read roof {:.0} GB/s, copy roof {:.0} GB/s (same run)\n\n\
-         | type, operator | ours GB/s | % of read roof | CUB GB/s | % of read roof | ours / CUB time | note |\n\
+         | type, operator | ours GB/s | % of read roof | CUB GB/s | % of read roof | ours / CUB \
+         time | note |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
         facts.name, roofs.read_gbs, roofs.copy_gbs
     );
@@ -152,8 +177,9 @@ fn run(device: &Device) -> Result<bool> {
     }
     println!("{text}");
     if let Ok(out) = std::env::var("OUT") {
-        std::fs::write(std::path::Path::new(&out).join("operators.md"), &text)
-            .map_err(|e| gpu_harness::GpuError::BadInput(format!("cannot write {out}/operators.md: {e}")))?;
+        std::fs::write(std::path::Path::new(&out).join("operators.md"), &text).map_err(|e| {
+            gpu_harness::GpuError::BadInput(format!("cannot write {out}/operators.md: {e}"))
+        })?;
     }
     Ok(ok)
 }

@@ -27,14 +27,14 @@ use std::sync::Arc;
 
 use gpu_harness::inputs::Input;
 use gpu_harness::{
-    Case, Checked, Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig,
-    Prepared, Result, StepEntry, kernel_source,
+    Case, Checked, Device, DeviceBuffer, DeviceView, Element, GpuError, GpuShape, Kernel,
+    KernelSource, LaunchConfig, Prepared, Result, StepEntry, kernel_source,
 };
 use reduction::measured;
 use reduction::reference::sum_mismatch;
 use reduction::{
-    DeviceFinish, FullReduction, POISON_WORD, PassPlan, ReduceElement, ReduceOp, ReductionPlan, grid_stride_blocks,
-    passes_chain,
+    DeviceFinish, FullReduction, POISON_WORD, PassPlan, ReduceElement, ReduceOp, ReductionPlan,
+    grid_stride_blocks, passes_chain,
 };
 
 /// Threads per block in every pass.
@@ -53,14 +53,24 @@ pub fn plan(first: &'static str, later: &'static str, n: usize, gpu: GpuShape) -
     // ANCHOR: solution push passes while more than one value is left (a single value still takes one pass): one block once at most SINGLE_BLOCK_LIMIT remain, else a grid that fills the GPU with at least four elements per thread (grid_stride_blocks); the first pass runs `first`, later ones `later`, and each pass's outputs are the next one's inputs
     let mut count = n;
     while count > 1 || (count == 1 && passes.is_empty()) {
-        let blocks = if count <= SINGLE_BLOCK_LIMIT { 1 } else { grid_stride_blocks(count, BLOCK_SIZE, 4, gpu) };
+        let blocks = if count <= SINGLE_BLOCK_LIMIT {
+            1
+        } else {
+            grid_stride_blocks(count, BLOCK_SIZE, 4, gpu)
+        };
         let kernel = if passes.is_empty() { first } else { later };
         let config = LaunchConfig::linear(blocks, BLOCK_SIZE, 0);
         passes.push(PassPlan { kernel, config, inputs: count as u64, outputs: u64::from(blocks) });
         count = blocks as usize;
     }
     // ANCHOR_END: solution
-    ReductionPlan { n: n as u64, passes, host_adds: 0, on_device: true, finish: DeviceFinish::Partials }
+    ReductionPlan {
+        n: n as u64,
+        passes,
+        host_adds: 0,
+        on_device: true,
+        finish: DeviceFinish::Partials,
+    }
 }
 // ANCHOR_END: plan
 
@@ -172,7 +182,11 @@ impl MultiLevel<f32> {
     /// The dot product `sum(a[i] * b[i])`: a first pass of products, then sum passes.
     pub fn dot(&mut self, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
         if a.len() != b.len() {
-            return Err(GpuError::BadInput(format!("dot product of lengths {} and {}", a.len(), b.len())));
+            return Err(GpuError::BadInput(format!(
+                "dot product of lengths {} and {}",
+                a.len(),
+                b.len()
+            )));
         }
         if a.is_empty() {
             return Ok(0.0);
@@ -221,7 +235,14 @@ impl<T: ReduceElement> FullReduction<T> for MultiLevel<T> {
         let first_pass = |output: &mut DeviceBuffer<T::Wide>, pass: &PassPlan| {
             device.launch(first, pass.config).arg(input).arg(output).arg(pass.inputs).run()
         };
-        queue_passes(device, &plan, first_pass, &self.wide_later, &mut self.wide_scratch, &mut self.wide_result)
+        queue_passes(
+            device,
+            &plan,
+            first_pass,
+            &self.wide_later,
+            &mut self.wide_scratch,
+            &mut self.wide_result,
+        )
     }
 
     fn result(&self) -> &DeviceBuffer<T> {
@@ -264,10 +285,12 @@ pub fn rows_plan(rows: usize, cols: usize, gpu: GpuShape) -> Result<RowsPlan> {
     } else {
         resident.div_ceil(rows.max(1)).min(cols.div_ceil(MIN_CHUNK_COLUMNS)).max(1)
     };
-    let first_blocks = if short { rows.div_ceil(warps_per_block) } else { rows.saturating_mul(chunks) };
+    let first_blocks =
+        if short { rows.div_ceil(warps_per_block) } else { rows.saturating_mul(chunks) };
     if first_blocks > i32::MAX as usize {
         return Err(GpuError::BadInput(format!(
-            "a {rows} x {cols} matrix needs {first_blocks} blocks, more than one launch holds (2^31 - 1)"
+            "a {rows} x {cols} matrix needs {first_blocks} blocks, more than one launch holds \
+             (2^31 - 1)"
         )));
     }
     let pass = |kernel, blocks: usize, inputs: usize| PassPlan {
@@ -293,7 +316,14 @@ impl std::fmt::Display for RowsPlan {
         writeln!(f, "{} x {}: {} chunk(s) per row", self.rows, self.cols, self.chunks)?;
         for (i, p) in self.passes.iter().enumerate() {
             let (blocks, threads) = (p.config.grid.0, p.config.block.0);
-            writeln!(f, "  pass {}: {} {blocks} blocks of {threads}: {} -> {}", i + 1, p.kernel, p.inputs, p.outputs)?;
+            writeln!(
+                f,
+                "  pass {}: {} {blocks} blocks of {threads}: {} -> {}",
+                i + 1,
+                p.kernel,
+                p.inputs,
+                p.outputs
+            )?;
         }
         Ok(())
     }
@@ -378,7 +408,12 @@ impl RowSums {
     }
 
     /// One sum per row of a row-major `(rows, cols)` matrix.
-    pub fn sum_rows(&mut self, input: DeviceView<'_, f32>, rows: usize, cols: usize) -> Result<Vec<f32>> {
+    pub fn sum_rows(
+        &mut self,
+        input: DeviceView<'_, f32>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Vec<f32>> {
         self.queue(input, rows, cols)?;
         self.sums(rows)?.to_host()
     }
@@ -420,9 +455,12 @@ impl Prepared for RowSumsCase {
     fn check(&mut self) -> Result<Checked> {
         let sums = self.row_sums.sum_rows(self.input.device.as_view(), self.rows, self.cols)?;
         let chain = passes_chain(&self.row_sums.plan(self.rows, self.cols)?.passes);
-        for (row, (&got, values)) in sums.iter().zip(self.input.host.chunks(self.cols)).enumerate() {
+        for (row, (&got, values)) in sums.iter().zip(self.input.host.chunks(self.cols)).enumerate()
+        {
             if let Some(why) = sum_mismatch(values, got, chain) {
-                return Ok(self.input.outcome("row sums", Some(format!("row {row} of {}: {why}", self.rows))));
+                return Ok(self
+                    .input
+                    .outcome("row sums", Some(format!("row {row} of {}: {why}", self.rows))));
             }
         }
         Ok(Checked::Correct)

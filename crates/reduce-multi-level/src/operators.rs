@@ -26,7 +26,8 @@ use std::fmt::Debug;
 use std::sync::{Mutex, OnceLock};
 
 use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, Element, GpuError, Kernel, KernelSource, LaunchConfig, Result, kernel_source,
+    Device, DeviceBuffer, DeviceView, Element, GpuError, Kernel, KernelSource, LaunchConfig,
+    Result, kernel_source,
 };
 use reduction::{POISON_WORD, PassPlan, ReductionPlan};
 
@@ -277,13 +278,16 @@ pub fn reference<T: OperatorElement>(op: Operator, values: &[T]) -> Option<Reduc
             values.iter().any(|x| x.is_nonzero())
         }),
         Kind::Arg => {
-            let (value, index) = values.iter().enumerate().fold((first, 0), better(op == Operator::ArgMax));
+            let (value, index) =
+                values.iter().enumerate().fold((first, 0), better(op == Operator::ArgMax));
             Reduced::Arg { value, index }
         }
         Kind::Value => Reduced::Value(match op {
             Operator::Sum => values.iter().fold(T::identity(op), |a, &b| a.wrapping_add(b)),
             Operator::Product => values.iter().fold(T::identity(op), |a, &b| a.wrapping_mul(b)),
-            Operator::Min | Operator::Max => values.iter().enumerate().fold((first, 0), better(op == Operator::Max)).0,
+            Operator::Min | Operator::Max => {
+                values.iter().enumerate().fold((first, 0), better(op == Operator::Max)).0
+            }
             _ => values.iter().fold(T::identity(op), |a, &b| T::bits(op, a, b)),
         }),
     })
@@ -292,7 +296,9 @@ pub fn reference<T: OperatorElement>(op: Operator, values: &[T]) -> Option<Reduc
 /// The answer for an empty input: the operator's identity, or an error where there is none.
 fn empty<T: OperatorElement>(op: Operator) -> Result<Reduced<T>> {
     match op.kind() {
-        _ if !op.has_identity() => Err(GpuError::BadInput(format!("the {} of an empty input is undefined", op.name()))),
+        _ if !op.has_identity() => {
+            Err(GpuError::BadInput(format!("the {} of an empty input is undefined", op.name())))
+        }
         Kind::Logical => Ok(Reduced::Logical(op == Operator::All)),
         _ => Ok(Reduced::Value(T::identity(op))),
     }
@@ -306,7 +312,10 @@ struct Scratch {
 
 impl Scratch {
     fn new(device: &Device) -> Result<Self> {
-        Ok(Scratch { buffers: [device.alloc(0)?, device.alloc(0)?], result: device.alloc(MAX_VALUE_WORDS)? })
+        Ok(Scratch {
+            buffers: [device.alloc(0)?, device.alloc(0)?],
+            result: device.alloc(MAX_VALUE_WORDS)?,
+        })
     }
 
     /// Grows the buffers to `values` values of `MAX_VALUE_WORDS` words.
@@ -358,7 +367,12 @@ impl<T: OperatorElement> Reduce<T> {
             let later = format!("{first}_later");
             kernels.insert(op, (device.kernel(&SOURCE, &first)?, device.kernel(&SOURCE, &later)?));
         }
-        Ok(Reduce { device: device.clone(), kernels, scratch: Scratch::new(device)?, _element: Default::default() })
+        Ok(Reduce {
+            device: device.clone(),
+            kernels,
+            scratch: Scratch::new(device)?,
+            _element: Default::default(),
+        })
     }
 
     /// The plan for `n` elements on this device.
@@ -405,7 +419,10 @@ impl<T: OperatorElement> Reduce<T> {
         queue(&self.device, &plan, (first, later), input, &mut self.scratch)
     }
 
-    fn kernels_of(kernels: &HashMap<Operator, (Kernel, Kernel)>, op: Operator) -> Result<(&Kernel, &Kernel)> {
+    fn kernels_of(
+        kernels: &HashMap<Operator, (Kernel, Kernel)>,
+        op: Operator,
+    ) -> Result<(&Kernel, &Kernel)> {
         let (first, later) = kernels.get(&op).ok_or_else(|| {
             GpuError::BadInput(format!(
                 "there is no {} of {} here (its operators: {:?})",
@@ -454,12 +471,15 @@ fn user_program(op: &UserOperator, input_type: &str) -> String {
          #line 1 \"{name} (the kernels around it)\"\n\
          typedef UserOp<{name}> UserOperator;\n\
          typedef UserOperator::Value UserValue;\n\
-         static_assert(sizeof(UserOperator::Input) == sizeof({input_type}) && UserOperator::Input(1.5f) == \
-         ({input_type})(1.5f), \"{name}::Input is not {input_type}, the element type it was asked to reduce\");\n\
+         static_assert(sizeof(UserOperator::Input) == sizeof({input_type}) && \
+         UserOperator::Input(1.5f) == \
+         ({input_type})(1.5f), \"{name}::Input is not {input_type}, the element type it was asked \
+         to reduce\");\n\
          __device__ __forceinline__ UserValue shuffle_down(UserValue value, int offset)\n\
          {{\n    return shuffle_words(value, offset);\n}}\n\
          OPERATOR_KERNELS(user_first, user_later, UserOperator)\n\
-         extern \"C\" __global__ void user_value_words(unsigned int* words) {{ *words = sizeof(UserValue) / 4; }}\n",
+         extern \"C\" __global__ void user_value_words(unsigned int* words) {{ *words = \
+         sizeof(UserValue) / 4; }}\n",
         source = op.source
     )
 }
@@ -509,7 +529,10 @@ impl<T: UserElement> UserReduce<T> {
     /// (NVRTC's whole log beside it).
     pub fn new(device: &Device, op: &UserOperator) -> Result<Self> {
         let file = user_file(&op.name);
-        let source = KernelSource { file: interned(file.clone()), code: interned(user_program(op, T::CUDA_TYPE)) };
+        let source = KernelSource {
+            file: interned(file.clone()),
+            code: interned(user_program(op, T::CUDA_TYPE)),
+        };
         let first = device.kernel(&source, "user_first").map_err(|e| own_lines(e, &file))?;
         let later = device.kernel(&source, "user_later")?;
         let mut words = device.alloc::<u32>(1)?;
@@ -583,10 +606,13 @@ impl<T: UserElement> UserReduce<T> {
 fn own_lines(error: GpuError, file: &str) -> GpuError {
     match error {
         GpuError::Compile { log, .. } => {
-            let own = log.lines().filter(|l| l.starts_with(file) && l.contains(": error")).find_map(|l| {
-                let rest = &l[file.len()..];
-                rest.strip_prefix('(')?.split(')').next()?.parse::<u32>().ok()
-            });
+            let own = log
+                .lines()
+                .filter(|l| l.starts_with(file) && l.contains(": error"))
+                .find_map(|l| {
+                    let rest = &l[file.len()..];
+                    rest.strip_prefix('(')?.split(')').next()?.parse::<u32>().ok()
+                });
             GpuError::Compile { file: file.to_string(), line: own, log }
         }
         other => other,

@@ -19,14 +19,31 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use reduce_multi_level::SINGLE_BLOCK_LIMIT;
 use reduce_multi_level::operators::{
-    Kind, Operator, OperatorElement, Reduce, Reduced, UserOperator, UserReduce, reference, user_file,
+    Kind, Operator, OperatorElement, Reduce, Reduced, UserOperator, UserReduce, reference,
+    user_file,
 };
 use reduction::reference::sum_bound;
 
 /// Sizes every operator is tested at: around a warp, a block, a block of float4, the single-block
 /// limit, and grids of several blocks; on a GPU also 2^20 + 3.
 fn sizes(device: &Device) -> Vec<usize> {
-    let mut sizes = vec![1, 2, 3, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 4097, SINGLE_BLOCK_LIMIT + 1, 65_537];
+    let mut sizes = vec![
+        1,
+        2,
+        3,
+        31,
+        32,
+        33,
+        255,
+        256,
+        257,
+        1023,
+        1024,
+        1025,
+        4097,
+        SINGLE_BLOCK_LIMIT + 1,
+        65_537,
+    ];
     if !device.is_simulated() {
         sizes.extend([(1 << 20) + 3, (1 << 24) - 1]);
     }
@@ -97,7 +114,9 @@ macro_rules! draw_int {
                     Operator::All | Operator::Any => logical(op, rng, n, 0, 7),
                     // Bitwise and of random words is 0 after a few dozen; of mostly-ones words it
                     // keeps bits longer.
-                    Operator::BitAnd => (0..n).map(|_| !(1 << rng.random_range(0..8u32)) as $t).collect(),
+                    Operator::BitAnd => {
+                        (0..n).map(|_| !(1 << rng.random_range(0..8u32)) as $t).collect()
+                    }
                     _ => (0..n).map(|_| rng.random::<$t>()).collect(),
                 }
             }
@@ -113,11 +132,20 @@ draw_int!(u8);
 /// the plan's bound, float products with the f64 product within n roundings of it (each of the
 /// n - 1 multiplications rounds the whole product by at most u, whatever the grouping); the rest
 /// exactly.
-fn mismatch<T: OperatorElement>(op: Operator, values: &[T], got: Reduced<T>, chain: u64) -> Option<String> {
+fn mismatch<T: OperatorElement>(
+    op: Operator,
+    values: &[T],
+    got: Reduced<T>,
+    chain: u64,
+) -> Option<String> {
     let want = reference(op, values)?;
     let close = match (op, got, want) {
         (Operator::Sum | Operator::Product, Reduced::Value(g), Reduced::Value(_)) if T::ROUNDS => {
-            let u = if std::mem::size_of::<T>() == 4 { f64::powi(2.0, -24) } else { f64::powi(2.0, -53) };
+            let u = if std::mem::size_of::<T>() == 4 {
+                f64::powi(2.0, -24)
+            } else {
+                f64::powi(2.0, -53)
+            };
             let (exact, bound) = if op == Operator::Sum {
                 let sum_abs: f64 = values.iter().map(|v| v.to_f64().abs()).sum();
                 let bound = sum_bound(chain, sum_abs) * u / f64::powi(2.0, -24);
@@ -128,9 +156,15 @@ fn mismatch<T: OperatorElement>(op: Operator, values: &[T], got: Reduced<T>, cha
             };
             (g.to_f64() - exact).abs() <= bound
         }
-        _ => got == want || matches!((got, want), (Reduced::Value(g), Reduced::Value(w)) if g.is_nan() && w.is_nan()),
+        _ => {
+            got == want
+                || matches!((got, want), (Reduced::Value(g), Reduced::Value(w))
+                    if g.is_nan() && w.is_nan())
+        }
     };
-    (!close).then(|| format!("{} of {} values: got {got:?}, the CPU gives {want:?}", op.name(), values.len()))
+    (!close).then(|| {
+        format!("{} of {} values: got {got:?}, the CPU gives {want:?}", op.name(), values.len())
+    })
 }
 
 /// Runs `op` over `values` uploaded at `offset` elements into a buffer, scratch poisoned first.
@@ -185,11 +219,15 @@ fn expect<T: OperatorElement>(
     let same = |a: T, b: T| a.is_nan() && b.is_nan() || format!("{a:?}") == format!("{b:?}");
     let ok = match (got, want) {
         (Reduced::Value(g), Reduced::Value(w)) => same(g, w),
-        (Reduced::Arg { value: g, index: i }, Reduced::Arg { value: w, index: j }) => same(g, w) && i == j,
+        (Reduced::Arg { value: g, index: i }, Reduced::Arg { value: w, index: j }) => {
+            same(g, w) && i == j
+        }
         (g, w) => g == w,
     };
     if !ok {
-        return Err(format!("{what}: {} of {values:?} gave {got:?}, want {want:?}", op.name()).into());
+        return Err(
+            format!("{what}: {} of {values:?} gave {got:?}, want {want:?}", op.name()).into()
+        );
     }
     Ok(())
 }
@@ -201,18 +239,81 @@ fn float_semantics(device: &Device) -> TestResult {
     let (inf, nan) = (f32::INFINITY, f32::NAN);
     let r = &mut reduce;
     expect(device, r, "overflow", Operator::Product, &[1e30, 1e30, 1e30], Reduced::Value(inf))?;
-    expect(device, r, "overflow, negative", Operator::Product, &[1e30, -1e30, 1e30], Reduced::Value(-inf))?;
-    expect(device, r, "underflow", Operator::Product, &[1e-30, 1e-30, -1e-30], Reduced::Value(-0.0))?;
+    expect(
+        device,
+        r,
+        "overflow, negative",
+        Operator::Product,
+        &[1e30, -1e30, 1e30],
+        Reduced::Value(-inf),
+    )?;
+    expect(
+        device,
+        r,
+        "underflow",
+        Operator::Product,
+        &[1e-30, 1e-30, -1e-30],
+        Reduced::Value(-0.0),
+    )?;
     expect(device, r, "inf times 0", Operator::Product, &[inf, 2.0, 0.0], Reduced::Value(nan))?;
-    expect(device, r, "NaN in a product", Operator::Product, &[2.0, nan, 0.5], Reduced::Value(nan))?;
+    expect(
+        device,
+        r,
+        "NaN in a product",
+        Operator::Product,
+        &[2.0, nan, 0.5],
+        Reduced::Value(nan),
+    )?;
     expect(device, r, "-0.0 in a product", Operator::Product, &[-0.0, 3.0], Reduced::Value(-0.0))?;
     expect(device, r, "NaN in a min", Operator::Min, &[1.0, nan, -5.0], Reduced::Value(nan))?;
-    expect(device, r, "argmin ties", Operator::ArgMin, &[3.0, 1.0, 2.0, 1.0], Reduced::Arg { value: 1.0, index: 1 })?;
-    expect(device, r, "argmax ties", Operator::ArgMax, &[3.0, 1.0, 3.0], Reduced::Arg { value: 3.0, index: 0 })?;
-    expect(device, r, "argmax of -inf", Operator::ArgMax, &[-inf, -inf], Reduced::Arg { value: -inf, index: 0 })?;
-    expect(device, r, "argmin of +inf", Operator::ArgMin, &[inf, inf], Reduced::Arg { value: inf, index: 0 })?;
-    expect(device, r, "argmax NaN", Operator::ArgMax, &[1.0, nan, 9.0, nan], Reduced::Arg { value: nan, index: 1 })?;
-    expect(device, r, "argmin NaN", Operator::ArgMin, &[1.0, -9.0, nan], Reduced::Arg { value: nan, index: 2 })?;
+    expect(
+        device,
+        r,
+        "argmin ties",
+        Operator::ArgMin,
+        &[3.0, 1.0, 2.0, 1.0],
+        Reduced::Arg { value: 1.0, index: 1 },
+    )?;
+    expect(
+        device,
+        r,
+        "argmax ties",
+        Operator::ArgMax,
+        &[3.0, 1.0, 3.0],
+        Reduced::Arg { value: 3.0, index: 0 },
+    )?;
+    expect(
+        device,
+        r,
+        "argmax of -inf",
+        Operator::ArgMax,
+        &[-inf, -inf],
+        Reduced::Arg { value: -inf, index: 0 },
+    )?;
+    expect(
+        device,
+        r,
+        "argmin of +inf",
+        Operator::ArgMin,
+        &[inf, inf],
+        Reduced::Arg { value: inf, index: 0 },
+    )?;
+    expect(
+        device,
+        r,
+        "argmax NaN",
+        Operator::ArgMax,
+        &[1.0, nan, 9.0, nan],
+        Reduced::Arg { value: nan, index: 1 },
+    )?;
+    expect(
+        device,
+        r,
+        "argmin NaN",
+        Operator::ArgMin,
+        &[1.0, -9.0, nan],
+        Reduced::Arg { value: nan, index: 2 },
+    )?;
     expect(device, r, "NaN is true", Operator::All, &[1.0, nan], Reduced::Logical(true))?;
     expect(device, r, "-0.0 is false", Operator::Any, &[-0.0, 0.0], Reduced::Logical(false))?;
     expect(device, r, "-0.0 is false", Operator::All, &[1.0, -0.0], Reduced::Logical(false))?;
@@ -230,7 +331,14 @@ fn float_semantics(device: &Device) -> TestResult {
         Reduced::Arg { value: -2.0, index: 70_001 },
     )?;
     values[99_999] = nan;
-    expect(device, r, "NaN late in a grid", Operator::ArgMin, &values, Reduced::Arg { value: nan, index: 99_999 })?;
+    expect(
+        device,
+        r,
+        "NaN late in a grid",
+        Operator::ArgMin,
+        &values,
+        Reduced::Arg { value: nan, index: 99_999 },
+    )?;
     expect(
         device,
         r,
@@ -245,7 +353,14 @@ fn float_semantics(device: &Device) -> TestResult {
 /// Integer products wrap; min and max are exact at the type's extremes.
 fn integer_semantics(device: &Device) -> TestResult {
     let mut i32s = Reduce::<i32>::new(device)?;
-    expect(device, &mut i32s, "wraps to 0", Operator::Product, &[65_536, 65_536], Reduced::Value(0))?;
+    expect(
+        device,
+        &mut i32s,
+        "wraps to 0",
+        Operator::Product,
+        &[65_536, 65_536],
+        Reduced::Value(0),
+    )?;
     expect(device, &mut i32s, "wraps", Operator::Product, &[i32::MAX, 2], Reduced::Value(-2))?;
     expect(device, &mut i32s, "wraps", Operator::Sum, &[i32::MAX, 1], Reduced::Value(i32::MIN))?;
     expect(
@@ -256,7 +371,14 @@ fn integer_semantics(device: &Device) -> TestResult {
         &[0, i32::MIN, i32::MIN],
         Reduced::Arg { value: i32::MIN, index: 1 },
     )?;
-    expect(device, &mut i32s, "xor", Operator::BitXor, &[0b1100, 0b1010, -1], Reduced::Value(!0b0110))?;
+    expect(
+        device,
+        &mut i32s,
+        "xor",
+        Operator::BitXor,
+        &[0b1100, 0b1010, -1],
+        Reduced::Value(!0b0110),
+    )?;
     let mut u32s = Reduce::<u32>::new(device)?;
     expect(device, &mut u32s, "wraps", Operator::Product, &[1 << 31, 2, 3], Reduced::Value(0))?;
     expect(
@@ -328,7 +450,8 @@ struct MeanVariance {
         if (b.count == 0.0f) return a;
         const float count = a.count + b.count;
         const float d = b.mean - a.mean;
-        return Moments3{count, a.mean + d * (b.count / count), a.m2 + b.m2 + d * d * (a.count * b.count / count)};
+        return Moments3{count, a.mean + d * (b.count / count),
+                        a.m2 + b.m2 + d * d * (a.count * b.count / count)};
     }
 };
 "#;
@@ -349,7 +472,8 @@ struct MatrixProduct {
     __device__ Matrix identity() const { return Matrix{1u, 0u, 0u, 1u}; }
     __device__ Matrix operator()(Matrix p, Matrix q) const
     {
-        return Matrix{p.a * q.a + p.b * q.c, p.a * q.b + p.b * q.d, p.c * q.a + p.d * q.c, p.c * q.b + p.d * q.d};
+        return Matrix{p.a * q.a + p.b * q.c, p.a * q.b + p.b * q.d,
+                      p.c * q.a + p.d * q.c, p.c * q.b + p.d * q.d};
     }
 };
 "#;
@@ -384,7 +508,9 @@ fn user_sum_of_squares(device: &Device) -> TestResult {
         // The squares round once each, then add up as a sum does.
         let bound = sum_bound(squares.plan(n).longest_addition_chain() + 1, want);
         if (f64::from(got) - want).abs() > bound {
-            return Err(rng.fail(format!("sum of squares of {n}: {got}, the CPU gives {want} (bound {bound})")));
+            return Err(rng.fail(format!(
+                "sum of squares of {n}: {got}, the CPU gives {want} (bound {bound})"
+            )));
         }
     }
     Ok(())
@@ -407,10 +533,13 @@ fn user_moments(device: &Device) -> TestResult {
         let want_m2: f64 = values.iter().map(|&x| (f64::from(x) - want_mean).powi(2)).sum();
         // Generous: a few hundred roundings of the mean and of M2 (a chain of a few hundred).
         let tolerance = 1e-4;
-        if count != n as f64 || (mean - want_mean).abs() > tolerance * 4.0 || (m2 - want_m2).abs() > tolerance * want_m2
+        if count != n as f64
+            || (mean - want_mean).abs() > tolerance * 4.0
+            || (m2 - want_m2).abs() > tolerance * want_m2
         {
             return Err(rng.fail(format!(
-                "moments of {n}: ({count}, {mean}, {m2}), the CPU gives ({n}, {want_mean}, {want_m2})"
+                "moments of {n}: ({count}, {mean}, {m2}), the CPU gives ({n}, {want_mean}, \
+                 {want_m2})"
             )));
         }
     }
@@ -436,7 +565,9 @@ fn user_matrix_product(device: &Device) -> TestResult {
             matrices.poison_scratch(n)?;
             let got = matrices.reduce(buffer.view(offset..offset + n)?)?;
             if got != want {
-                return Err(rng.fail(format!("product of {n} matrices at offset {offset}: {got:?}, in order {want:?}")));
+                return Err(rng.fail(format!(
+                    "product of {n} matrices at offset {offset}: {got:?}, in order {want:?}"
+                )));
             }
         }
     }
@@ -445,20 +576,25 @@ fn user_matrix_product(device: &Device) -> TestResult {
 
 /// A compile error in a user's operator names its file and the line in its own source.
 fn user_compile_errors(device: &Device) -> TestResult {
-    let broken = "struct Broken {\n    typedef float Input;\n    typedef float Value;\n    __device__ float identity() \
-                  const { return 0.0f }\n    __device__ float operator()(float a, float b) const { return a + b; }\n};\n";
+    let broken = "struct Broken {\n    typedef float Input;\n    typedef float Value;\n    \
+                  __device__ float identity() \
+                  const { return 0.0f }\n    __device__ float operator()(float a, float b) const \
+                  { return a + b; }\n};\n";
     let mut text = String::new();
     for (name, source) in [("Broken", broken), ("SumOfSquares", SUM_OF_SQUARES)] {
         let as_int = UserReduce::<i32>::new(device, &user(name, source));
         match as_int {
             Err(GpuError::Compile { file, line, log }) => {
-                let first = log.lines().find(|l| l.contains("error")).unwrap_or_default().to_string();
+                let first =
+                    log.lines().find(|l| l.contains("error")).unwrap_or_default().to_string();
                 text += &format!("{name} over i32: {file} line {line:?}: {first}\n");
                 if file != user_file(name) {
                     return Err(format!("the error names {file}, not the operator's file").into());
                 }
             }
-            other => return Err(format!("{name} over i32 compiled: {:?}", other.map(|_| ())).into()),
+            other => {
+                return Err(format!("{name} over i32 compiled: {:?}", other.map(|_| ())).into());
+            }
         }
     }
     if !text.contains("Broken.cu line Some(4)") {
@@ -473,24 +609,36 @@ fn drawn<T: Draw>(device: &Device) -> TestResult {
     let reduce = std::cell::RefCell::new(Reduce::<T>::new(device)?);
     let ops = 0..T::OPERATORS.len();
     let sizes = props::sizes(&[32, 256, 1024, SINGLE_BLOCK_LIMIT], props::max_len(device));
-    props::check(device, (200, 24), (ops, sizes, 0..4usize, any::<u64>()), |(op, n, offset, seed)| {
-        let op = T::OPERATORS[op];
-        let values = T::draw(op, &mut SmallRng::seed_from_u64(seed), n);
-        let mut reduce = reduce.borrow_mut();
-        let got = run(device, &mut reduce, op, &values, offset);
-        match (got, op.has_identity() || n > 0) {
-            (Err(GpuError::BadInput(_)), false) => Ok(()),
-            (Ok(got), true) => match mismatch(op, &values, got, reduce.plan(n).longest_addition_chain()) {
-                Some(why) => Err(why.into()),
-                None if n == 0 => {
-                    let identity = matches!(got, Reduced::Logical(_)) || op.kind() == Kind::Value;
-                    if identity { Ok(()) } else { Err(format!("{got:?} of nothing").into()) }
+    props::check(
+        device,
+        (200, 24),
+        (ops, sizes, 0..4usize, any::<u64>()),
+        |(op, n, offset, seed)| {
+            let op = T::OPERATORS[op];
+            let values = T::draw(op, &mut SmallRng::seed_from_u64(seed), n);
+            let mut reduce = reduce.borrow_mut();
+            let got = run(device, &mut reduce, op, &values, offset);
+            match (got, op.has_identity() || n > 0) {
+                (Err(GpuError::BadInput(_)), false) => Ok(()),
+                (Ok(got), true) => {
+                    match mismatch(op, &values, got, reduce.plan(n).longest_addition_chain()) {
+                        Some(why) => Err(why.into()),
+                        None if n == 0 => {
+                            let identity =
+                                matches!(got, Reduced::Logical(_)) || op.kind() == Kind::Value;
+                            if identity {
+                                Ok(())
+                            } else {
+                                Err(format!("{got:?} of nothing").into())
+                            }
+                        }
+                        None => Ok(()),
+                    }
                 }
-                None => Ok(()),
-            },
-            (other, _) => Err(format!("{} of {n}: {:?}", op.name(), other.map(|_| ())).into()),
-        }
-    })
+                (other, _) => Err(format!("{} of {n}: {:?}", op.name(), other.map(|_| ())).into()),
+            }
+        },
+    )
 }
 
 fn register<T: Draw + Debug>(suite: TestSuite) -> TestSuite {

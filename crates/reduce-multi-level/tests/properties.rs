@@ -17,7 +17,9 @@ use gpu_test::props::proptest::prelude::*;
 use gpu_test::props::{self, Guarded, expect_bad_input, f32_arith_specials, f32_sum_mixes};
 use gpu_test::{TestSuite, test_size};
 use properties::{PropertySuites, f32_sum_mismatch, reduction_family};
-use reduce_multi_level::{MIN_CHUNK_COLUMNS, MultiLevel, RowSums, SHORT_ROW_COLUMNS, SINGLE_BLOCK_LIMIT};
+use reduce_multi_level::{
+    MIN_CHUNK_COLUMNS, MultiLevel, RowSums, SHORT_ROW_COLUMNS, SINGLE_BLOCK_LIMIT,
+};
 use reduction::passes_chain;
 
 reduction_family!(MultiLevelFamily, MultiLevel);
@@ -33,8 +35,13 @@ fn main() -> std::process::ExitCode {
                 &[1, 32, SHORT_ROW_COLUMNS, MIN_CHUNK_COLUMNS, SINGLE_BLOCK_LIMIT],
                 test_size(device, 100_000, 20_000),
             );
-            let shapes = (rows, cols).prop_filter("at most the test's elements", move |&(r, c)| r * c <= most);
-            let cases = (shapes, props::input(Just(0usize), 7, f32_sum_mixes(), f32_arith_specials(), 4), 0..4u8);
+            let shapes = (rows, cols)
+                .prop_filter("at most the test's elements", move |&(r, c)| r * c <= most);
+            let cases = (
+                shapes,
+                props::input(Just(0usize), 7, f32_sum_mixes(), f32_arith_specials(), 4),
+                0..4u8,
+            );
             props::check(device, (256, 24), cases, |((rows, cols), recipe, wrong)| {
                 let mut row_sums = row_sums.borrow_mut();
                 let values = props::Input { len: rows * cols, ..recipe.clone() }.values();
@@ -42,7 +49,10 @@ fn main() -> std::process::ExitCode {
                 if wrong == 0 && rows * cols > 0 {
                     // One case in four, a shape that does not fit: an error.
                     let result = row_sums.sum_rows(input.view()?, rows + 1, cols);
-                    return expect_bad_input(&format!("{} x {cols} rows of {} values", rows + 1, values.len()), result);
+                    return expect_bad_input(
+                        &format!("{} x {cols} rows of {} values", rows + 1, values.len()),
+                        result,
+                    );
                 }
                 row_sums.poison(rows, cols)?;
                 let sums = row_sums.sum_rows(input.view()?, rows, cols)?;

@@ -6,7 +6,9 @@ use gpu_harness::{DeviceView, GpuShape, Result};
 use gpu_test::{TestRng, TestSuite, counters_comparable, fits_test_time};
 use reduce_multi_level::{MultiLevel, RowSums, SINGLE_BLOCK_LIMIT, plan, rows_plan};
 use reduction::reference::exact_integer_bound;
-use reduction::suite::{Expected, FullReductionFamily, ReductionSuites, SumOf, check_sum, full_counters_snapshot};
+use reduction::suite::{
+    Expected, FullReductionFamily, ReductionSuites, SumOf, check_sum, full_counters_snapshot,
+};
 use reduction::{POISON_WORD, ReduceElement, passes_chain};
 
 /// [`MultiLevel`] for every element type, for the shared full-reduction suite.
@@ -15,7 +17,11 @@ struct MultiLevelFamily;
 impl FullReductionFamily for MultiLevelFamily {
     type For<T: ReduceElement> = MultiLevel<T>;
 
-    fn dot(launcher: &mut MultiLevel<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32> {
+    fn dot(
+        launcher: &mut MultiLevel<f32>,
+        a: DeviceView<'_, f32>,
+        b: DeviceView<'_, f32>,
+    ) -> Result<f32> {
         launcher.dot(a, b)
     }
 }
@@ -41,10 +47,22 @@ fn main() -> std::process::ExitCode {
         .full_reduction_suite::<MultiLevelFamily>()
         .sum_reduction_suite::<SumOf<MultiLevel<f32>>>()
         .cpu("illustration::pass_structure", || {
-            let sizes = [0, 1, 1 << 10, SINGLE_BLOCK_LIMIT, SINGLE_BLOCK_LIMIT + 1, 1 << 20, 1 << 28, 1_000_000_007];
+            let sizes = [
+                0,
+                1,
+                1 << 10,
+                SINGLE_BLOCK_LIMIT,
+                SINGLE_BLOCK_LIMIT + 1,
+                1 << 20,
+                1 << 28,
+                1_000_000_007,
+            ];
             let plans: Vec<String> = sizes
                 .iter()
-                .map(|&n| plan("multi_level_sum_f32", "multi_level_sum_f32", n, GpuShape::HOPPER_132_SMS).to_string())
+                .map(|&n| {
+                    plan("multi_level_sum_f32", "multi_level_sum_f32", n, GpuShape::HOPPER_132_SMS)
+                        .to_string()
+                })
                 .collect();
             insta::assert_snapshot!("pass_structure", plans.join("\n"));
             Ok(())
@@ -69,14 +87,17 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .cpu("too_many_rows_is_an_error", || {
-            let error = rows_plan(1 << 31, 4096, GpuShape::HOPPER_132_SMS).expect_err("2^31 blocks do not fit a grid");
+            let error = rows_plan(1 << 31, 4096, GpuShape::HOPPER_132_SMS)
+                .expect_err("2^31 blocks do not fit a grid");
             insta::assert_snapshot!("too_many_rows_is_an_error", error.to_string());
             Ok(())
         })
         .gpu("rows::match_cpu", |device| {
             let mut rng = TestRng::new();
             let mut row_sums = RowSums::new(device)?;
-            for &(rows, cols) in ROW_SHAPES.iter().filter(|&&(r, c)| fits_test_time(device, r * c).is_none()) {
+            for &(rows, cols) in
+                ROW_SHAPES.iter().filter(|&&(r, c)| fits_test_time(device, r * c).is_none())
+            {
                 for exact in [true, false] {
                     let host = if exact {
                         rng.small_integers_f32(rows * cols, exact_integer_bound(cols))
@@ -93,7 +114,13 @@ fn main() -> std::process::ExitCode {
                     let expected = if exact { Expected::Exact } else { Expected::Within { chain } };
                     for (r, &got) in sums.iter().enumerate() {
                         let row = &host[r * cols..(r + 1) * cols];
-                        check_sum(&rng, &format!("row {r} of {rows} x {cols}"), row, got, expected)?;
+                        check_sum(
+                            &rng,
+                            &format!("row {r} of {rows} x {cols}"),
+                            row,
+                            got,
+                            expected,
+                        )?;
                     }
                 }
             }
@@ -116,7 +143,11 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("poison_word_is_nan_for_f32", |_| {
-            if f32::from_bits(POISON_WORD).is_nan() { Ok(()) } else { Err("POISON_WORD must be a NaN".into()) }
+            if f32::from_bits(POISON_WORD).is_nan() {
+                Ok(())
+            } else {
+                Err("POISON_WORD must be a NaN".into())
+            }
         })
         .run()
 }

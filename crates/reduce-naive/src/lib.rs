@@ -22,8 +22,12 @@
 //! # Ok::<(), gpu_harness::GpuError>(())
 //! ```
 
-use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
-use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured};
+use gpu_harness::{
+    DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source,
+};
+use reduction::{
+    HostFinishedStep, HostFinishedSum, ReductionPlan, blocks_covering, check_fits_u32, measured,
+};
 
 /// Threads per block, and so elements per block: one element per thread.
 pub const BLOCK_SIZE: u32 = 256;
@@ -41,7 +45,11 @@ impl HostFinishedStep for Naive {
     const KERNEL: &'static str = "reduce_naive";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 

@@ -21,7 +21,8 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .cpu("bad_input_error_messages", || {
-            let too_large = Naive::plan(1 << 32, GpuShape::HOPPER_132_SMS).expect_err("2^32 overflows 32-bit indexing");
+            let too_large = Naive::plan(1 << 32, GpuShape::HOPPER_132_SMS)
+                .expect_err("2^32 overflows 32-bit indexing");
             let messages = [
                 too_large.to_string(),
                 GpuError::NoDriver { library: "libcuda.so.1".into() }.to_string(),

@@ -105,13 +105,15 @@ fn main() -> Result<()> {
             let values: Vec<f32> = units.iter().map(|&u| (u as f64 * scale) as f32).collect();
             let exact = units.iter().map(|&u| i128::from(u)).sum::<i128>() as f64 * scale;
             let halves: Vec<u16> = values.iter().map(|&x| HalfFormat::F16.from_f32(x)).collect();
-            let exact_halves: f64 = halves.iter().map(|&h| f64::from(HalfFormat::F16.to_f32(h))).sum();
+            let exact_halves: f64 =
+                halves.iter().map(|&h| f64::from(HalfFormat::F16.to_f32(h))).sum();
 
             let input = device.upload(&values)?;
             let loop_sum = values.iter().fold(0.0f32, |sum, &x| sum + x);
             let tree_sum = tree.sum(input.as_view())?;
             let compensated = numerics.compensated_sum(input.as_view())?;
-            let half_sum = numerics.sum_halves(device.upload(&halves)?.as_view(), HalfFormat::F16)?;
+            let half_sum =
+                numerics.sum_halves(device.upload(&halves)?.as_view(), HalfFormat::F16)?;
             let errors = [
                 relative_error(f64::from(loop_sum), exact),
                 relative_error(f64::from(tree_sum), exact),
@@ -125,13 +127,22 @@ fn main() -> Result<()> {
         }
         studies.push(Study { dataset: dataset.name, about: dataset.about, series });
     }
-    let file = AccuracyFile { device: device.facts().name.clone(), date: measuring::utc_date_today(), studies };
-    let folder = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/data/accuracy"));
+    let file = AccuracyFile {
+        device: device.facts().name.clone(),
+        date: measuring::utc_date_today(),
+        studies,
+    };
+    let folder = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../book/src/data/accuracy"
+    ));
     let out = std::env::var_os("ACCURACY_OUT").map(std::path::PathBuf::from).unwrap_or(folder);
     std::fs::create_dir_all(&out).map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
     let path = out.join(format!("{}.json", measuring::gpu_slug(&device.facts().name)));
-    let text = serde_json::to_string_pretty(&file).map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
-    std::fs::write(&path, text + "\n").map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&file)
+        .map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| gpu_harness::GpuError::BadInput(e.to_string()))?;
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -18,8 +18,8 @@
 //! infinity makes the sum and the mean infinite (NaN if both signs occur) and the variance NaN.
 
 use gpu_harness::{
-    Case, Checked, Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Prepared, Result,
-    StepEntry, kernel_source,
+    Case, Checked, Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource,
+    Prepared, Result, StepEntry, kernel_source,
 };
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -83,14 +83,21 @@ impl Moments {
     /// The sample variance, `m2 / (n - 1)`; an error for fewer than two elements.
     pub fn sample_variance(&self) -> Result<f64> {
         if self.count < 2 {
-            return Err(GpuError::BadInput(format!("the sample variance of {} element(s) is undefined", self.count)));
+            return Err(GpuError::BadInput(format!(
+                "the sample variance of {} element(s) is undefined",
+                self.count
+            )));
         }
         Ok(f64::from(self.m2) / (self.count - 1) as f64)
     }
 
     /// Decodes the kernels' `struct Moments { unsigned long long count; float mean; float m2; }`.
     fn from_words(words: [u64; 2]) -> Moments {
-        Moments { count: words[0], mean: f32::from_bits(words[1] as u32), m2: f32::from_bits((words[1] >> 32) as u32) }
+        Moments {
+            count: words[0],
+            mean: f32::from_bits(words[1] as u32),
+            m2: f32::from_bits((words[1] >> 32) as u32),
+        }
     }
 }
 
@@ -142,7 +149,10 @@ impl Numerics {
 
     /// Grows the partials to what `n` elements need, so that no timed call allocates.
     pub fn reserve(&mut self, n: usize) -> Result<()> {
-        let blocks = plan("", n, 4, self.device.facts().shape()).passes.first().map_or(0, |p| p.outputs as usize);
+        let blocks = plan("", n, 4, self.device.facts().shape())
+            .passes
+            .first()
+            .map_or(0, |p| p.outputs as usize);
         if self.partials.len() < 2 * blocks {
             self.partials = self.device.alloc(2 * blocks)?;
         }
@@ -181,7 +191,11 @@ impl Numerics {
     }
 
     /// Queues the f32 sum of half-precision words; the result stays on the device.
-    pub fn queue_sum_halves(&mut self, input: DeviceView<'_, u16>, format: HalfFormat) -> Result<()> {
+    pub fn queue_sum_halves(
+        &mut self,
+        input: DeviceView<'_, u16>,
+        format: HalfFormat,
+    ) -> Result<()> {
         self.queue(Which::Sum(format), input.into(), input.len())
     }
 
@@ -220,7 +234,12 @@ impl Numerics {
     }
 
     /// Queues the moments of an f32 input, or of half words when `format` is given.
-    pub fn queue_moments(&mut self, input: gpu_harness::KernelArg, n: usize, format: Option<HalfFormat>) -> Result<()> {
+    pub fn queue_moments(
+        &mut self,
+        input: gpu_harness::KernelArg,
+        n: usize,
+        format: Option<HalfFormat>,
+    ) -> Result<()> {
         self.queue(Which::Moments(format), input, n)
     }
 
@@ -231,13 +250,24 @@ impl Numerics {
     }
 
     /// The same for half-precision words.
-    pub fn moments_halves(&mut self, input: DeviceView<'_, u16>, format: HalfFormat) -> Result<Moments> {
+    pub fn moments_halves(
+        &mut self,
+        input: DeviceView<'_, u16>,
+        format: HalfFormat,
+    ) -> Result<Moments> {
         self.read_moments(input.into(), input.len(), Some(format))
     }
 
-    fn read_moments(&mut self, input: gpu_harness::KernelArg, n: usize, format: Option<HalfFormat>) -> Result<Moments> {
+    fn read_moments(
+        &mut self,
+        input: gpu_harness::KernelArg,
+        n: usize,
+        format: Option<HalfFormat>,
+    ) -> Result<Moments> {
         if n == 0 {
-            return Err(GpuError::BadInput("the mean and variance of an empty input are undefined".into()));
+            return Err(GpuError::BadInput(
+                "the mean and variance of an empty input are undefined".into(),
+            ));
         }
         self.queue_moments(input, n, format)?;
         let words = self.result.to_host()?;
@@ -325,7 +355,13 @@ struct HalvesCase {
     seed: u64,
 }
 
-fn prepare_halves(device: &Device, case: &Case, seed: u64, format: HalfFormat, moments: bool) -> Result<HalvesCase> {
+fn prepare_halves(
+    device: &Device,
+    case: &Case,
+    seed: u64,
+    format: HalfFormat,
+    moments: bool,
+) -> Result<HalvesCase> {
     let n = case.elements()?;
     let host = random_halves(n, format, seed);
     let mut numerics = Numerics::new(device)?;
@@ -353,7 +389,11 @@ impl Prepared for HalvesCase {
             halves_mismatch(&self.host, self.format, got, self.numerics.device.facts().shape())
         };
         Ok(why.map_or(Checked::Correct, |why| {
-            Checked::Wrong(format!("{}: {why} (random input from seed {})", self.format.suffix(), self.seed))
+            Checked::Wrong(format!(
+                "{}: {why} (random input from seed {})",
+                self.format.suffix(),
+                self.seed
+            ))
         }))
     }
 }
@@ -390,7 +430,8 @@ pub fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
     };
     (bad_mean || bad_variance).then(|| {
         format!(
-            "mean {} (reference {mean}, tolerance {mean_tolerance:e}), variance {} (reference {variance}, tolerance {variance_tol:e})",
+            "mean {} (reference {mean}, tolerance {mean_tolerance:e}), variance {} (reference \
+             {variance}, tolerance {variance_tol:e})",
             got.mean,
             got.variance()
         )
@@ -431,7 +472,8 @@ impl Prepared for FloatsCase {
             let sum_abs: f64 = self.input.host.iter().map(|&x| f64::from(x).abs()).sum();
             let tolerance = compensated_tolerance(self.input.host.len(), exact, sum_abs);
             let error = (f64::from(got) - exact).abs();
-            (!within(error, tolerance)).then(|| format!("got {got}, exact {exact}, error {error:e} > {tolerance:e}"))
+            (!within(error, tolerance))
+                .then(|| format!("got {got}, exact {exact}, error {error:e} > {tolerance:e}"))
         };
         Ok(self.input.outcome(if self.moments { "moments" } else { "compensated" }, why))
     }
@@ -441,9 +483,12 @@ impl Prepared for FloatsCase {
 /// sizes).
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
-    let halves = |format, moments| move |d: &Device, c: &Case, s| prepare_halves(d, c, s, format, moments);
+    let halves =
+        |format, moments| move |d: &Device, c: &Case, s| prepare_halves(d, c, s, format, moments);
     vec![
-        reduction::measured::on_device::<reduce_atomic::DeterministicReduce<f32>>(crate_name, "sum-f32"),
+        reduction::measured::on_device::<reduce_atomic::DeterministicReduce<f32>>(
+            crate_name, "sum-f32",
+        ),
         StepEntry::new(crate_name, "sum-f16", halves(HalfFormat::F16, false)),
         StepEntry::new(crate_name, "sum-bf16", halves(HalfFormat::BF16, false)),
         StepEntry::new(crate_name, "sum-compensated", |d, c, s| prepare_floats(d, c, s, false)),

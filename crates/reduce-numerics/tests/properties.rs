@@ -27,12 +27,13 @@ use gpu_test::props::proptest::prelude::*;
 use gpu_test::props::proptest::sample::select;
 use gpu_test::props::proptest::strategy::BoxedStrategy;
 use gpu_test::props::{
-    self, F32Mix, Guarded, expect_bad_input, f32_arith_specials, f32_moment_mixes, f32_sum_mixes, order_free_sum,
-    same_value,
+    self, F32Mix, Guarded, expect_bad_input, f32_arith_specials, f32_moment_mixes, f32_sum_mixes,
+    order_free_sum, same_value,
 };
 use gpu_test::{Failed, TestSuite};
 use reduce_numerics::{
-    HalfFormat, Moments, Numerics, compensated_tolerance, exact_sum, halves_chain, two_pass_moments, variance_tolerance,
+    HalfFormat, Moments, Numerics, compensated_tolerance, exact_sum, halves_chain,
+    two_pass_moments, variance_tolerance,
 };
 use reduction::reference::{sum_bound, sum_tolerance};
 
@@ -50,18 +51,26 @@ fn sizes(device: &Device) -> BoxedStrategy<usize> {
 }
 
 /// Why `got` is not the sum of `values` within `bound` (given the f64 sum and the magnitudes' sum).
-fn sum_mismatch_within(values: &[f32], got: f32, bound: impl Fn(f64, f64) -> f64) -> Option<String> {
+fn sum_mismatch_within(
+    values: &[f32],
+    got: f32,
+    bound: impl Fn(f64, f64) -> f64,
+) -> Option<String> {
     if let Some(want) = order_free_sum(values) {
         return (!same_value(got, want)).then(|| {
-            format!("the sum of {} values is {got}, expected exactly {want} (every order gives it)", values.len())
+            format!(
+                "the sum of {} values is {got}, expected exactly {want} (every order gives it)",
+                values.len()
+            )
         });
     }
     let exact = exact_sum(values.iter().copied());
     let sum_abs: f64 = values.iter().map(|&x| f64::from(x).abs()).sum();
     let tolerance = bound(exact, sum_abs);
     let error = (f64::from(got) - exact).abs();
-    (error.is_nan() || error > tolerance)
-        .then(|| format!("the sum of {} values is {got}, expected {exact} ± {tolerance:e}", values.len()))
+    (error.is_nan() || error > tolerance).then(|| {
+        format!("the sum of {} values is {got}, expected {exact} ± {tolerance:e}", values.len())
+    })
 }
 
 /// Why `got` is not acceptable as the moments of `values` (see the module's rules).
@@ -83,7 +92,8 @@ fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
         let right = same_value(got.mean, mean) && got.variance().is_nan();
         return (!right).then(|| {
             format!(
-                "{got:?} (variance {}) for data with NaN or infinities: expected mean {mean}, variance NaN",
+                "{got:?} (variance {}) for data with NaN or infinities: expected mean {mean}, \
+                 variance NaN",
                 got.variance()
             )
         });
@@ -100,7 +110,9 @@ fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
     let variance_bound = variance_tolerance(values) + underflow;
     let max = f64::from(f32::MAX);
     let mut wrong = Vec::new();
-    if mean.abs() <= max && !((f64::from(got.mean) - mean).abs() <= mean_tolerance && got.mean.is_finite()) {
+    if mean.abs() <= max
+        && !((f64::from(got.mean) - mean).abs() <= mean_tolerance && got.mean.is_finite())
+    {
         wrong.push(format!("mean {} (reference {mean} ± {mean_tolerance:e})", got.mean));
     }
     if m2 <= max {
@@ -113,7 +125,10 @@ fn moments_mismatch(values: &[f32], got: Moments) -> Option<String> {
             ));
         }
     } else if !(got.m2 == f32::INFINITY || (got.variance() - variance).abs() <= variance_bound) {
-        wrong.push(format!("m2 {} for a reference m2 of {m2:e}, past f32's range: expected +inf", got.m2));
+        wrong.push(format!(
+            "m2 {} for a reference m2 of {m2:e}, past f32's range: expected +inf",
+            got.m2
+        ));
     }
     (!wrong.is_empty()).then(|| format!("moments of {n} values: {}", wrong.join("; ")))
 }
@@ -141,7 +156,12 @@ fn formats() -> impl Strategy<Value = HalfFormat> {
 }
 
 /// The compensated sum of `values` at `offset` in a guarded buffer, the buffer checked after.
-fn compensated_at(device: &Device, numerics: &mut Numerics, values: &[f32], offset: usize) -> Result<f32, Failed> {
+fn compensated_at(
+    device: &Device,
+    numerics: &mut Numerics,
+    values: &[f32],
+    offset: usize,
+) -> Result<f32, Failed> {
     let input = Guarded::input(device, values, offset)?;
     numerics.poison(values.len())?;
     let got = numerics.compensated_sum(input.view()?)?;
@@ -158,7 +178,8 @@ fn main() -> std::process::ExitCode {
                 let values = input.values();
                 let mut numerics = numerics.borrow_mut();
                 let got = compensated_at(device, &mut numerics, &values, input.offset)?;
-                let bound = |exact: f64, sum_abs: f64| compensated_tolerance(values.len(), exact, sum_abs);
+                let bound =
+                    |exact: f64, sum_abs: f64| compensated_tolerance(values.len(), exact, sum_abs);
                 if let Some(why) = sum_mismatch_within(&values, got, bound) {
                     return Err(format!("offset {}: {why}", input.offset).into());
                 }
@@ -167,14 +188,17 @@ fn main() -> std::process::ExitCode {
                     return Err(format!("offset {other}: {why}").into());
                 }
                 if order_free_sum(&values).is_some() && !same_value(got, again) {
-                    return Err(format!("offset {}: {got}, offset {other}: {again}", input.offset).into());
+                    return Err(
+                        format!("offset {}: {got}, offset {other}: {again}", input.offset).into()
+                    );
                 }
                 Ok(())
             })
         })
         .gpu("properties::moments_match_the_reference", |device| {
             let numerics = RefCell::new(Numerics::new(device)?);
-            let inputs = props::input(sizes(device), 7, f32_moment_mixes(), f32_arith_specials(), 3);
+            let inputs =
+                props::input(sizes(device), 7, f32_moment_mixes(), f32_arith_specials(), 3);
             props::check(device, CASES, inputs, |input| {
                 let values = input.values();
                 let data = Guarded::input(device, &values, input.offset)?;
@@ -201,7 +225,8 @@ fn main() -> std::process::ExitCode {
                 (Just(format), props::input(sizes.clone(), 15, half_mixes(format), specials, 3))
             });
             props::check(device, CASES, cases, |(format, input)| {
-                let words: Vec<u16> = input.values().into_iter().map(|x| format.from_f32(x)).collect();
+                let words: Vec<u16> =
+                    input.values().into_iter().map(|x| format.from_f32(x)).collect();
                 let values: Vec<f32> = words.iter().map(|&h| format.to_f32(h)).collect();
                 let data = Guarded::input(device, &words, input.offset)?;
                 let mut numerics = numerics.borrow_mut();
@@ -225,9 +250,12 @@ fn main() -> std::process::ExitCode {
                 }
                 let (mean, want) = (mean?, f64::from(sum) / values.len() as f64);
                 if !(mean == want || (mean.is_nan() && want.is_nan())) {
-                    return Err(format!("{format:?}: the mean is {mean}, the sum over n {want}").into());
+                    return Err(
+                        format!("{format:?}: the mean is {mean}, the sum over n {want}").into()
+                    );
                 }
-                moments_mismatch(&values, moments?).map_or(Ok(()), |why| Err(format!("{format:?} {why}").into()))
+                moments_mismatch(&values, moments?)
+                    .map_or(Ok(()), |why| Err(format!("{format:?} {why}").into()))
             })
         })
         .run()

@@ -6,14 +6,16 @@
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{TestResult, TestRng, TestSuite, fits_test_time};
 use reduce_numerics::{
-    HalfFormat, Numerics, compensated_tolerance, exact_sum, halves_chain, moments_mismatch, plan, random_halves, within,
+    HalfFormat, Numerics, compensated_tolerance, exact_sum, halves_chain, moments_mismatch, plan,
+    random_halves, within,
 };
 use reduction::reference::sum_mismatch;
 
 /// Edge sizes: empty, one element, around a 16-byte vector of halves (8) and of floats (4), a warp,
 /// a block, one full grid of an H100/H200 (1056 blocks of 256 threads, 8 halves each), and large
 /// sizes that are not powers of two.
-const SIZES: &[usize] = &[0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 4099, 2_162_687, 2_162_689, (1 << 20) + 3];
+const SIZES: &[usize] =
+    &[0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256, 257, 4099, 2_162_687, 2_162_689, (1 << 20) + 3];
 
 fn check_halves(
     device: &Device,
@@ -28,7 +30,9 @@ fn check_halves(
         let values: Vec<f32> = host[offset..].iter().map(|&h| format.to_f32(h)).collect();
         numerics.poison(view.len())?;
         let got = numerics.sum_halves(view, format)?;
-        if let Some(why) = sum_mismatch(&values, got, halves_chain(values.len(), device.facts().shape())) {
+        if let Some(why) =
+            sum_mismatch(&values, got, halves_chain(values.len(), device.facts().shape()))
+        {
             return Err(rng.fail(format!("{format:?} sum at offset {offset}: {why}")));
         }
         if !values.is_empty() {
@@ -73,12 +77,16 @@ fn main() -> std::process::ExitCode {
                     let sum_abs: f64 = values.iter().map(|&x| f64::from(x).abs()).sum();
                     let tolerance = compensated_tolerance(n, exact, sum_abs);
                     if !within((f64::from(got) - exact).abs(), tolerance) {
-                        return Err(rng.fail(format!("compensated sum of {n} at {offset}: {got}, exact {exact}")));
+                        return Err(rng.fail(format!(
+                            "compensated sum of {n} at {offset}: {got}, exact {exact}"
+                        )));
                     }
                     if n > 0 {
                         numerics.poison(n)?;
                         if let Some(why) = moments_mismatch(values, numerics.moments(view)?) {
-                            return Err(rng.fail(format!("moments of {n} at offset {offset}: {why}")));
+                            return Err(
+                                rng.fail(format!("moments of {n} at offset {offset}: {why}"))
+                            );
                         }
                     }
                 }
@@ -98,7 +106,10 @@ fn main() -> std::process::ExitCode {
             let input = device.upload(&host)?;
             let got = Numerics::new(device)?.compensated_sum(input.as_view())?;
             if got != exact as f32 || sequential == exact as f32 {
-                return Err(format!("compensated sum {got}, exact {exact}, sequential f32 {sequential}").into());
+                return Err(format!(
+                    "compensated sum {got}, exact {exact}, sequential f32 {sequential}"
+                )
+                .into());
             }
             Ok(())
         })
@@ -112,7 +123,8 @@ fn main() -> std::process::ExitCode {
                         return Err(format!("{n} x {value}: {moments:?}").into());
                     }
                     let halves = vec![HalfFormat::F16.from_f32(value.clamp(-60000.0, 60000.0)); n];
-                    let h = numerics.moments_halves(device.upload(&halves)?.as_view(), HalfFormat::F16)?;
+                    let h = numerics
+                        .moments_halves(device.upload(&halves)?.as_view(), HalfFormat::F16)?;
                     if h.m2 != 0.0 {
                         return Err(format!("{n} f16 copies of {value}: m2 = {}", h.m2).into());
                     }
@@ -125,7 +137,8 @@ fn main() -> std::process::ExitCode {
             let mut numerics = Numerics::new(device)?;
             for offset in [8.0f32, 1000.0] {
                 let n = 100_003;
-                let host: Vec<f32> = rng.uniform_f32(n, -1.0, 1.0).into_iter().map(|x| x + offset).collect();
+                let host: Vec<f32> =
+                    rng.uniform_f32(n, -1.0, 1.0).into_iter().map(|x| x + offset).collect();
                 let moments = numerics.moments(device.upload(&host)?.as_view())?;
                 if let Some(why) = moments_mismatch(&host, moments) {
                     return Err(rng.fail(format!("offset {offset}: {why}")));
@@ -150,7 +163,10 @@ fn main() -> std::process::ExitCode {
             let host: Vec<f32> = (0..1000).map(|i| if i % 2 == 0 { -3e38 } else { 3e38 }).collect();
             let moments = numerics.moments(device.upload(&host)?.as_view())?;
             if !(moments.mean.abs() <= 3e38 * 1e-3 && moments.m2 == f32::INFINITY) {
-                return Err(format!("+-3e38 alternating: {moments:?} (mean 0, m2 past f32 expected)").into());
+                return Err(format!(
+                    "+-3e38 alternating: {moments:?} (mean 0, m2 past f32 expected)"
+                )
+                .into());
             }
             Ok(())
         })
@@ -166,14 +182,17 @@ fn main() -> std::process::ExitCode {
                         host[at] = infinity;
                         let moments = numerics.moments(device.upload(&host)?.as_view())?;
                         let mut halves = |format: HalfFormat| -> gpu_harness::Result<_> {
-                            let words: Vec<u16> = host.iter().map(|&x| format.from_f32(x)).collect();
+                            let words: Vec<u16> =
+                                host.iter().map(|&x| format.from_f32(x)).collect();
                             numerics.moments_halves(device.upload(&words)?.as_view(), format)
                         };
                         let f16 = halves(HalfFormat::F16)?;
                         let bf16 = halves(HalfFormat::BF16)?;
                         for (what, got) in [("f32", moments), ("f16", f16), ("bf16", bf16)] {
                             if got.mean != infinity || !got.variance().is_nan() {
-                                return Err(format!("{what}: {infinity} at {at} of {n}: {got:?}").into());
+                                return Err(
+                                    format!("{what}: {infinity} at {at} of {n}: {got:?}").into()
+                                );
                             }
                         }
                     }
@@ -186,14 +205,19 @@ fn main() -> std::process::ExitCode {
             let mut host = vec![1.0f32; 10_000];
             host[4321] = f32::NAN;
             let input = device.upload(&host)?;
-            let (sum, moments) = (numerics.compensated_sum(input.as_view())?, numerics.moments(input.as_view())?);
+            let (sum, moments) =
+                (numerics.compensated_sum(input.as_view())?, numerics.moments(input.as_view())?);
             if !(sum.is_nan() && moments.mean.is_nan() && moments.variance().is_nan()) {
                 return Err(format!("NaN input: sum {sum}, {moments:?}").into());
             }
             host[4321] = f32::INFINITY;
             let input = device.upload(&host)?;
-            let (sum, moments) = (numerics.compensated_sum(input.as_view())?, numerics.moments(input.as_view())?);
-            if !(sum == f32::INFINITY && moments.mean == f32::INFINITY && moments.variance().is_nan()) {
+            let (sum, moments) =
+                (numerics.compensated_sum(input.as_view())?, numerics.moments(input.as_view())?);
+            if !(sum == f32::INFINITY
+                && moments.mean == f32::INFINITY
+                && moments.variance().is_nan())
+            {
                 return Err(format!("+inf input: sum {sum}, {moments:?}").into());
             }
             let halves: Vec<u16> = host.iter().map(|&x| HalfFormat::BF16.from_f32(x)).collect();
@@ -218,9 +242,10 @@ fn main() -> std::process::ExitCode {
                 let sum = numerics.sum_halves(device.upload(&tiny)?.as_view(), format)?;
                 let exact = 1000.0 * format.to_f32(1);
                 if sum != exact || exact == 0.0 {
-                    return Err(
-                        format!("{format:?}: 1000 x the smallest subnormal: got {sum:e}, exact {exact:e}").into()
-                    );
+                    return Err(format!(
+                        "{format:?}: 1000 x the smallest subnormal: got {sum:e}, exact {exact:e}"
+                    )
+                    .into());
                 }
             }
             Ok(())
@@ -259,7 +284,9 @@ fn main() -> std::process::ExitCode {
                 numerics.mean_halves(empty_half.as_view(), HalfFormat::F16).map(drop),
             ] {
                 if !matches!(result, Err(GpuError::BadInput(_))) {
-                    return Err(format!("expected BadInput for an empty input, got {result:?}").into());
+                    return Err(
+                        format!("expected BadInput for an empty input, got {result:?}").into()
+                    );
                 }
             }
             let one = numerics.moments(device.upload(&[2.5f32])?.as_view())?;
@@ -276,17 +303,21 @@ fn main() -> std::process::ExitCode {
         })
         .cpu("half_conversions_round_to_nearest_even", || {
             // 1 + 2^-11 is halfway between two f16 values: it rounds to the even one, 1.
-            assert_eq!(HalfFormat::F16.from_f32(1.0 + 2f32.powi(-11)), HalfFormat::F16.from_f32(1.0));
+            assert_eq!(
+                HalfFormat::F16.from_f32(1.0 + 2f32.powi(-11)),
+                HalfFormat::F16.from_f32(1.0)
+            );
             assert_eq!(HalfFormat::F16.to_f32(HalfFormat::F16.from_f32(65504.0)), 65504.0);
             assert_eq!(HalfFormat::BF16.to_f32(HalfFormat::BF16.from_f32(1.0)), 1.0);
             assert!(HalfFormat::F16.to_f32(HalfFormat::F16.from_f32(1e6)).is_infinite());
             Ok(())
         })
         .cpu("illustration::launch_plans", || {
-            let plans: Vec<String> = [(0usize, 8u32), (1, 8), (4099, 8), (1 << 20, 8), (1 << 28, 8), (1 << 28, 4)]
-                .iter()
-                .map(|&(n, per)| plan("numerics", n, per, GpuShape::HOPPER_132_SMS).to_string())
-                .collect();
+            let plans: Vec<String> =
+                [(0usize, 8u32), (1, 8), (4099, 8), (1 << 20, 8), (1 << 28, 8), (1 << 28, 4)]
+                    .iter()
+                    .map(|&(n, per)| plan("numerics", n, per, GpuShape::HOPPER_132_SMS).to_string())
+                    .collect();
             insta::assert_snapshot!("launch_plans", plans.join("\n"));
             Ok(())
         })

@@ -14,10 +14,12 @@
 //!   first index. An empty input is an error (there is no maximum of nothing).
 
 use gpu_harness::{
-    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Launch, Result, StepEntry,
-    kernel_source,
+    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, Launch, Result,
+    StepEntry, kernel_source,
 };
-use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
+use reduction::{
+    HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured,
+};
 
 /// Threads per block.
 pub const BLOCK_SIZE: u32 = 256;
@@ -41,14 +43,24 @@ impl HostFinishedStep for Shuffle {
     const KERNEL: &'static str = "reduce_shuffle";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
     /// The GPU filled once; the kernel's shared memory (one slot per warp) is static.
     fn plan(n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
         check_fits_u32("reduce-shuffle", n)?;
-        Ok(ReductionPlan::single_pass(Self::KERNEL, n, grid_stride_blocks(n, BLOCK_SIZE, 1, gpu), BLOCK_SIZE, 0))
+        Ok(ReductionPlan::single_pass(
+            Self::KERNEL,
+            n,
+            grid_stride_blocks(n, BLOCK_SIZE, 1, gpu),
+            BLOCK_SIZE,
+            0,
+        ))
     }
 
     fn boundary_sizes() -> Vec<usize> {
@@ -69,7 +81,11 @@ impl HostFinishedStep for ShuffleVec4 {
     const KERNEL: &'static str = "reduce_shuffle_vec4";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -86,7 +102,13 @@ impl HostFinishedStep for ShuffleVec4 {
 
 fn vec4_plan(kernel: &'static str, n: usize, gpu: GpuShape) -> Result<ReductionPlan> {
     check_fits_u32("reduce-shuffle", n)?;
-    Ok(ReductionPlan::single_pass(kernel, n, grid_stride_blocks(n, BLOCK_SIZE, 4, gpu), BLOCK_SIZE, 0))
+    Ok(ReductionPlan::single_pass(
+        kernel,
+        n,
+        grid_stride_blocks(n, BLOCK_SIZE, 4, gpu),
+        BLOCK_SIZE,
+        0,
+    ))
 }
 
 /// The launch plan of `max` and `min` (`argmax` uses the scalar grid-stride plan of [`Shuffle`]).
@@ -162,7 +184,11 @@ impl Extremes {
 
     /// The largest element and the index of its first occurrence (the first NaN, if any).
     pub fn argmax(&mut self, input: DeviceView<'_, f32>) -> Result<(f32, usize)> {
-        let plan = self.prepare("argmax", input.len(), Shuffle::plan(input.len(), self.device.facts().shape())?)?;
+        let plan = self.prepare(
+            "argmax",
+            input.len(),
+            Shuffle::plan(input.len(), self.device.facts().shape())?,
+        )?;
         self.device
             .launch(&self.argmax, plan.passes[0].config)
             .arg(input)
@@ -187,9 +213,13 @@ impl Extremes {
 
     /// Runs the max or min kernel and returns its block partials.
     fn reduce(&mut self, input: DeviceView<'_, f32>, max: bool) -> Result<Vec<f32>> {
-        let (what, kernel_name) = if max { ("max", "reduce_max_vec4") } else { ("min", "reduce_min_vec4") };
-        let plan =
-            self.prepare(what, input.len(), extremes_plan(kernel_name, input.len(), self.device.facts().shape())?)?;
+        let (what, kernel_name) =
+            if max { ("max", "reduce_max_vec4") } else { ("min", "reduce_min_vec4") };
+        let plan = self.prepare(
+            what,
+            input.len(),
+            extremes_plan(kernel_name, input.len(), self.device.facts().shape())?,
+        )?;
         let kernel = if max { &self.max } else { &self.min };
         self.device
             .launch(kernel, plan.passes[0].config)
@@ -223,5 +253,8 @@ impl Extremes {
 /// sizes).
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
-    vec![measured::host_finished::<Shuffle>(crate_name), measured::host_finished::<ShuffleVec4>(crate_name)]
+    vec![
+        measured::host_finished::<Shuffle>(crate_name),
+        measured::host_finished::<ShuffleVec4>(crate_name),
+    ]
 }

@@ -58,7 +58,8 @@ fn extremes_at(
         && argmax.1 == want_argmax.1;
     if !right {
         return Err(format!(
-            "offset {offset}: max {max}, min {min}, argmax {argmax:?}; expected {want_max}, {want_min}, {want_argmax:?}"
+            "offset {offset}: max {max}, min {min}, argmax {argmax:?}; expected {want_max}, \
+             {want_min}, {want_argmax:?}"
         )
         .into());
     }
@@ -71,14 +72,17 @@ fn main() -> std::process::ExitCode {
         .sum_properties::<ReduceShuffle>()
         .gpu("properties::extremes::max_min_argmax_match_the_reference", |device| {
             let extremes = RefCell::new(Extremes::new(device)?);
-            let inputs = props::input(reduction_sizes(device, &[]), 7, f32_value_mixes(), f32_specials(), 4);
+            let inputs =
+                props::input(reduction_sizes(device, &[]), 7, f32_value_mixes(), f32_specials(), 4);
             props::check(device, (256, 32), inputs, |input| {
-                extremes_at(device, &mut extremes.borrow_mut(), &input.values(), input.offset).map(drop)
+                extremes_at(device, &mut extremes.borrow_mut(), &input.values(), input.offset)
+                    .map(drop)
             })
         })
         .gpu("properties::extremes::same_answers_at_any_offset", |device| {
             let extremes = RefCell::new(Extremes::new(device)?);
-            let inputs = props::input(reduction_sizes(device, &[]), 7, f32_value_mixes(), f32_specials(), 4);
+            let inputs =
+                props::input(reduction_sizes(device, &[]), 7, f32_value_mixes(), f32_specials(), 4);
             props::check(device, (128, 16), (inputs, 0..8usize), |(input, other)| {
                 let values = input.values();
                 // Each is checked against the CPU's, so they also agree with each other.

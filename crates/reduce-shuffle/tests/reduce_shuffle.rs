@@ -49,7 +49,9 @@ fn check_extremes(device: &Device, rng: &TestRng, host: &[f32], start: usize) ->
 }
 
 fn main() -> std::process::ExitCode {
-    let suite = TestSuite::new().sum_reduction_suite::<ReduceShuffleScalar>().sum_reduction_suite::<ReduceShuffle>();
+    let suite = TestSuite::new()
+        .sum_reduction_suite::<ReduceShuffleScalar>()
+        .sum_reduction_suite::<ReduceShuffle>();
     step_snapshot_tests!(suite, Shuffle, ShuffleVec4)
         .gpu("vec4::every_alignment_and_tail", |device| {
             let mut rng = TestRng::new();
@@ -62,7 +64,13 @@ fn main() -> std::process::ExitCode {
                     reducer.reserve(n)?;
                     reducer.poison_scratch()?;
                     let got = reducer.sum_device(view)?;
-                    check_sum(&rng, &format!("offset {offset}"), &host[offset..offset + n], got, Expected::Exact)?;
+                    check_sum(
+                        &rng,
+                        &format!("offset {offset}"),
+                        &host[offset..offset + n],
+                        got,
+                        Expected::Exact,
+                    )?;
                 }
             }
             Ok(())
@@ -99,10 +107,16 @@ fn main() -> std::process::ExitCode {
             host[70_000] = f32::NAN;
             host[90_000] = f32::NAN;
             let buffer = device.upload(&host)?;
-            let (max, min, argmax) =
-                (extremes.max(buffer.as_view())?, extremes.min(buffer.as_view())?, extremes.argmax(buffer.as_view())?);
+            let (max, min, argmax) = (
+                extremes.max(buffer.as_view())?,
+                extremes.min(buffer.as_view())?,
+                extremes.argmax(buffer.as_view())?,
+            );
             if !(max.is_nan() && min.is_nan() && argmax.0.is_nan() && argmax.1 == 70_000) {
-                return Err(format!("expected NaN, NaN, (NaN, 70000); got {max}, {min}, {argmax:?}").into());
+                return Err(format!(
+                    "expected NaN, NaN, (NaN, 70000); got {max}, {min}, {argmax:?}"
+                )
+                .into());
             }
             Ok(())
         })
@@ -111,7 +125,9 @@ fn main() -> std::process::ExitCode {
             let empty = device.alloc::<f32>(0)?;
             for result in [extremes.max(empty.as_view()), extremes.min(empty.as_view())] {
                 if !matches!(result, Err(GpuError::BadInput(_))) {
-                    return Err(format!("expected BadInput for an empty input, got {result:?}").into());
+                    return Err(
+                        format!("expected BadInput for an empty input, got {result:?}").into()
+                    );
                 }
             }
             match extremes.argmax(empty.as_view()) {

@@ -42,11 +42,20 @@ fn main() -> gpu_harness::Result<()> {
     let (n, runs) = (1 << 16, 200);
     println!("{} on n = {n}, {runs} runs each (seed {}):", device.facts().name, rng.seed());
     for (name, wrong) in [
-        ("volatile-racy (classic, no __syncwarp)", count_wrong::<VolatileRacy>(&device, &mut rng, n, runs)?),
-        ("unroll-last-warp (__syncwarp)", count_wrong::<UnrollLastWarp>(&device, &mut rng, n, runs)?),
+        (
+            "volatile-racy (classic, no __syncwarp)",
+            count_wrong::<VolatileRacy>(&device, &mut rng, n, runs)?,
+        ),
+        (
+            "unroll-last-warp (__syncwarp)",
+            count_wrong::<UnrollLastWarp>(&device, &mut rng, n, runs)?,
+        ),
     ] {
         println!("  {name:<40} wrong sums: {wrong}/{runs}");
     }
-    println!("A data race may give right answers on a given GPU and compiler; racecheck shows it regardless.");
+    println!(
+        "A data race may give right answers on a given GPU and compiler; racecheck shows it \
+         regardless."
+    );
     Ok(())
 }

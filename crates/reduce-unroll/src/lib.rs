@@ -12,8 +12,12 @@
 //!   `volatile_race` example, never by a launcher a user would pick, and not tested for
 //!   correctness (it is not correct).
 
-use gpu_harness::{DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source};
-use reduction::{HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured};
+use gpu_harness::{
+    DeviceBuffer, DeviceView, GpuShape, KernelSource, Launch, Result, StepEntry, kernel_source,
+};
+use reduction::{
+    HostFinishedStep, HostFinishedSum, ReductionPlan, check_fits_u32, grid_stride_blocks, measured,
+};
 
 /// Threads per block; the complete unroll is compiled for this size.
 pub const BLOCK_SIZE: u32 = 256;
@@ -22,7 +26,12 @@ const SOURCE: KernelSource = kernel_source!("reduce_unroll.cu");
 
 /// A grid-stride plan: the GPU filled once, 256 threads per block, `shared_bytes` of dynamic shared
 /// memory.
-fn grid_stride(kernel: &'static str, n: usize, gpu: GpuShape, shared_bytes: u32) -> Result<ReductionPlan> {
+fn grid_stride(
+    kernel: &'static str,
+    n: usize,
+    gpu: GpuShape,
+    shared_bytes: u32,
+) -> Result<ReductionPlan> {
     check_fits_u32("reduce-unroll", n)?;
     let blocks = grid_stride_blocks(n, BLOCK_SIZE, 1, gpu);
     Ok(ReductionPlan::single_pass(kernel, n, blocks, BLOCK_SIZE, shared_bytes))
@@ -45,7 +54,11 @@ impl HostFinishedStep for UnrollLastWarp {
     const KERNEL: &'static str = "reduce_unroll_last_warp";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -71,7 +84,11 @@ impl HostFinishedStep for CompleteUnroll {
     const KERNEL: &'static str = "reduce_complete_unroll";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -99,7 +116,11 @@ impl HostFinishedStep for VolatileRacy {
     const KERNEL: &'static str = "reduce_unroll_volatile_racy";
 
     /// Queues the kernel with its arguments `(input, partial, n)`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()> {
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
         kernel.arg(input).arg(partials).arg(input.len() as u32).run()
     }
 
@@ -112,5 +133,8 @@ impl HostFinishedStep for VolatileRacy {
 /// sizes).
 pub fn steps() -> Vec<StepEntry> {
     let crate_name = env!("CARGO_PKG_NAME");
-    vec![measured::host_finished::<UnrollLastWarp>(crate_name), measured::host_finished::<CompleteUnroll>(crate_name)]
+    vec![
+        measured::host_finished::<UnrollLastWarp>(crate_name),
+        measured::host_finished::<CompleteUnroll>(crate_name),
+    ]
 }

@@ -8,6 +8,8 @@ use reduction::step_snapshot_tests;
 use reduction::suite::ReductionSuites;
 
 fn main() -> std::process::ExitCode {
-    let suite = TestSuite::new().sum_reduction_suite::<ReduceUnrollLastWarp>().sum_reduction_suite::<ReduceUnroll>();
+    let suite = TestSuite::new()
+        .sum_reduction_suite::<ReduceUnrollLastWarp>()
+        .sum_reduction_suite::<ReduceUnroll>();
     step_snapshot_tests!(suite, UnrollLastWarp, CompleteUnroll).run()
 }

@@ -44,7 +44,10 @@ impl ReduceOp {
     /// Rejects an empty input where the operation has no answer (min and max).
     pub fn check_not_empty(self, n: usize) -> Result<()> {
         if n == 0 && self != ReduceOp::Sum {
-            return Err(GpuError::BadInput(format!("the {} of an empty input is undefined", self.name())));
+            return Err(GpuError::BadInput(format!(
+                "the {} of an empty input is undefined",
+                self.name()
+            )));
         }
         Ok(())
     }

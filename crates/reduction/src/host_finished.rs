@@ -3,7 +3,9 @@
 
 use std::marker::PhantomData;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuShape, Kernel, KernelSource, Launch, Result};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuShape, Kernel, KernelSource, Launch, Result,
+};
 
 use crate::plan::ReductionPlan;
 
@@ -19,7 +21,11 @@ pub trait HostFinishedStep: Send + Sync + 'static {
     const KERNEL: &'static str;
 
     /// Queues the kernel (compiled, with its plan's grid) on `input`, writing `partials`.
-    fn launch(kernel: Launch<'_>, input: DeviceView<'_, f32>, partials: &mut DeviceBuffer<f32>) -> Result<()>;
+    fn launch(
+        kernel: Launch<'_>,
+        input: DeviceView<'_, f32>,
+        partials: &mut DeviceBuffer<f32>,
+    ) -> Result<()>;
 
     /// How `n` elements are reduced on a GPU of this shape. A pure function, so that plans are
     /// snapshot-tested without a GPU.
@@ -52,7 +58,12 @@ impl<S: HostFinishedStep> HostFinishedSum<S> {
     /// Compiles the step's kernel (once per process) and starts with no scratch.
     pub fn new(device: &Device) -> Result<Self> {
         let kernel = device.kernel_with_defines(&S::SOURCE, S::KERNEL, &S::defines())?;
-        Ok(HostFinishedSum { device: device.clone(), kernel, partials: device.alloc(0)?, step: PhantomData })
+        Ok(HostFinishedSum {
+            device: device.clone(),
+            kernel,
+            partials: device.alloc(0)?,
+            step: PhantomData,
+        })
     }
 
     /// The plan for `n` elements on this device.

@@ -22,5 +22,6 @@ pub mod suite;
 pub use full::{FullReduction, POISON_WORD, ReduceElement, ReduceOp};
 pub use host_finished::{HostFinishedStep, HostFinishedSum};
 pub use plan::{
-    DeviceFinish, PassPlan, ReductionPlan, blocks_covering, check_fits_u32, grid_stride_blocks, passes_chain,
+    DeviceFinish, PassPlan, ReductionPlan, blocks_covering, check_fits_u32, grid_stride_blocks,
+    passes_chain,
 };

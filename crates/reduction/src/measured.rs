@@ -22,7 +22,8 @@ pub fn random_floats(device: &Device, case: &Case, seed: u64) -> Result<Arc<Inpu
 /// adds.
 pub fn host_finished<S: HostFinishedStep>(crate_name: &'static str) -> StepEntry {
     StepEntry::new(crate_name, S::STEP, |device, case, seed| {
-        let (input, mut reducer) = (random_floats(device, case, seed)?, HostFinishedSum::<S>::new(device)?);
+        let (input, mut reducer) =
+            (random_floats(device, case, seed)?, HostFinishedSum::<S>::new(device)?);
         reducer.reserve(input.host.len())?;
         let partials = reducer.plan(input.host.len())?.host_adds;
         let check = |(reducer, input): &mut (HostFinishedSum<S>, Arc<Input<f32>>)| {
@@ -43,10 +44,12 @@ pub fn on_device<L: FullReduction<f32>>(crate_name: &'static str, step: &'static
     StepEntry::new(crate_name, step, |device, case, seed| {
         let (input, mut launcher) = (random_floats(device, case, seed)?, L::create(device)?);
         launcher.reserve(input.host.len())?;
-        let queue =
-            |(launcher, input): &mut (L, Arc<Input<f32>>)| launcher.queue(ReduceOp::Sum, input.device.as_view());
+        let queue = |(launcher, input): &mut (L, Arc<Input<f32>>)| {
+            launcher.queue(ReduceOp::Sum, input.device.as_view())
+        };
         let check = |(launcher, input): &mut (L, Arc<Input<f32>>)| {
-            let (got, chain) = (launcher.sum(input.device.as_view())?, launcher.addition_chain(input.host.len()));
+            let (got, chain) =
+                (launcher.sum(input.device.as_view())?, launcher.addition_chain(input.host.len()));
             Ok(input.outcome("sum", sum_mismatch(&input.host, got, chain)))
         };
         Ok(Stateful::new((launcher, input), queue, check))
@@ -68,12 +71,14 @@ const SEED_KERNELS: [(&str, &str); 7] = [
 
 /// The peers as the tour measures them.
 pub fn peers() -> Vec<StepEntry> {
-    let seeds = SEED_KERNELS.map(|(step, symbol)| StepEntry::new(CRATE, step, move |d, c, s| seed(d, c, s, symbol)));
+    let seeds = SEED_KERNELS
+        .map(|(step, symbol)| StepEntry::new(CRATE, step, move |d, c, s| seed(d, c, s, symbol)));
     [vec![StepEntry::new(CRATE, "cub-sum", cub_sum)], seeds.to_vec()].concat()
 }
 
 /// `(input, result, n, temp, temp_bytes, stream)`.
-type CubSum = unsafe extern "C" fn(*const f32, *mut f32, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+type CubSum =
+    unsafe extern "C" fn(*const f32, *mut f32, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
 /// `(input, partials, n, stream)`, and the count of partials for `n`.
 type SeedRun = unsafe extern "C" fn(*const f32, *mut f32, i64, *mut c_void) -> c_int;
 type SeedPartials = unsafe extern "C" fn(i64) -> i64;
@@ -93,8 +98,10 @@ fn cub_sum(device: &Device, case: &Case, seed: u64) -> Result<Measured<f32>> {
     const SYMBOL: &str = "cub_reduce_sum_f32";
     // The library exports this symbol with this signature (scripts/peers/reduce.cu).
     let function: CubSum = unsafe { peer_function(SYMBOL)? };
-    let (input, sums, stream) = (random_floats(device, case, seed)?, device.alloc::<f32>(1)?, peer_stream(device)?);
-    let (from, to, n) = (input.device.as_view().raw_address(), sums.as_view().raw_address(), input.host.len());
+    let (input, sums, stream) =
+        (random_floats(device, case, seed)?, device.alloc::<f32>(1)?, peer_stream(device)?);
+    let (from, to, n) =
+        (input.device.as_view().raw_address(), sums.as_view().raw_address(), input.host.len());
     let call = PeerCall::with_scratch(device, SYMBOL, move |temp, bytes| unsafe {
         function(from as _, to as _, n as i64, temp, bytes, stream)
     })?;
@@ -108,8 +115,11 @@ fn seed(device: &Device, case: &Case, seed: u64, symbol: &'static str) -> Result
     let input = random_floats(device, case, seed)?;
     let n = input.host.len();
     let sums = device.alloc::<f32>(unsafe { count(n as i64) }.max(1) as usize)?;
-    let (from, to, stream) = (input.device.as_view().raw_address(), sums.as_view().raw_address(), peer_stream(device)?);
-    let call = PeerCall::new(device, symbol, move |_, _| unsafe { run(from as _, to as _, n as i64, stream) })?;
+    let (from, to, stream) =
+        (input.device.as_view().raw_address(), sums.as_view().raw_address(), peer_stream(device)?);
+    let call = PeerCall::new(device, symbol, move |_, _| unsafe {
+        run(from as _, to as _, n as i64, stream)
+    })?;
     let partials = sums.len() as u64;
     Ok(peer_sum(input, sums, call).with_count("partials", partials))
 }

@@ -76,7 +76,13 @@ impl ReductionPlan {
     /// The plan of a kernel that reduces `n` values to one partial per block in a single pass,
     /// with `shared_bytes` of dynamic shared memory, the partials then added by the host.
     /// `n == 0` launches nothing.
-    pub fn single_pass(kernel: &'static str, n: usize, blocks: u32, threads: u32, shared_bytes: u32) -> Self {
+    pub fn single_pass(
+        kernel: &'static str,
+        n: usize,
+        blocks: u32,
+        threads: u32,
+        shared_bytes: u32,
+    ) -> Self {
         let pass = PassPlan {
             kernel,
             config: LaunchConfig::linear(blocks, threads, shared_bytes),
@@ -85,7 +91,13 @@ impl ReductionPlan {
         };
         let passes = if n == 0 { vec![] } else { vec![pass] };
         let host_adds = if n == 0 { 0 } else { u64::from(blocks) };
-        ReductionPlan { n: n as u64, passes, host_adds, on_device: false, finish: DeviceFinish::Partials }
+        ReductionPlan {
+            n: n as u64,
+            passes,
+            host_adds,
+            on_device: false,
+            finish: DeviceFinish::Partials,
+        }
     }
 
     /// The most additions one input goes through on its way to the result: the longest path of
@@ -139,7 +151,11 @@ pub fn grid_stride_blocks(n: usize, threads: u32, items_per_thread: u32, gpu: Gp
 /// Rejects inputs a kernel with 32-bit (`unsigned int`) element counts cannot address.
 pub fn check_fits_u32(step: &str, n: usize) -> Result<()> {
     if n as u64 > u64::from(u32::MAX) {
-        return Err(GpuError::TooLarge { what: step.to_string(), n: n as u64, max: u64::from(u32::MAX) });
+        return Err(GpuError::TooLarge {
+            what: step.to_string(),
+            n: n as u64,
+            max: u64::from(u32::MAX),
+        });
     }
     Ok(())
 }

@@ -42,7 +42,8 @@ pub fn sum_mismatch(input: &[f32], got: f32, chain: u64) -> Option<String> {
     let error = (f64::from(got) - reference).abs();
     (error.is_nan() || error > tolerance).then(|| {
         format!(
-            "n = {}: got {got}, reference {reference}, error {error:e} > bound {tolerance:e} (chain of {chain} additions)",
+            "n = {}: got {got}, reference {reference}, error {error:e} > bound {tolerance:e} \
+             (chain of {chain} additions)",
             input.len()
         )
     })

@@ -12,7 +12,8 @@
 use gpu_harness::{Device, DeviceView, GpuError, GpuShape, Result};
 pub use gpu_test::counters_comparable;
 use gpu_test::{
-    Failed, TestResult, TestRng, TestSuite, enough_memory, fits_test_time, rows, short_type_name, test_size,
+    Failed, TestResult, TestRng, TestSuite, enough_memory, fits_test_time, rows, short_type_name,
+    test_size,
 };
 
 use crate::full::{FullReduction, ReduceElement, ReduceOp, reference};
@@ -30,11 +31,20 @@ pub enum Expected {
 }
 
 /// Checks `got` against the f64 sum of `input` as `expected` says; a failure carries the seed.
-pub fn check_sum(rng: &TestRng, what: &str, input: &[f32], got: f32, expected: Expected) -> TestResult {
+pub fn check_sum(
+    rng: &TestRng,
+    what: &str,
+    input: &[f32],
+    got: f32,
+    expected: Expected,
+) -> TestResult {
     let reference = crate::reference::sum_f64(input);
     let chain = match expected {
         Expected::Exact if f64::from(got) != reference => {
-            return Err(rng.fail(format!("{what}: n = {}: got {got}, expected exactly {reference}", input.len())));
+            return Err(rng.fail(format!(
+                "{what}: n = {}: got {got}, expected exactly {reference}",
+                input.len()
+            )));
         }
         Expected::Exact => return Ok(()),
         Expected::Within { chain } => chain,
@@ -125,7 +135,13 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                         let mut reducer = R::create(device)?;
                         let got = sum_of(device, &mut reducer, &input)?;
                         let chain = reducer.addition_chain(n);
-                        check_sum(&rng, "uniform floats in [-1, 1)", &input, got, Expected::Within { chain })
+                        check_sum(
+                            &rng,
+                            "uniform floats in [-1, 1)",
+                            &input,
+                            got,
+                            Expected::Within { chain },
+                        )
                     },
                 );
         }
@@ -136,7 +152,9 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                 // bound. Each step is held to the bound of its own longest addition chain.
                 let rng = TestRng::new();
                 let mut reducer = R::create(device)?;
-                for n in [test_size(device, 1 << 26, 1 << 16), test_size(device, (1 << 24) + 5, 40_003)] {
+                for n in
+                    [test_size(device, 1 << 26, 1 << 16), test_size(device, (1 << 24) + 5, 40_003)]
+                {
                     let input = vec![0.1f32; n];
                     let got = sum_of(device, &mut reducer, &input)?;
                     let chain = reducer.addition_chain(n);
@@ -151,7 +169,13 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     let n = rng.size_in(1..=test_size(device, 3_000_000, 300_000));
                     let input = rng.small_integers_f32(n, exact_integer_bound(n));
                     let got = sum_of(device, &mut reducer, &input)?;
-                    check_sum(&rng, "integer-valued floats at a random size", &input, got, Expected::Exact)?;
+                    check_sum(
+                        &rng,
+                        "integer-valued floats at a random size",
+                        &input,
+                        got,
+                        Expected::Exact,
+                    )?;
                 }
                 Ok(())
             })
@@ -176,7 +200,9 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     let n = LARGEST_U32_INPUT;
                     let mut input = device.alloc::<f32>(n)?;
                     input.fill_words(0)?;
-                    for (at, value) in [(0, 1.0f32), ((1 << 31) - 1, 2.0), (1 << 31, 4.0), (n - 1, 8.0)] {
+                    for (at, value) in
+                        [(0, 1.0f32), ((1 << 31) - 1, 2.0), (1 << 31, 4.0), (n - 1, 8.0)]
+                    {
                         input.write_at(at, &[value])?;
                     }
                     let mut reducer = R::create(device)?;
@@ -184,7 +210,10 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     reducer.poison_scratch()?;
                     let got = reducer.sum(input.as_view())?;
                     if got != 15.0 {
-                        return Err(format!("2^32 - 1 elements: got {got}, expected 15 (1 + 2 + 4 + 8)").into());
+                        return Err(format!(
+                            "2^32 - 1 elements: got {got}, expected 15 (1 + 2 + 4 + 8)"
+                        )
+                        .into());
                     }
                     Ok(())
                 },
@@ -198,7 +227,13 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                     reducer.reserve(end - start)?;
                     reducer.poison_scratch()?;
                     let got = reducer.sum(buffer.view(start..end)?)?;
-                    check_sum(&rng, &format!("view {start}..{end}"), &host[start..end], got, Expected::Exact)?;
+                    check_sum(
+                        &rng,
+                        &format!("view {start}..{end}"),
+                        &host[start..end],
+                        got,
+                        Expected::Exact,
+                    )?;
                 }
                 Ok(())
             })
@@ -248,7 +283,12 @@ fn sum_suite<R: SumReduction>(suite: TestSuite) -> TestSuite {
                 for (input, want) in cases {
                     let got = sum_of(device, &mut reducer, &input)?;
                     if got.to_bits() != want.to_bits() {
-                        return Err(format!("{} x {:e}: got {got:e}, expected {want:e}", input.len(), input[0]).into());
+                        return Err(format!(
+                            "{} x {:e}: got {got:e}, expected {want:e}",
+                            input.len(),
+                            input[0]
+                        )
+                        .into());
                     }
                 }
                 Ok(())
@@ -283,7 +323,8 @@ impl<S: HostFinishedStep> SumReduction for HostFinishedSum<S> {
 }
 
 /// Sizes whose launch plans are frozen in each step's snapshot.
-pub const PLAN_SNAPSHOT_SIZES: &[usize] = &[0, 1, 255, 256, 257, 4096, 1 << 20, (1 << 20) + 3, 1 << 28];
+pub const PLAN_SNAPSHOT_SIZES: &[usize] =
+    &[0, 1, 255, 256, 257, 4096, 1 << 20, (1 << 20) + 3, 1 << 28];
 
 /// The launch plans of step `S` at [`PLAN_SNAPSHOT_SIZES`] on an H100/H200-shaped GPU, as text.
 pub fn plan_snapshot<S: HostFinishedStep>() -> Result<String> {
@@ -296,7 +337,9 @@ pub fn plan_snapshot<S: HostFinishedStep>() -> Result<String> {
 
 /// Runs step `S` on [`fixed_integer_input`] (scratch poisoned first) and returns its block
 /// partials as text, after checking that they add up to the exact sum.
-pub fn partials_snapshot<S: HostFinishedStep>(device: &Device) -> std::result::Result<String, Failed> {
+pub fn partials_snapshot<S: HostFinishedStep>(
+    device: &Device,
+) -> std::result::Result<String, Failed> {
     let input = fixed_integer_input();
     let buffer = device.upload(&input)?;
     let mut reducer = HostFinishedSum::<S>::new(device)?;
@@ -307,7 +350,11 @@ pub fn partials_snapshot<S: HostFinishedStep>(device: &Device) -> std::result::R
     let total: f64 = partials.iter().map(|&p| f64::from(p)).sum();
     let expected: f64 = input.iter().map(|&x| f64::from(x)).sum();
     if total != expected {
-        return Err(format!("{}: partials add up to {total}, expected {expected}: {partials:?}", S::STEP).into());
+        return Err(format!(
+            "{}: partials add up to {total}, expected {expected}: {partials:?}",
+            S::STEP
+        )
+        .into());
     }
     Ok(rows(&partials, 10))
 }
@@ -344,11 +391,15 @@ macro_rules! step_snapshot_tests {
                     insta::assert_snapshot!(format!("{step}_partials_of_fixed_input"), partials);
                     Ok(())
                 })
-                .nvrtc_if(format!("illustration::{step}::simulator_counters"), $crate::suite::counters_comparable, move || {
-                    let counters = $crate::suite::step_counters_snapshot::<$step>()?;
-                    insta::assert_snapshot!(format!("{step}_simulator_counters"), counters);
-                    Ok(())
-                });
+                .nvrtc_if(
+                    format!("illustration::{step}::simulator_counters"),
+                    $crate::suite::counters_comparable,
+                    move || {
+                        let counters = $crate::suite::step_counters_snapshot::<$step>()?;
+                        insta::assert_snapshot!(format!("{step}_simulator_counters"), counters);
+                        Ok(())
+                    },
+                );
         )+
         suite
     }};
@@ -395,7 +446,11 @@ pub trait FullReductionFamily: 'static {
     type For<T: ReduceElement>: FullReduction<T>;
 
     /// `sum(a[i] * b[i])` with the f32 launcher; `a` and `b` must have the same length.
-    fn dot(launcher: &mut Self::For<f32>, a: DeviceView<'_, f32>, b: DeviceView<'_, f32>) -> Result<f32>;
+    fn dot(
+        launcher: &mut Self::For<f32>,
+        a: DeviceView<'_, f32>,
+        b: DeviceView<'_, f32>,
+    ) -> Result<f32>;
 }
 
 /// Checks one reduction's result against the CPU.
@@ -434,8 +489,11 @@ fn check_mean<T: ReduceElement>(rng: &TestRng, input: &[T], got: f64, chain: u64
         return Ok(()); // equal, the same infinity, or NaN where NaN is due
     }
     let sum_abs: f64 = input.iter().map(|&x| x.to_f64().abs()).sum();
-    let tolerance =
-        if T::ROUNDS { crate::reference::sum_bound(chain, sum_abs) / n } else { 1e-12 * (sum_abs / n + 1.0) };
+    let tolerance = if T::ROUNDS {
+        crate::reference::sum_bound(chain, sum_abs) / n
+    } else {
+        1e-12 * (sum_abs / n + 1.0)
+    };
     let close = (got - expected).abs() <= tolerance; // false for NaN
     if !close {
         return Err(rng.fail(format!(
@@ -464,7 +522,9 @@ fn check_all_ops<T: ReduceElement, L: FullReduction<T>>(
         match launcher.reduce(op, view) {
             Ok(got) => check_result(rng, op, input, got, &format!("offset {offset}"), chain)?,
             Err(GpuError::BadInput(_)) if input.is_empty() && op != ReduceOp::Sum => {}
-            Err(e) => return Err(rng.fail(format!("{} of {} elements: {e}", op.name(), input.len()))),
+            Err(e) => {
+                return Err(rng.fail(format!("{} of {} elements: {e}", op.name(), input.len())));
+            }
         }
     }
     if !input.is_empty() {
@@ -489,7 +549,10 @@ fn full_sizes() -> Vec<usize> {
 fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
     {
         let tag = short_type_name::<F>();
-        let suite = typed_full_suite::<F, u32>(typed_full_suite::<F, i32>(typed_full_suite::<F, f32>(suite)));
+        let suite = typed_full_suite::<F, u32>(typed_full_suite::<F, i32>(typed_full_suite::<
+            F,
+            f32,
+        >(suite)));
         suite
             .gpu(format!("full_suite::{tag}::f32_nan_wins_and_infinities"), |device| {
                 let rng = TestRng::new();
@@ -508,22 +571,24 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                 // added exactly, never flushed to zero.
                 let mut launcher = F::For::<f32>::create(device)?;
                 let tiny = f32::from_bits(1);
-                let mut check = |input: &[f32], op: ReduceOp, want: f32, any_zero: bool| -> TestResult {
-                    let buffer = device.upload(input)?;
-                    launcher.poison_scratch(input.len())?;
-                    let got = launcher.reduce(op, buffer.as_view())?;
-                    let same = if any_zero { got == 0.0 } else { got.to_bits() == want.to_bits() };
-                    if !same {
-                        let n = input.len();
-                        return Err(format!(
-                            "{} of {n} values from {:e}: got {got:e}, expected {want:e}",
-                            op.name(),
-                            input[0]
-                        )
-                        .into());
-                    }
-                    Ok(())
-                };
+                let mut check =
+                    |input: &[f32], op: ReduceOp, want: f32, any_zero: bool| -> TestResult {
+                        let buffer = device.upload(input)?;
+                        launcher.poison_scratch(input.len())?;
+                        let got = launcher.reduce(op, buffer.as_view())?;
+                        let same =
+                            if any_zero { got == 0.0 } else { got.to_bits() == want.to_bits() };
+                        if !same {
+                            let n = input.len();
+                            return Err(format!(
+                                "{} of {n} values from {:e}: got {got:e}, expected {want:e}",
+                                op.name(),
+                                input[0]
+                            )
+                            .into());
+                        }
+                        Ok(())
+                    };
                 for n in [1, 2, 4099] {
                     check(&vec![-0.0; n], ReduceOp::Sum, 0.0, false)?;
                     check(&vec![-0.0; n], ReduceOp::Min, -0.0, false)?;
@@ -534,7 +599,8 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                         check(&zeros, op, 0.0, true)?;
                     }
                 }
-                let subnormals: Vec<f32> = (0..4099u32).map(|i| f32::from_bits(3 - i % 3)).collect();
+                let subnormals: Vec<f32> =
+                    (0..4099u32).map(|i| f32::from_bits(3 - i % 3)).collect();
                 check(&subnormals, ReduceOp::Sum, f32::from_bits(2 * 4099 + 1), false)?;
                 check(&subnormals, ReduceOp::Min, tiny, false)?;
                 check(&subnormals, ReduceOp::Max, f32::from_bits(3), false)
@@ -550,10 +616,13 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                     let min = launcher.reduce(ReduceOp::Min, positive.as_view())?;
                     let max = launcher.reduce(ReduceOp::Max, negative.as_view())?;
                     let sum = launcher.reduce(ReduceOp::Sum, negative.as_view())?;
-                    if min != f32::INFINITY || max != f32::NEG_INFINITY || sum != f32::NEG_INFINITY {
-                        return Err(
-                            format!("{n} infinities: min of +inf {min}, max of -inf {max}, sum of -inf {sum}").into()
-                        );
+                    if min != f32::INFINITY || max != f32::NEG_INFINITY || sum != f32::NEG_INFINITY
+                    {
+                        return Err(format!(
+                            "{n} infinities: min of +inf {min}, max of -inf {max}, sum of \
+                                     -inf {sum}"
+                        )
+                        .into());
                     }
                 }
                 Ok(())
@@ -563,31 +632,40 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                 // int32 into int64 instead); the mean is accumulated in 64 bits and does not wrap.
                 let mut signed = F::For::<i32>::create(device)?;
                 let mut unsigned = F::For::<u32>::create(device)?;
-                for (input, want) in
-                    [(vec![i32::MAX, 1], i32::MIN), (vec![i32::MIN, -1], i32::MAX), (vec![i32::MAX; 4], -4)]
-                {
+                for (input, want) in [
+                    (vec![i32::MAX, 1], i32::MIN),
+                    (vec![i32::MIN, -1], i32::MAX),
+                    (vec![i32::MAX; 4], -4),
+                ] {
                     let got = signed.sum(device.upload(&input)?.as_view())?;
                     if got != want {
-                        return Err(format!("i32 sum of {input:?}: got {got}, expected {want}").into());
+                        return Err(
+                            format!("i32 sum of {input:?}: got {got}, expected {want}").into()
+                        );
                     }
                 }
                 for (input, want) in [(vec![u32::MAX, 2], 1), (vec![u32::MAX; 4], u32::MAX - 3)] {
                     let got = unsigned.sum(device.upload(&input)?.as_view())?;
                     if got != want {
-                        return Err(format!("u32 sum of {input:?}: got {got}, expected {want}").into());
+                        return Err(
+                            format!("u32 sum of {input:?}: got {got}, expected {want}").into()
+                        );
                     }
                 }
                 let mean_i32 = signed.mean(device.upload(&vec![i32::MAX; 4099])?.as_view())?;
                 let mean_u32 = unsigned.mean(device.upload(&vec![u32::MAX; 4099])?.as_view())?;
                 if mean_i32 != f64::from(i32::MAX) || mean_u32 != f64::from(u32::MAX) {
-                    return Err(format!("means of 4099 x MAX: i32 {mean_i32}, u32 {mean_u32}").into());
+                    return Err(
+                        format!("means of 4099 x MAX: i32 {mean_i32}, u32 {mean_u32}").into()
+                    );
                 }
                 Ok(())
             })
             .gpu(format!("full_suite::{tag}::f32_dot_product"), |device| {
                 let mut rng = TestRng::new();
                 let mut launcher = F::For::<f32>::create(device)?;
-                let sizes = [0usize, 1, 3, 4, 5, 255, 257, 4099, 1 << 20, (1 << 20) + 3, (3 << 22) + 11];
+                let sizes =
+                    [0usize, 1, 3, 4, 5, 255, 257, 4099, 1 << 20, (1 << 20) + 3, (3 << 22) + 11];
                 for n in sizes.into_iter().filter(|&n| fits_test_time(device, n).is_none()) {
                     let a = rng.uniform_f32(n + 3, -1.0, 1.0);
                     let b = rng.uniform_f32(n + 3, -1.0, 1.0);
@@ -595,13 +673,16 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                     // Same alignment (vector loads), then different alignments (scalar path).
                     for (oa, ob) in [(0, 0), (1, 1), (3, 3), (0, 1), (2, 3)] {
                         let (x, y) = (&a[oa..oa + n], &b[ob..ob + n]);
-                        let got = F::dot(&mut launcher, da.view(oa..oa + n)?, db.view(ob..ob + n)?)?;
-                        let expected: f64 = x.iter().zip(y).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum();
+                        let got =
+                            F::dot(&mut launcher, da.view(oa..oa + n)?, db.view(ob..ob + n)?)?;
+                        let expected: f64 =
+                            x.iter().zip(y).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum();
                         let tolerance = dot_tolerance(x, y, launcher.addition_chain(n));
                         let close = (f64::from(got) - expected).abs() <= tolerance; // false for NaN
                         if !close {
                             return Err(rng.fail(format!(
-                                "dot of {n} at offsets ({oa}, {ob}): got {got}, expected {expected} ± {tolerance:e}"
+                                "dot of {n} at offsets ({oa}, {ob}): got {got}, expected \
+                                 {expected} ± {tolerance:e}"
                             )));
                         }
                     }
@@ -632,10 +713,22 @@ fn full_suite<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                     for op in ReduceOp::ALL {
                         launcher.poison_scratch(n)?;
                         let got = launcher.reduce(op, buffer.as_view())?;
-                        check_result(&rng, op, &host, got, "2^31 + 13 elements", launcher.addition_chain(n))?;
+                        check_result(
+                            &rng,
+                            op,
+                            &host,
+                            got,
+                            "2^31 + 13 elements",
+                            launcher.addition_chain(n),
+                        )?;
                     }
                     launcher.poison_scratch(n)?;
-                    check_mean(&rng, &host, launcher.mean(buffer.as_view())?, launcher.addition_chain(n))
+                    check_mean(
+                        &rng,
+                        &host,
+                        launcher.mean(buffer.as_view())?,
+                        launcher.addition_chain(n),
+                    )
                 },
             )
     }
@@ -660,31 +753,40 @@ fn typed_full_suite<F: FullReductionFamily, T: ReduceElement>(suite: TestSuite) 
                 },
             );
         }
-        suite.gpu(format!("full_suite::{}::{}::empty_input_errors", short_type_name::<F>(), T::SUFFIX), |device| {
-            let mut launcher = F::For::<T>::create(device)?;
-            let empty = device.alloc::<T>(0)?;
-            let sum = launcher.reduce(ReduceOp::Sum, empty.as_view())?;
-            if sum != T::identity(ReduceOp::Sum) {
-                return Err(format!("sum of nothing: got {sum:?}").into());
-            }
-            for result in
-                [launcher.reduce(ReduceOp::Min, empty.as_view()), launcher.reduce(ReduceOp::Max, empty.as_view())]
-            {
-                if !matches!(result, Err(GpuError::BadInput(_))) {
-                    return Err(format!("expected BadInput, got {result:?}").into());
+        suite.gpu(
+            format!("full_suite::{}::{}::empty_input_errors", short_type_name::<F>(), T::SUFFIX),
+            |device| {
+                let mut launcher = F::For::<T>::create(device)?;
+                let empty = device.alloc::<T>(0)?;
+                let sum = launcher.reduce(ReduceOp::Sum, empty.as_view())?;
+                if sum != T::identity(ReduceOp::Sum) {
+                    return Err(format!("sum of nothing: got {sum:?}").into());
                 }
-            }
-            match launcher.mean(empty.as_view()) {
-                Err(GpuError::BadInput(_)) => Ok(()),
-                other => Err(format!("expected BadInput for the mean of nothing, got {other:?}").into()),
-            }
-        })
+                for result in [
+                    launcher.reduce(ReduceOp::Min, empty.as_view()),
+                    launcher.reduce(ReduceOp::Max, empty.as_view()),
+                ] {
+                    if !matches!(result, Err(GpuError::BadInput(_))) {
+                        return Err(format!("expected BadInput, got {result:?}").into());
+                    }
+                }
+                match launcher.mean(empty.as_view()) {
+                    Err(GpuError::BadInput(_)) => Ok(()),
+                    other => {
+                        Err(format!("expected BadInput for the mean of nothing, got {other:?}")
+                            .into())
+                    }
+                }
+            },
+        )
     }
 }
 
 /// Runs the f32 sum of launcher `L` once on [`fixed_integer_input`] on a fresh CPU simulator and
 /// returns what its (last) launch did, as text.
-pub fn full_counters_snapshot<L: FullReduction<f32>>(kernel: &str) -> std::result::Result<String, Failed> {
+pub fn full_counters_snapshot<L: FullReduction<f32>>(
+    kernel: &str,
+) -> std::result::Result<String, Failed> {
     let device = Device::simulator()?;
     let input = device.upload(&fixed_integer_input())?;
     L::create(&device)?.queue(ReduceOp::Sum, input.as_view())?;

@@ -46,7 +46,10 @@ pub fn load_accuracy(data_dir: &Path) -> gpu_harness::Result<Vec<(String, Accura
         .map(|(slug, text)| {
             let file: AccuracyFile = serde_json::from_str(&text).map_err(|e| {
                 let path = folder.join(format!("{slug}.json"));
-                gpu_harness::GpuError::BadInput(format!("{} is not an accuracy file: {e}", path.display()))
+                gpu_harness::GpuError::BadInput(format!(
+                    "{} is not an accuracy file: {e}",
+                    path.display()
+                ))
             })?;
             Ok((slug, file))
         })
@@ -60,14 +63,16 @@ pub fn format_error(error: f64) -> String {
 
 /// A study's table: one row per n, one column per way of summing.
 pub fn study_table(study: &Study) -> String {
-    let mut out = format!("Relative error of the sum of {} ({}).\n\n| n |", study.dataset, study.about);
+    let mut out =
+        format!("Relative error of the sum of {} ({}).\n\n| n |", study.dataset, study.about);
     for series in &study.series {
         let _ = write!(out, " {} |", series.method);
     }
     out += "\n|---:|";
     out += &"---:|".repeat(study.series.len());
     out += "\n";
-    let sizes: Vec<u64> = study.series.first().map(|s| s.points.iter().map(|p| p.0).collect()).unwrap_or_default();
+    let sizes: Vec<u64> =
+        study.series.first().map(|s| s.points.iter().map(|p| p.0).collect()).unwrap_or_default();
     for (row, n) in sizes.iter().enumerate() {
         let _ = write!(out, "| {} |", gpu_harness::workload::count_label(*n));
         for series in &study.series {
@@ -83,11 +88,15 @@ pub fn study_table(study: &Study) -> String {
 /// and markers per way of summing.
 pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
     let points = || study.series.iter().flat_map(|s| s.points.iter());
-    let (Some(min_n), Some(max_n)) = (points().map(|p| p.0).min(), points().map(|p| p.0).max()) else {
+    let (Some(min_n), Some(max_n)) = (points().map(|p| p.0).min(), points().map(|p| p.0).max())
+    else {
         return Err(ChartError::NoBars);
     };
     if let Some(bad) = points().find(|p| !p.1.is_finite() || p.1 < 0.0) {
-        return Err(ChartError::BadValue { what: format!("relative error at n = {}", bad.0), gbs: bad.1 });
+        return Err(ChartError::BadValue {
+            what: format!("relative error at n = {}", bad.0),
+            gbs: bad.1,
+        });
     }
     let largest = points().map(|p| p.1).fold(FLOOR, f64::max);
     let (x_min, x_max) = ((min_n as f64).log2(), (max_n as f64).log2());
@@ -103,14 +112,19 @@ pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
             .margin_right(24)
             .x_label_area_size(40)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_min - 0.5..x_max + 0.5, (FLOOR / 2.0..largest * 300.0).log_scale())
+            .build_cartesian_2d(
+                x_min - 0.5..x_max + 0.5,
+                (FLOOR / 2.0..largest * 300.0).log_scale(),
+            )
             .map_err(drawing)?;
         chart
             .configure_mesh()
             .x_desc("n (log2)")
             .y_desc("relative error")
             .x_label_formatter(&|x| format!("2^{x:.0}"))
-            .y_label_formatter(&|y| if *y <= FLOOR * 1.01 { "exact".to_string() } else { format!("{y:.0e}") })
+            .y_label_formatter(&|y| {
+                if *y <= FLOOR * 1.01 { "exact".to_string() } else { format!("{y:.0e}") }
+            })
             .label_style(font(11.0))
             .axis_desc_style(font(11.0))
             .light_line_style(TRANSPARENT)
@@ -120,7 +134,11 @@ pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
             .series
             .iter()
             .map(|series| {
-                let points = series.points.iter().map(|&(n, error)| ((n as f64).log2(), error.max(FLOOR))).collect();
+                let points = series
+                    .points
+                    .iter()
+                    .map(|&(n, error)| ((n as f64).log2(), error.max(FLOOR)))
+                    .collect();
                 (series.method.clone(), points)
             })
             .collect();

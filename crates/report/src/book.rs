@@ -29,7 +29,8 @@ pub enum BookError {
 }
 
 /// Markers around the generated part of `book/src/SUMMARY.md` and of the README's status table.
-pub const BEGIN: &str = "<!-- generated from course.toml: do not edit by hand (cargo run --release -- --charts) -->";
+pub const BEGIN: &str =
+    "<!-- generated from course.toml: do not edit by hand (cargo run --release -- --charts) -->";
 pub const END: &str = "<!-- end of the generated part -->";
 
 /// One GPU's folder and results.
@@ -65,9 +66,15 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
     outputs.extend(multi_gpu_files(&data)?);
     outputs.extend(host_files(&data)?);
     outputs.extend(headline_files(course, &gpus, &data)?);
-    outputs.push((root.join("book/src/SUMMARY.md"), table_of_contents(course, &root.join("book/src/SUMMARY.md"))?));
+    outputs.push((
+        root.join("book/src/SUMMARY.md"),
+        table_of_contents(course, &root.join("book/src/SUMMARY.md"))?,
+    ));
     let host = crate::host::readme_table(&crate::host::load_sessions(&data)?);
-    outputs.push((root.join("README.md"), readme_status(course, &gpus, &host, &root.join("README.md"))?));
+    outputs.push((
+        root.join("README.md"),
+        readme_status(course, &gpus, &host, &root.join("README.md"))?,
+    ));
     Ok(outputs)
 }
 
@@ -76,7 +83,8 @@ fn chart_file(name: &str, family: &Family, case: &Case) -> String {
     if *case == family.summary_case {
         format!("{name}.svg")
     } else {
-        let slug: String = case.label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let slug: String =
+            case.label.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         format!("{name}-{slug}.svg")
     }
 }
@@ -106,7 +114,11 @@ fn gpu_files(family: &Family, gpu: &Gpu) -> Result<Vec<(PathBuf, String)>, BookE
 }
 
 /// The fragments the chapters include: every GPU's charts and table, one tab per GPU.
-fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+fn fragments(
+    family: &Family,
+    gpus: &[Gpu],
+    folder: &Path,
+) -> Result<Vec<(PathBuf, String)>, BookError> {
     let mut files = Vec::new();
     // A chapter with no steps here is measured by its own bench (reduce-multi-gpu:
     // `multi_gpu_files`).
@@ -127,7 +139,10 @@ fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBu
             body += &table.markdown();
             Some(body)
         });
-        files.push((folder.join(format!("{}.md", chapter.crate_name)), tabbed(&chapter.crate_name, &tabs)));
+        files.push((
+            folder.join(format!("{}.md", chapter.crate_name)),
+            tabbed(&chapter.crate_name, &tabs),
+        ));
     }
     let tabs = every_gpu(gpus, |gpu| {
         let table = summary_table(family, &gpu.results)?;
@@ -138,10 +153,16 @@ fn fragments(family: &Family, gpus: &[Gpu], folder: &Path) -> Result<Vec<(PathBu
         body += &table.markdown();
         Some(body)
     });
-    files.push((folder.join(format!("{}-summary.md", family.id)), tabbed(&format!("{}-summary", family.id), &tabs)));
+    files.push((
+        folder.join(format!("{}-summary.md", family.id)),
+        tabbed(&format!("{}-summary", family.id), &tabs),
+    ));
     let tabs = every_gpu(gpus, |gpu| Some(peers_table(family, &gpu.results)?.markdown()));
     if !tabs.is_empty() {
-        files.push((folder.join(format!("{}-peers.md", family.id)), tabbed(&format!("{}-peers", family.id), &tabs)));
+        files.push((
+            folder.join(format!("{}-peers.md", family.id)),
+            tabbed(&format!("{}-peers", family.id), &tabs),
+        ));
     }
     Ok(files)
 }
@@ -157,8 +178,12 @@ fn every_gpu(gpus: &[Gpu], body: impl Fn(&Gpu) -> Option<String>) -> Vec<(&Gpu, 
     gpus.iter()
         .zip(bodies)
         .map(|(gpu, body)| {
-            let missing =
-                || format!("*Not measured on an {} yet: run the tour there (`cargo run --release`).*\n", gpu.name);
+            let missing = || {
+                format!(
+                    "*Not measured on an {} yet: run the tour there (`cargo run --release`).*\n",
+                    gpu.name
+                )
+            };
             (gpu, body.unwrap_or_else(missing))
         })
         .collect()
@@ -181,10 +206,14 @@ fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         let mut body = format!("Measured on an {}, on {}.\n\n", file.device, file.date);
         for study in &file.studies {
             let name = crate::accuracy::chart_file(slug, study);
-            files.push((data.join(ACCURACY).join(&name), crate::accuracy::study_chart(study, &file.device)?));
+            files.push((
+                data.join(ACCURACY).join(&name),
+                crate::accuracy::study_chart(study, &file.device)?,
+            ));
             let _ = write!(
                 body,
-                "![Relative error of each way of summing {} against n on an {}](../data/{}/{name})\n\n{}\n",
+                "![Relative error of each way of summing {} against n on an \
+                 {}](../data/{}/{name})\n\n{}\n",
                 study.dataset,
                 file.device,
                 ACCURACY,
@@ -195,9 +224,12 @@ fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     }
     let tabs: Vec<(Gpu, String)> = tabs
         .into_iter()
-        .map(|(slug, name, body)| (Gpu { slug, name, folder: PathBuf::new(), results: Vec::new() }, body))
+        .map(|(slug, name, body)| {
+            (Gpu { slug, name, folder: PathBuf::new(), results: Vec::new() }, body)
+        })
         .collect();
-    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    let borrowed: Vec<(&Gpu, String)> =
+        tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((data.join(FRAGMENTS).join("accuracy.md"), tabbed("accuracy", &borrowed)));
     Ok(files)
 }
@@ -221,8 +253,12 @@ fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         };
         tabs.push((gpu, body));
     }
-    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
-    files.push((data.join(FRAGMENTS).join("reduce-multi-gpu.md"), tabbed("reduce-multi-gpu", &borrowed)));
+    let borrowed: Vec<(&Gpu, String)> =
+        tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    files.push((
+        data.join(FRAGMENTS).join("reduce-multi-gpu.md"),
+        tabbed("reduce-multi-gpu", &borrowed),
+    ));
     Ok(files)
 }
 
@@ -235,9 +271,13 @@ fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         let (svg, body) = crate::host::section(&session)?;
         files.push((data.join(&session.slug).join(crate::host::CHART), svg));
         let name = session.fact("device").to_string();
-        tabs.push((Gpu { slug: session.slug, name, folder: PathBuf::new(), results: Vec::new() }, body));
+        tabs.push((
+            Gpu { slug: session.slug, name, folder: PathBuf::new(), results: Vec::new() },
+            body,
+        ));
     }
-    let borrowed: Vec<(&Gpu, String)> = tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    let borrowed: Vec<(&Gpu, String)> =
+        tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((data.join(FRAGMENTS).join("reduce-host.md"), tabbed("reduce-host", &borrowed)));
     Ok(files)
 }
@@ -245,8 +285,13 @@ fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
 /// The front page's headline (`measured/headline.md`, included by `introduction.md`) and its chart
 /// (`measured/headline.svg`): each family's final step beside its peers on every GPU, and the
 /// all-reduce across GPUs beside NCCL and PyTorch on every machine.
-fn headline_files(course: &Course, gpus: &[Gpu], data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
-    let gpus: Vec<GpuResults> = gpus.iter().map(|gpu| GpuResults { name: &gpu.name, results: &gpu.results }).collect();
+fn headline_files(
+    course: &Course,
+    gpus: &[Gpu],
+    data: &Path,
+) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let gpus: Vec<GpuResults> =
+        gpus.iter().map(|gpu| GpuResults { name: &gpu.name, results: &gpu.results }).collect();
     let measured = headline::measured(course, &gpus);
     let machines = crate::multi_gpu::load_machines(data)?;
     let all_reduces = headline::all_reduces(&machines);
@@ -258,7 +303,8 @@ fn headline_files(course: &Course, gpus: &[Gpu], data: &Path) -> Result<Vec<(Pat
         files.push((folder.join(HEADLINE_CHART), svg.clone()));
     }
     let chart_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART}");
-    let fragment = headline::headline_fragment(chart.as_ref().map(|_| chart_path.as_str()), table.as_ref());
+    let fragment =
+        headline::headline_fragment(chart.as_ref().map(|_| chart_path.as_str()), table.as_ref());
     files.push((folder.join(HEADLINE), fragment));
     Ok(files)
 }
@@ -313,14 +359,21 @@ fn table_of_contents(course: &Course, path: &Path) -> Result<String, BookError> 
 /// The README with its status table (between [`BEGIN`] and [`END`]) rendered from the registry and
 /// the data: one row per step and peer, its share of its roof on each GPU at the summary case; then
 /// `host`, reduce-host's table ([`crate::host::readme_table`]).
-fn readme_status(course: &Course, gpus: &[Gpu], host: &str, path: &Path) -> Result<String, BookError> {
+fn readme_status(
+    course: &Course,
+    gpus: &[Gpu],
+    host: &str,
+    path: &Path,
+) -> Result<String, BookError> {
     let mut generated = String::new();
     for family in &course.families {
         let case = &family.summary_case.label;
         let _ = write!(
             generated,
-            "**{}** (% of the step's own roof at {case}: the read roof for a step that only reads, the copy \
-             roof for one that reads and writes; measured by the tour, from `book/src/data/<gpu>/`)\n\n| crate | step | what it does |",
+            "**{}** (% of the step's own roof at {case}: the read roof for a step that only \
+             reads, the copy \
+             roof for one that reads and writes; measured by the tour, from \
+             `book/src/data/<gpu>/`)\n\n| crate | step | what it does |",
             family.title
         );
         for gpu in gpus {
@@ -351,12 +404,19 @@ fn readme_status(course: &Course, gpus: &[Gpu], host: &str, path: &Path) -> Resu
 
 /// The text of `path` with what lies between [`BEGIN`] and [`END`] replaced by `generated`.
 fn replace_generated(path: &Path, generated: &str) -> Result<String, BookError> {
-    let text = std::fs::read_to_string(path).map_err(|e| BookError::Layout(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BookError::Layout(format!("{}: {e}", path.display())))?;
     let (Some(begin), Some(end)) = (text.find(BEGIN), text.find(END)) else {
-        return Err(BookError::Layout(format!("{} has no `{BEGIN}` ... `{END}` markers", path.display())));
+        return Err(BookError::Layout(format!(
+            "{} has no `{BEGIN}` ... `{END}` markers",
+            path.display()
+        )));
     };
     if end < begin {
-        return Err(BookError::Layout(format!("{}: the end marker comes before the begin marker", path.display())));
+        return Err(BookError::Layout(format!(
+            "{}: the end marker comes before the begin marker",
+            path.display()
+        )));
     }
     Ok(format!("{}{BEGIN}\n{generated}\n{}", &text[..begin], &text[end..]))
 }

@@ -98,7 +98,14 @@ pub struct Bar {
 impl Bar {
     /// A bar of the course's own steps whose roof binds.
     pub fn new(label: &str, gbs: f64, roof: &str, roof_gbs: f64) -> Bar {
-        Bar { label: label.to_string(), gbs, roof: roof.to_string(), roof_gbs, peer: None, roof_binds: true }
+        Bar {
+            label: label.to_string(),
+            gbs,
+            roof: roof.to_string(),
+            roof_gbs,
+            peer: None,
+            roof_binds: true,
+        }
     }
 
     fn from_record(step: &course::StepRef, record: &Record, l2_cache_bytes: u64) -> Bar {
@@ -166,7 +173,11 @@ fn same_input(a: &Case, b: &Case) -> bool {
 }
 
 fn lines(record: &Record, results: &[Results]) -> Lines {
-    Lines { read_gbs: record.read_gbs, copy_gbs: record.copy_gbs, peak_gbs: results[0].theoretical_gbs }
+    Lines {
+        read_gbs: record.read_gbs,
+        copy_gbs: record.copy_gbs,
+        peak_gbs: results[0].theoretical_gbs,
+    }
 }
 
 /// Renders bars with the roof lines: the chart of any list of steps.
@@ -196,7 +207,8 @@ impl BarChart<'_> {
                 return Err(bad(&format!("{}'s roof", bar.label), bar.roof_gbs));
             }
         }
-        for (what, gbs) in [("copy roof", self.lines.copy_gbs), ("read roof", self.lines.read_gbs)] {
+        for (what, gbs) in [("copy roof", self.lines.copy_gbs), ("read roof", self.lines.read_gbs)]
+        {
             if !gbs.is_finite() || gbs <= 0.0 {
                 return Err(bad(what, gbs));
             }
@@ -240,7 +252,10 @@ impl BarChart<'_> {
         if !sources.is_empty() {
             let named = format!("peers (names in italics): {}", sources.join(", "));
             let fits = legend_width(&[&entries[0].1, &named]) <= f64::from(SIZE.0 - 2 * MARGIN);
-            entries.push((PEER_BAR, if fits { named } else { "peers (names in italics)".to_string() }));
+            entries.push((
+                PEER_BAR,
+                if fits { named } else { "peers (names in italics)".to_string() },
+            ));
         }
         entries
     }
@@ -249,12 +264,18 @@ impl BarChart<'_> {
 /// A plotters text style whose SVG `font-size` is exactly `px` (plotters divides by 1.24; the
 /// sizes used here survive the round trip unchanged).
 fn font(px: u32, color: RGBColor) -> TextStyle<'static> {
-    TextStyle { color: color.to_backend_color(), ..TextStyle::from((FontFamily::SansSerif, f64::from(px) * 1.24)) }
+    TextStyle {
+        color: color.to_backend_color(),
+        ..TextStyle::from((FontFamily::SansSerif, f64::from(px) * 1.24))
+    }
 }
 
 /// [`font`] in italics: how peers are named.
 fn italic(px: u32, color: RGBColor) -> TextStyle<'static> {
-    TextStyle { font: FontDesc::new(FontFamily::SansSerif, f64::from(px) * 1.24, FontStyle::Italic), ..font(px, color) }
+    TextStyle {
+        font: FontDesc::new(FontFamily::SansSerif, f64::from(px) * 1.24, FontStyle::Italic),
+        ..font(px, color)
+    }
 }
 
 /// Estimated width of `text` at `px` pixels, used to fit labels into a bar's slot and the picture.
@@ -281,7 +302,8 @@ const ENTRY_GAP: i32 = 20;
 
 /// The width of a one-row legend of these texts.
 fn legend_width(texts: &[&str]) -> f64 {
-    let entries: f64 = texts.iter().map(|t| f64::from(SWATCH + SWATCH_GAP) + text_width(t, LEGEND_PX)).sum();
+    let entries: f64 =
+        texts.iter().map(|t| f64::from(SWATCH + SWATCH_GAP) + text_width(t, LEGEND_PX)).sum();
     entries + f64::from(ENTRY_GAP) * texts.len().saturating_sub(1) as f64
 }
 
@@ -289,7 +311,10 @@ fn legend_width(texts: &[&str]) -> f64 {
 /// the height it took.
 fn draw_title(root: &DrawingArea<SVGBackend, Shift>, title: &str) -> Result<i32, ChartError> {
     let width = f64::from(root.dim_in_pixel().0 - 2 * MARGIN);
-    let px = TITLE_SIZES.into_iter().find(|&px| text_width(title, px) <= width).unwrap_or(TITLE_SIZES[2]);
+    let px = TITLE_SIZES
+        .into_iter()
+        .find(|&px| text_width(title, px) <= width)
+        .unwrap_or(TITLE_SIZES[2]);
     let centre = (root.dim_in_pixel().0 / 2) as i32;
     let style = font(px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
     root.draw(&Text::new(title, (centre, MARGIN as i32), style)).map_err(drawing)?;
@@ -306,9 +331,11 @@ fn draw_legend(
     let mut x = ((f64::from(root.dim_in_pixel().0) - legend_width(&texts)) / 2.0).round() as i32;
     let style = font(LEGEND_PX, TEXT).pos(Pos::new(HPos::Left, VPos::Center));
     for (color, text) in entries {
-        root.draw(&Rectangle::new([(x, top), (x + SWATCH, top + SWATCH)], color.filled())).map_err(drawing)?;
+        root.draw(&Rectangle::new([(x, top), (x + SWATCH, top + SWATCH)], color.filled()))
+            .map_err(drawing)?;
         x += SWATCH + SWATCH_GAP;
-        root.draw(&Text::new(text.as_str(), (x, top + SWATCH / 2), style.clone())).map_err(drawing)?;
+        root.draw(&Text::new(text.as_str(), (x, top + SWATCH / 2), style.clone()))
+            .map_err(drawing)?;
         x += text_width(text, LEGEND_PX).ceil() as i32 + ENTRY_GAP;
     }
     Ok(())
@@ -352,13 +379,20 @@ const ROOF_LINE: RGBColor = RGBColor(0x33, 0x33, 0x33);
 /// A horizontal bar chart of shares of roofs: per group (a family), per GPU, a bar for the course's
 /// step and one per peer, each labelled with its share and its name, a dashed line at 100%, and a
 /// legend of the two colours (`legend`: ours, the peers'). The canvas is as tall as its bars need.
-pub fn share_chart(title: &str, groups: &[Group], legend: &[String; 2]) -> Result<String, ChartError> {
+pub fn share_chart(
+    title: &str,
+    groups: &[Group],
+    legend: &[String; 2],
+) -> Result<String, ChartError> {
     let bars = || groups.iter().flat_map(|g| g.gpus.iter().flat_map(|gpu| gpu.bars.iter()));
     if bars().next().is_none() {
         return Err(ChartError::NoBars);
     }
     if let Some(bad) = bars().find(|b| b.percent.is_some_and(|p| !p.is_finite() || p < 0.0)) {
-        return Err(ChartError::BadValue { what: bad.label.clone(), gbs: bad.percent.unwrap_or(f64::NAN) });
+        return Err(ChartError::BadValue {
+            what: bad.label.clone(),
+            gbs: bad.percent.unwrap_or(f64::NAN),
+        });
     }
     let share = |bar: &ShareBar| match bar.percent {
         Some(p) => format!("{p:.1}%"),
@@ -387,8 +421,10 @@ pub fn share_chart(title: &str, groups: &[Group], legend: &[String; 2]) -> Resul
 
     // Down: the title, the legend, the roof's label, then the groups, then the axis' labels.
     let (title_px, legend_top) = {
-        let title_px =
-            TITLE_SIZES.into_iter().find(|&px| text_width(title, px) <= f64::from(SIZE.0 - 2 * MARGIN)).unwrap_or(14);
+        let title_px = TITLE_SIZES
+            .into_iter()
+            .find(|&px| text_width(title, px) <= f64::from(SIZE.0 - 2 * MARGIN))
+            .unwrap_or(14);
         (title_px, MARGIN as i32 + (f64::from(title_px) * 1.25).round() as i32 + 8)
     };
     let top = legend_top + SWATCH + 26;
@@ -416,26 +452,39 @@ pub fn share_chart(title: &str, groups: &[Group], legend: &[String; 2]) -> Resul
         draw_legend(&root, &[(BAR, legend[0].clone()), (PEER_BAR, legend[1].clone())], legend_top)?;
 
         // The grid and the axis: a line every 20%, labelled under the plot.
-        let ticks: Vec<f64> = (0..).map(|i| f64::from(i) * 20.0).take_while(|&t| t <= x_max).collect();
+        let ticks: Vec<f64> =
+            (0..).map(|i| f64::from(i) * 20.0).take_while(|&t| t <= x_max).collect();
         for &tick in &ticks {
             let x = px(tick);
-            root.draw(&PathElement::new(vec![(x, top - 6), (x, bottom)], GRID.stroke_width(1))).map_err(drawing)?;
+            root.draw(&PathElement::new(vec![(x, top - 6), (x, bottom)], GRID.stroke_width(1)))
+                .map_err(drawing)?;
             let style = font(12, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
-            root.draw(&Text::new(format!("{tick:.0}%"), (x, bottom + 6), style)).map_err(drawing)?;
+            root.draw(&Text::new(format!("{tick:.0}%"), (x, bottom + 6), style))
+                .map_err(drawing)?;
         }
-        root.draw(&PathElement::new(vec![(left, bottom), (px(x_max), bottom)], AXIS.stroke_width(1)))
+        root.draw(&PathElement::new(
+            vec![(left, bottom), (px(x_max), bottom)],
+            AXIS.stroke_width(1),
+        ))
+        .map_err(drawing)?;
+        root.draw(&PathElement::new(vec![(left, top - 6), (left, bottom)], AXIS.stroke_width(1)))
             .map_err(drawing)?;
-        root.draw(&PathElement::new(vec![(left, top - 6), (left, bottom)], AXIS.stroke_width(1))).map_err(drawing)?;
-        let axis_name =
-            "share of its own roof (the read roof for a step that only reads, the copy roof for one that writes)";
+        let axis_name = "share of its own roof (the read roof for a step that only reads, the \
+                         copy roof for one that writes)";
         let axis_px = if text_width(axis_name, 12) <= f64::from(right - left) { 12 } else { 10 };
         let axis_style = font(axis_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
-        root.draw(&Text::new(axis_name, ((left + right) / 2, bottom + 24), axis_style)).map_err(drawing)?;
+        root.draw(&Text::new(axis_name, ((left + right) / 2, bottom + 24), axis_style))
+            .map_err(drawing)?;
 
         // The roof, labelled above the plot; the bars' labels are written over it on backdrops.
         let roof = px(100.0);
-        root.draw(&DashedPathElement::new(vec![(roof, top - 6), (roof, bottom)], 6, 4, ROOF_LINE.stroke_width(2)))
-            .map_err(drawing)?;
+        root.draw(&DashedPathElement::new(
+            vec![(roof, top - 6), (roof, bottom)],
+            6,
+            4,
+            ROOF_LINE.stroke_width(2),
+        ))
+        .map_err(drawing)?;
         let style = font(12, ROOF_LINE).pos(Pos::new(HPos::Center, VPos::Bottom));
         root.draw(&Text::new("its roof: 100%", (roof, top - 8), style)).map_err(drawing)?;
 
@@ -454,28 +503,38 @@ pub fn share_chart(title: &str, groups: &[Group], legend: &[String; 2]) -> Resul
                 BACKGROUND.filled(),
             ))
             .map_err(drawing)?;
-            root.draw(&Text::new(heading, (left + 4, y + SHARE_HEADING_PX / 2), style)).map_err(drawing)?;
+            root.draw(&Text::new(heading, (left + 4, y + SHARE_HEADING_PX / 2), style))
+                .map_err(drawing)?;
             y += SHARE_HEADING_PX;
             for gpu in &group.gpus {
                 let span = SHARE_BAR_PX * gpu.bars.len() as i32;
                 let style = font(SHARE_LABEL_PX, TEXT).pos(Pos::new(HPos::Right, VPos::Center));
-                root.draw(&Text::new(gpu.gpu.as_str(), (left - 6, y + span / 2), style)).map_err(drawing)?;
+                root.draw(&Text::new(gpu.gpu.as_str(), (left - 6, y + span / 2), style))
+                    .map_err(drawing)?;
                 for bar in &gpu.bars {
                     let color = if bar.peer { PEER_BAR } else { BAR };
                     let end = px(bar.percent.unwrap_or(0.0));
                     if end > left {
-                        root.draw(&Rectangle::new([(left + 1, y + 2), (end, y + SHARE_BAR_PX - 2)], color.filled()))
-                            .map_err(drawing)?;
+                        root.draw(&Rectangle::new(
+                            [(left + 1, y + 2), (end, y + SHARE_BAR_PX - 2)],
+                            color.filled(),
+                        ))
+                        .map_err(drawing)?;
                     }
-                    let style = if bar.peer { italic(SHARE_LABEL_PX, TEXT) } else { font(SHARE_LABEL_PX, TEXT) }
-                        .pos(Pos::new(HPos::Left, VPos::Center));
+                    let style = if bar.peer {
+                        italic(SHARE_LABEL_PX, TEXT)
+                    } else {
+                        font(SHARE_LABEL_PX, TEXT)
+                    }
+                    .pos(Pos::new(HPos::Left, VPos::Center));
                     let width = text_width(&label(bar), SHARE_LABEL_PX).ceil() as i32;
                     root.draw(&Rectangle::new(
                         [(end + 3, y + 1), (end + 8 + width, y + SHARE_BAR_PX - 1)],
                         BACKGROUND.filled(),
                     ))
                     .map_err(drawing)?;
-                    root.draw(&Text::new(label(bar), (end + 6, y + SHARE_BAR_PX / 2), style)).map_err(drawing)?;
+                    root.draw(&Text::new(label(bar), (end + 6, y + SHARE_BAR_PX / 2), style))
+                        .map_err(drawing)?;
                     y += SHARE_BAR_PX;
                 }
                 y += SHARE_GAP_PX;
@@ -518,8 +577,12 @@ where
             .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
             .map_err(drawing)?
             .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
-        chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(drawing)?;
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(drawing)?;
     }
     chart
         .configure_series_labels()
@@ -570,7 +633,9 @@ impl Layout {
         let line_label_width = chart
             .lines()
             .iter()
-            .map(|&(name, gbs, _, _)| text_width(name, LINE_LABEL_PX).max(text_width(&value(gbs), LINE_LABEL_PX)))
+            .map(|&(name, gbs, _, _)| {
+                text_width(name, LINE_LABEL_PX).max(text_width(&value(gbs), LINE_LABEL_PX))
+            })
             .fold(0.0, f64::max)
             .ceil() as u32
             + 8
@@ -579,32 +644,51 @@ impl Layout {
         let slot_px = f64::from(plot_width) / chart.bars.len() as f64;
         let max_width = slot_px - 4.0;
         let across = |px: u32| {
-            let wrapped: Vec<Vec<String>> =
-                chart.bars.iter().map(|bar| wrap(&bar.label, |line| text_width(line, px), max_width)).collect();
-            let widths: Vec<f64> =
-                wrapped.iter().map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max)).collect();
+            let wrapped: Vec<Vec<String>> = chart
+                .bars
+                .iter()
+                .map(|bar| wrap(&bar.label, |line| text_width(line, px), max_width))
+                .collect();
+            let widths: Vec<f64> = wrapped
+                .iter()
+                .map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max))
+                .collect();
             wrapped.iter().all(|lines| lines.len() <= 2) && fits_slots(&widths, slot_px)
         };
-        let names = match FONT_SIZES.into_iter().filter(|&px| px >= STEP_FONT_MIN).find(|&px| across(px)) {
-            Some(px) => Names::Across(px),
-            // Upwards, a name is as wide as a line of text: the largest size whose lines, with a
-            // gap, fit the slots.
-            None => Names::Upwards(
-                FONT_SIZES.into_iter().find(|&px| f64::from(px) * 1.25 + 4.0 <= slot_px).unwrap_or(BAR_FONT_MIN),
-            ),
-        };
+        let names =
+            match FONT_SIZES.into_iter().filter(|&px| px >= STEP_FONT_MIN).find(|&px| across(px)) {
+                Some(px) => Names::Across(px),
+                // Upwards, a name is as wide as a line of text: the largest size whose lines, with
+                // a gap, fit the slots.
+                None => Names::Upwards(
+                    FONT_SIZES
+                        .into_iter()
+                        .find(|&px| f64::from(px) * 1.25 + 4.0 <= slot_px)
+                        .unwrap_or(BAR_FONT_MIN),
+                ),
+            };
         let name_height = match names {
             Names::Across(_) => STEP_LABEL_HEIGHT,
             Names::Upwards(px) => {
-                let longest = chart.bars.iter().map(|b| text_width(&b.label, px)).fold(0.0, f64::max);
+                let longest =
+                    chart.bars.iter().map(|b| text_width(&b.label, px)).fold(0.0, f64::max);
                 STEP_LABEL_HEIGHT.max(longest.ceil() as u32 + 12)
             }
         };
-        Layout { height: SIZE.1 - STEP_LABEL_HEIGHT + name_height, line_label_width, name_height, names }
+        Layout {
+            height: SIZE.1 - STEP_LABEL_HEIGHT + name_height,
+            line_label_width,
+            name_height,
+            names,
+        }
     }
 }
 
-fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart, layout: &Layout) -> Result<(), ChartError> {
+fn draw(
+    root: &DrawingArea<SVGBackend, Shift>,
+    chart: &BarChart,
+    layout: &Layout,
+) -> Result<(), ChartError> {
     root.fill(&BACKGROUND).map_err(drawing)?;
     let title_bottom = draw_title(root, chart.title)?;
     let legend_top = title_bottom + 8;
@@ -645,7 +729,12 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart, layout: &Layout
     for (_, gbs, color, dashed) in chart.lines() {
         let points = vec![(0.0, gbs), (right, gbs)];
         if dashed {
-            plot.draw_series(std::iter::once(DashedPathElement::new(points, 8, 5, color.stroke_width(2))))
+            plot.draw_series(std::iter::once(DashedPathElement::new(
+                points,
+                8,
+                5,
+                color.stroke_width(2),
+            )))
         } else {
             plot.draw_series(std::iter::once(PathElement::new(points, color.stroke_width(2))))
         }
@@ -657,10 +746,13 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, chart: &BarChart, layout: &Layout
     let (right_px, bottom_px) = plot.backend_coord(&(right, 0.0));
     let slot_px = f64::from(right_px - left_px) / count as f64;
 
-    let line_ys: Vec<i32> = chart.lines().iter().map(|line| plot.backend_coord(&(0.0, line.1)).1).collect();
+    let line_ys: Vec<i32> =
+        chart.lines().iter().map(|line| plot.backend_coord(&(0.0, line.1)).1).collect();
     draw_bar_labels(root, chart, slot_px, &line_ys, top_px, |x, y| plot.backend_coord(&(x, y)))?;
     draw_step_names(root, chart.bars, layout.names, slot_px, left_px, bottom_px)?;
-    draw_line_labels(root, chart, right_px, (top_px, bottom_px), |y| plot.backend_coord(&(0.0, y)).1)?;
+    draw_line_labels(root, chart, right_px, (top_px, bottom_px), |y| {
+        plot.backend_coord(&(0.0, y)).1
+    })?;
     Ok(())
 }
 
@@ -679,7 +771,8 @@ fn draw_bar_labels(
     let label = |bar: &Bar, form: Form| -> Vec<String> {
         let share = if bar.roof_binds {
             let percent = 100.0 * bar.gbs / bar.roof_gbs;
-            let percent = if percent < 10.0 { format!("{percent:.1}%") } else { format!("{percent:.0}%") };
+            let percent =
+                if percent < 10.0 { format!("{percent:.1}%") } else { format!("{percent:.0}%") };
             if form == Form::Long { format!("{percent} of {}", bar.roof) } else { percent }
         } else {
             measuring::tables::IN_L2.to_string()
@@ -691,10 +784,16 @@ fn draw_bar_labels(
     };
     // One form and font size for every bar: the largest that fits the slots.
     let width = |labels: &[Vec<String>], px: u32| -> Vec<f64> {
-        labels.iter().map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max)).collect()
+        labels
+            .iter()
+            .map(|lines| lines.iter().map(|l| text_width(l, px)).fold(0.0, f64::max))
+            .collect()
     };
-    let labels_in = |form: Form| -> Vec<Vec<String>> { chart.bars.iter().map(|bar| label(bar, form)).collect() };
-    let choices = |min: u32| FONT_SIZES.into_iter().filter(move |&px| (min..=BAR_FONT_MAX).contains(&px));
+    let labels_in = |form: Form| -> Vec<Vec<String>> {
+        chart.bars.iter().map(|bar| label(bar, form)).collect()
+    };
+    let choices =
+        |min: u32| FONT_SIZES.into_iter().filter(move |&px| (min..=BAR_FONT_MAX).contains(&px));
     let (form, px) = choices(BAR_FONT_LONG_MIN)
         .map(|px| (Form::Long, px))
         .chain(choices(BAR_FONT_MIN).map(|px| (Form::Short, px)))
@@ -755,7 +854,8 @@ fn draw_step_names(
     left_px: i32,
     bottom_px: i32,
 ) -> Result<(), ChartError> {
-    let style = |bar: &Bar, px: u32| if bar.peer.is_some() { italic(px, TEXT) } else { font(px, TEXT) };
+    let style =
+        |bar: &Bar, px: u32| if bar.peer.is_some() { italic(px, TEXT) } else { font(px, TEXT) };
     for (i, bar) in bars.iter().enumerate() {
         let cx = left_px + ((i as f64 + 0.5) * slot_px).round() as i32;
         match names {
@@ -763,16 +863,22 @@ fn draw_step_names(
                 let line_px = (f64::from(px) * 1.25).round() as i32;
                 let max_width = slot_px - 4.0;
                 let style = style(bar, px).pos(Pos::new(HPos::Center, VPos::Top));
-                for (row, line) in wrap(&bar.label, |line| text_width(line, px), max_width).iter().enumerate() {
+                for (row, line) in
+                    wrap(&bar.label, |line| text_width(line, px), max_width).iter().enumerate()
+                {
                     let y = bottom_px + 6 + row as i32 * line_px;
-                    root.draw(&Text::new(line.as_str(), (cx, y), style.clone())).map_err(drawing)?;
+                    root.draw(&Text::new(line.as_str(), (cx, y), style.clone()))
+                        .map_err(drawing)?;
                 }
             }
             Names::Upwards(px) => {
                 // Rotated a quarter turn anticlockwise about its anchor: the end of the text at
                 // the anchor, under the axis, and the text running down from it, read upwards.
-                let style = style(bar, px).pos(Pos::new(HPos::Right, VPos::Center)).transform(FontTransform::Rotate270);
-                root.draw(&Text::new(bar.label.as_str(), (cx, bottom_px + 6), style)).map_err(drawing)?;
+                let style = style(bar, px)
+                    .pos(Pos::new(HPos::Right, VPos::Center))
+                    .transform(FontTransform::Rotate270);
+                root.draw(&Text::new(bar.label.as_str(), (cx, bottom_px + 6), style))
+                    .map_err(drawing)?;
             }
         }
     }
@@ -828,8 +934,11 @@ fn draw_line_labels(
     y_px: impl Fn(f64) -> i32,
 ) -> Result<(), ChartError> {
     let line_px = 15;
-    let mut labels: Vec<(i32, &str, f64, RGBColor)> =
-        chart.lines().into_iter().map(|(name, gbs, color, _)| (y_px(gbs), name, gbs, color)).collect();
+    let mut labels: Vec<(i32, &str, f64, RGBColor)> = chart
+        .lines()
+        .into_iter()
+        .map(|(name, gbs, color, _)| (y_px(gbs), name, gbs, color))
+        .collect();
     // Each label is two lines, the name above the line's height and the value below it; keep
     // them two lines apart, moving labels down from the top, then the whole stack up if it left
     // the plot's bottom, and down if it then left its top.
@@ -841,8 +950,11 @@ fn draw_line_labels(
         shifted.push(label.0.max(lowest_allowed));
     }
     let overshoot = shifted.iter().zip(&labels).map(|(s, l)| s - l.0).max().unwrap_or(0) / 2;
-    let below_bottom = shifted.last().map_or(0, |last| (last - overshoot + line_px - bottom_px).max(0));
-    let above_top = shifted.first().map_or(0, |first| (top_px + line_px - (first - overshoot - below_bottom)).max(0));
+    let below_bottom =
+        shifted.last().map_or(0, |last| (last - overshoot + line_px - bottom_px).max(0));
+    let above_top = shifted
+        .first()
+        .map_or(0, |first| (top_px + line_px - (first - overshoot - below_bottom)).max(0));
     for ((_, name, gbs, color), y) in labels.into_iter().zip(shifted) {
         let y = y - overshoot - below_bottom + above_top;
         let style = font(LINE_LABEL_PX, color).pos(Pos::new(HPos::Left, VPos::Bottom));
@@ -893,7 +1005,9 @@ mod tests {
             let start = format!(" {tag}").find(&key)? + key.len() - 1;
             Some(tag[start..].split('"').next()?.to_string())
         };
-        let number = |tag: &str, name: &str| attribute(tag, name).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        let number = |tag: &str, name: &str| {
+            attribute(tag, name).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+        };
         let header = svg.split('>').next().unwrap_or_default();
         let size = (number(header, "width"), number(header, "height"));
         let boxes = svg
@@ -901,7 +1015,12 @@ mod tests {
             .skip(1)
             .filter_map(|rest| {
                 let (tag, rest) = rest.split_once('>')?;
-                let text = rest.split("</text>").next()?.trim().replace("&apos;", "'").replace("&amp;", "&");
+                let text = rest
+                    .split("</text>")
+                    .next()?
+                    .trim()
+                    .replace("&apos;", "'")
+                    .replace("&amp;", "&");
                 let (x, y, px) = (number(tag, "x"), number(tag, "y"), number(tag, "font-size"));
                 let width = text_width(&text, px as u32);
                 let (left, right) = match attribute(tag, "text-anchor").as_deref() {
@@ -916,7 +1035,8 @@ mod tests {
                 };
                 // A quarter turn anticlockwise about (x, y): across becomes up, down becomes
                 // across.
-                let turned = attribute(tag, "transform").is_some_and(|t| t.starts_with("rotate(270"));
+                let turned =
+                    attribute(tag, "transform").is_some_and(|t| t.starts_with("rotate(270"));
                 Some(if turned {
                     (text, x + (top - y), y - (right - x), x + (bottom - y), y - (left - x))
                 } else {
@@ -945,7 +1065,8 @@ mod tests {
                 (format!("{count} made-up bars"), bar_chart("Made up", &bars, lines).unwrap())
             })
             .collect();
-        let book = crate::book::render_book(course::registry(), &measuring::workspace_root()).unwrap();
+        let book =
+            crate::book::render_book(course::registry(), &measuring::workspace_root()).unwrap();
         charts.extend(
             book.into_iter()
                 .filter(|(path, _)| path.extension().is_some_and(|e| e == "svg"))
@@ -957,7 +1078,9 @@ mod tests {
             let ((width, height), boxes) = estimated_boxes(svg);
             for (text, left, top, right, bottom) in &boxes {
                 if *left < 0.0 || *top < 0.0 || *right > width || *bottom > height {
-                    problems.push(format!("{name}: `{text}` at [{left:.0}, {right:.0}] x [{top:.0}, {bottom:.0}]"));
+                    problems.push(format!(
+                        "{name}: `{text}` at [{left:.0}, {right:.0}] x [{top:.0}, {bottom:.0}]"
+                    ));
                 }
             }
             for (i, a) in boxes.iter().enumerate() {
@@ -970,7 +1093,11 @@ mod tests {
                 }
             }
         }
-        assert!(problems.is_empty(), "texts outside their charts or over each other:\n{}", problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "texts outside their charts or over each other:\n{}",
+            problems.join("\n")
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub fn load_results(data_dir: &Path) -> Result<Vec<(PathBuf, Results)>> {
 /// Every GPU folder's results under `data_dir` ([`load_results`], [`results_by_gpu`]), with the
 /// records of the course's torch peers read from each folder's script output
 /// ([`crate::torch::merge`]): what the book and its checks show.
-pub fn load_results_by_gpu(course: &course::Course, data_dir: &Path) -> Result<Vec<(PathBuf, Vec<Results>)>> {
+pub fn load_results_by_gpu(
+    course: &course::Course,
+    data_dir: &Path,
+) -> Result<Vec<(PathBuf, Vec<Results>)>> {
     let mut gpus = results_by_gpu(&load_results(data_dir)?);
     for (folder, results) in &mut gpus {
         crate::torch::merge(course, folder, results)?;
@@ -55,7 +58,8 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
         let gpu = gpu.map_err(|e| io_error(dir, e))?.path();
         // The generated fragments, the accuracy studies and the multi-GPU sessions have folders of
         // their own.
-        let not_a_gpu = gpu.file_name().is_some_and(|n| n == FRAGMENTS || n == ACCURACY || n == MULTI_GPU);
+        let not_a_gpu =
+            gpu.file_name().is_some_and(|n| n == FRAGMENTS || n == ACCURACY || n == MULTI_GPU);
         if !gpu.is_dir() || not_a_gpu {
             continue;
         }
@@ -75,14 +79,18 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
 /// accuracy studies and the multi-GPU sessions.
 pub(crate) fn data_files(folder: &Path, extension: &str) -> Result<Vec<(String, String)>> {
     let Ok(entries) = std::fs::read_dir(folder) else { return Ok(Vec::new()) };
-    let mut paths: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == extension)).collect();
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
     paths.sort();
     paths
         .into_iter()
         .map(|path| {
             let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let stem =
+                path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             Ok((stem, text))
         })
         .collect()

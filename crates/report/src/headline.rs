@@ -29,7 +29,10 @@ pub fn final_step(family: &Family) -> Option<StepRef<'_>> {
 
 /// The peers whose counterpart `step` is.
 pub fn peers_of<'a>(family: &'a Family, step: &StepRef) -> Vec<StepRef<'a>> {
-    family.steps().filter(|s| s.peer.and_then(|p| p.counterpart.as_deref()) == Some(step.name())).collect()
+    family
+        .steps()
+        .filter(|s| s.peer.and_then(|p| p.counterpart.as_deref()) == Some(step.name()))
+        .collect()
 }
 
 /// A family's final step and its peers measured on one GPU, at the family's summary case.
@@ -90,7 +93,9 @@ pub fn all_reduces(machines: &[MachineFile]) -> Vec<AllReduce<'_>> {
                 .rev()
                 .find(|&g| machine.sizes().iter().any(|&b| ring(g, b).is_some()))?;
             let bytes = machine.sizes().into_iter().rev().find(|&b| ring(gpus, b).is_some())?;
-            let version = |fact: &str| machine.fact(fact).split_whitespace().next().unwrap_or("?").to_string();
+            let version = |fact: &str| {
+                machine.fact(fact).split_whitespace().next().unwrap_or("?").to_string()
+            };
             let others = [
                 ("nccl", format!("NCCL {}", version("nccl"))),
                 ("torch", format!("PyTorch {} (torch.distributed)", version("torch"))),
@@ -105,7 +110,11 @@ pub fn all_reduces(machines: &[MachineFile]) -> Vec<AllReduce<'_>> {
 
 /// The page a family's name links to: its summary, else its first chapter.
 fn family_page(family: &Family) -> Option<&str> {
-    family.summary.as_ref().map(|p| p.file.as_str()).or(family.chapters.first().map(|c| c.file.as_str()))
+    family
+        .summary
+        .as_ref()
+        .map(|p| p.file.as_str())
+        .or(family.chapters.first().map(|c| c.file.as_str()))
 }
 
 /// The headline table: a row per family, GPU and peer, then a row per machine and peer of the
@@ -128,7 +137,12 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
             format!("{name}, {}", m.family.summary_case.label)
         };
         previous_family = Some(&m.family.id);
-        let ours = [technique, short_gpu_name(m.gpu), format!("**{}**", m.step.name()), format!("{:.0}", m.record.gbs)];
+        let ours = [
+            technique,
+            short_gpu_name(m.gpu),
+            format!("**{}**", m.step.name()),
+            format!("{:.0}", m.record.gbs),
+        ];
         if m.peers.is_empty() {
             rows.push([ours.to_vec(), vec!["-".into(); 3]].concat());
         }
@@ -136,7 +150,8 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
             // A second peer of the same step on the same GPU: the step's cells are not repeated.
             let ours = if i == 0 { ours.to_vec() } else { vec![String::new(); ours.len()] };
             // `<wbr>`: where a long name may break, `DeviceReduce::Sum` after its `::`.
-            let source = peer.peer.map_or(peer.name(), |p| p.source.as_str()).replace("::", "::<wbr>");
+            let source =
+                peer.peer.map_or(peer.name(), |p| p.source.as_str()).replace("::", "::<wbr>");
             let theirs = vec![
                 format!("*{source}*"),
                 format!("{:.0}", record.gbs),
@@ -158,14 +173,22 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
             let ours = if i == 0 {
                 vec![
                     technique,
-                    format!("{} x {}", all_reduce.gpus, short_gpu_name(all_reduce.machine.fact("device"))),
+                    format!(
+                        "{} x {}",
+                        all_reduce.gpus,
+                        short_gpu_name(all_reduce.machine.fact("device"))
+                    ),
                     format!("**{}**", all_reduce.step),
                     format!("{:.0}", all_reduce.ours.busbw()),
                 ]
             } else {
                 vec![technique, String::new(), String::new(), String::new()]
             };
-            let theirs = vec![format!("*{name}*"), format!("{:.0}", row.busbw()), speed_up(row.ms, all_reduce.ours.ms)];
+            let theirs = vec![
+                format!("*{name}*"),
+                format!("{:.0}", row.busbw()),
+                speed_up(row.ms, all_reduce.ours.ms),
+            ];
             rows.push([ours, theirs].concat());
         }
     }
@@ -186,17 +209,21 @@ pub fn headline_table(measured: &[Measured], all_reduces: &[AllReduce]) -> Optio
         }
     }
     let mut caption = String::from(
-        "Each technique's final step beside its peer, measured in the same run on the same input, at the \
-         family's summary case; the speed-up is the peer's time over the step's (above 1: the course's \
+        "Each technique's final step beside its peer, measured in the same run on the same input, \
+         at the \
+         family's summary case; the speed-up is the peer's time over the step's (above 1: the \
+         course's \
          step is the faster).",
     );
     if !gpus.is_empty() {
         let _ = write!(caption, " {}.", gpus.join(", "));
     }
-    let peers: Vec<StepRef> = measured.iter().flat_map(|m| m.peers.iter().map(|(p, _)| *p)).collect();
+    let peers: Vec<StepRef> =
+        measured.iter().flat_map(|m| m.peers.iter().map(|(p, _)| *p)).collect();
     caption += &measuring::tables::script_note(&peers);
     if !all_reduces.is_empty() {
-        caption += " Across GPUs, the GB/s are the all-reduce's bus bandwidth (as nccl-tests reports it), \
+        caption += " Across GPUs, the GB/s are the all-reduce's bus bandwidth (as nccl-tests \
+                    reports it), \
                     with NVLink SHARP (NVLS, NCCL's fastest all-reduce on NVSwitch machines) off.";
     }
     Some(Table { caption, columns, rows })
@@ -219,8 +246,11 @@ pub fn headline_chart(measured: &[Measured]) -> Result<Option<String>, ChartErro
                 gpus: Vec::new(),
             });
         }
-        let share = |record: &Record| roof_binds(record, m.l2_cache_bytes).then(|| record.percent_of_roof());
-        let ours = ShareBar { label: m.step.name().to_string(), percent: share(m.record), peer: false };
+        let share = |record: &Record| {
+            roof_binds(record, m.l2_cache_bytes).then(|| record.percent_of_roof())
+        };
+        let ours =
+            ShareBar { label: m.step.name().to_string(), percent: share(m.record), peer: false };
         let peers = m.peers.iter().map(|(peer, record)| ShareBar {
             label: peer.peer.map_or(peer.name(), |p| p.source.as_str()).to_string(),
             percent: share(record),
@@ -235,14 +265,23 @@ pub fn headline_chart(measured: &[Measured]) -> Result<Option<String>, ChartErro
         return Ok(None);
     }
     let mut libraries: Vec<String> = Vec::new();
-    for source in measured.iter().flat_map(|m| m.peers.iter().filter_map(|(p, _)| p.peer.map(|p| p.source.as_str()))) {
+    for source in measured
+        .iter()
+        .flat_map(|m| m.peers.iter().filter_map(|(p, _)| p.peer.map(|p| p.source.as_str())))
+    {
         let library = source.split_whitespace().next().unwrap_or(source).to_string();
         if !libraries.contains(&library) {
             libraries.push(library);
         }
     }
-    let legend = ["the course's final step".to_string(), format!("its peer ({})", libraries.join(", "))];
-    share_chart("Each technique's final step and its peer: % of each one's own roof", &groups, &legend).map(Some)
+    let legend =
+        ["the course's final step".to_string(), format!("its peer ({})", libraries.join(", "))];
+    share_chart(
+        "Each technique's final step and its peer: % of each one's own roof",
+        &groups,
+        &legend,
+    )
+    .map(Some)
 }
 
 /// `H100` for `NVIDIA H100 80GB HBM3`: the name without the vendor, to its first space.
@@ -255,7 +294,10 @@ pub fn short_gpu_name(name: &str) -> String {
 pub fn headline_fragment(chart: Option<&str>, table: Option<&Table>) -> String {
     let mut out = String::new();
     if let Some(path) = chart {
-        let _ = writeln!(out, "![Each technique's final step beside its peer, on every GPU measured]({path})\n");
+        let _ = writeln!(
+            out,
+            "![Each technique's final step beside its peer, on every GPU measured]({path})\n"
+        );
     }
     match table {
         // In a `headline` block: book/css/headline.css sets the table tighter than mdBook's.

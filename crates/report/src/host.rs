@@ -74,7 +74,8 @@ impl HostFile {
 
     /// The sizes every step was measured at (the lines of the copy roof), ascending.
     pub fn sizes(&self) -> Vec<u64> {
-        let mut sizes: Vec<u64> = self.rows.iter().filter(|r| r.method == "copy-pinned").map(|r| r.bytes).collect();
+        let mut sizes: Vec<u64> =
+            self.rows.iter().filter(|r| r.method == "copy-pinned").map(|r| r.bytes).collect();
         sizes.sort_unstable();
         sizes.dedup();
         sizes
@@ -111,13 +112,16 @@ pub fn parse(slug: &str, text: &str) -> Result<HostFile, String> {
 /// Every GPU folder's session under `data_dir` (`<gpu>/reduce-host.txt`), sorted by folder.
 pub fn load_sessions(data_dir: &Path) -> gpu_harness::Result<Vec<HostFile>> {
     let Ok(entries) = std::fs::read_dir(data_dir) else { return Ok(Vec::new()) };
-    let mut paths: Vec<_> = entries.flatten().map(|e| e.path().join(FILE)).filter(|p| p.is_file()).collect();
+    let mut paths: Vec<_> =
+        entries.flatten().map(|e| e.path().join(FILE)).filter(|p| p.is_file()).collect();
     paths.sort();
     paths
         .into_iter()
         .map(|path| {
-            let text = std::fs::read_to_string(&path).map_err(|e| measuring::results::io_error(&path, e))?;
-            let slug = path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned());
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| measuring::results::io_error(&path, e))?;
+            let slug =
+                path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned());
             parse(&slug.unwrap_or_default(), &text).map_err(gpu_harness::GpuError::BadInput)
         })
         .collect()
@@ -129,9 +133,14 @@ pub fn load_sessions(data_dir: &Path) -> gpu_harness::Result<Vec<HostFile>> {
 pub fn lookup(words: &[&str], sessions: &[HostFile]) -> Result<f64, String> {
     let usage = "expected `host <gpu folder> <method> <bytes> <value>`";
     let [gpu, method, bytes, value] = words else { return Err(usage.into()) };
-    let file = sessions.iter().find(|f| f.slug == *gpu).ok_or_else(|| format!("no reduce-host session in `{gpu}`"))?;
+    let file = sessions
+        .iter()
+        .find(|f| f.slug == *gpu)
+        .ok_or_else(|| format!("no reduce-host session in `{gpu}`"))?;
     let bytes: u64 = bytes.parse().map_err(|_| usage)?;
-    let row = |method: &str| file.row(method, bytes).ok_or_else(|| format!("no {method} at {bytes} bytes in {gpu}"));
+    let row = |method: &str| {
+        file.row(method, bytes).ok_or_else(|| format!("no {method} at {bytes} bytes in {gpu}"))
+    };
     let this = row(method)?;
     Ok(match *value {
         "gbs" => this.gbs(),
@@ -149,7 +158,8 @@ pub fn lookup(words: &[&str], sessions: &[HostFile]) -> Result<f64, String> {
 /// The main table: per size, each method's GB/s, then the streamed step's share of the pinned
 /// copy and its speed-up over torch and over copy-then-reduce (time over time).
 pub fn table(file: &HostFile) -> String {
-    let methods: Vec<&(&str, &str)> = METHODS.iter().filter(|(m, _)| file.rows_of(m).next().is_some()).collect();
+    let methods: Vec<&(&str, &str)> =
+        METHODS.iter().filter(|(m, _)| file.rows_of(m).next().is_some()).collect();
     let mut out = String::from("| size |");
     for (_, name) in &methods {
         let _ = write!(out, " {name} |");
@@ -179,29 +189,41 @@ pub fn table(file: &HostFile) -> String {
             ratio(file.row("copy-then-reduce", bytes), streamed, 1.0)
         );
     }
-    out + "\nGB/s: bytes of the array over the time from the call to the answer on the host (for the copies, \
-           to the copy's end); the last two columns are time over time (above 1: step 4 is faster).\n"
+    out + "\nGB/s: bytes of the array over the time from the call to the answer on the host (for \
+           the copies, \
+           to the copy's end); the last two columns are time over time (above 1: step 4 is \
+           faster).\n"
 }
 
 /// The costs of pinning and the chunk sweep: what page-locking costs, and the streamed step at
 /// other chunk sizes and stream counts.
 pub fn costs_table(file: &HostFile) -> String {
-    let mut out =
-        String::from("| size | pin in place (ms) | unpin (ms) | pin, GB/s |\n| ---: | ---: | ---: | ---: |\n");
+    let mut out = String::from(
+        "| size | pin in place (ms) | unpin (ms) | pin, GB/s |\n| ---: | ---: | ---: | ---: |\n",
+    );
     for pin in file.rows_of("pin") {
         let unpin = file.row("unpin", pin.bytes).map_or("-".into(), |r| format!("{:.2}", r.ms));
-        let _ = writeln!(out, "| {} | {:.2} | {unpin} | {:.1} |", size_label(pin.bytes), pin.ms, pin.gbs());
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {unpin} | {:.1} |",
+            size_label(pin.bytes),
+            pin.ms,
+            pin.gbs()
+        );
     }
     let allocs: Vec<&Row> = file.rows_of("alloc-pinned").collect();
     if !allocs.is_empty() {
-        out +=
-            "\n| size | new pinned memory, zeroed (ms) | new pageable memory, touched (ms) |\n| ---: | ---: | ---: |\n";
+        out += "\n| size | new pinned memory, zeroed (ms) | new pageable memory, touched (ms) \
+                |\n| ---: | ---: | ---: |\n";
         for alloc in allocs {
-            let pageable = file.row("alloc-pageable", alloc.bytes).map_or("-".into(), |r| format!("{:.2}", r.ms));
+            let pageable = file
+                .row("alloc-pageable", alloc.bytes)
+                .map_or("-".into(), |r| format!("{:.2}", r.ms));
             let _ = writeln!(out, "| {} | {:.2} | {pageable} |", size_label(alloc.bytes), alloc.ms);
         }
     }
-    let sweeps: Vec<&str> = ["chunk-2", "chunk-3"].into_iter().filter(|m| file.rows_of(m).next().is_some()).collect();
+    let sweeps: Vec<&str> =
+        ["chunk-2", "chunk-3"].into_iter().filter(|m| file.rows_of(m).next().is_some()).collect();
     if !sweeps.is_empty() {
         let at = file.fact("sweep");
         let (array_bytes, how) = at.split_once(' ').unwrap_or((at, ""));
@@ -223,9 +245,9 @@ pub fn costs_table(file: &HostFile) -> String {
         for chunk in chunks {
             let _ = write!(out, "| {} |", size_label(chunk));
             for sweep in &sweeps {
-                let cell = file
-                    .row(sweep, chunk)
-                    .map_or("-".into(), |r| format!("{:.1}", array_bytes as f64 / (r.ms * 1e-3) / 1e9));
+                let cell = file.row(sweep, chunk).map_or("-".into(), |r| {
+                    format!("{:.1}", array_bytes as f64 / (r.ms * 1e-3) / 1e9)
+                });
                 let _ = write!(out, " {cell} |");
             }
             out += "\n";
@@ -255,7 +277,8 @@ pub fn section(file: &HostFile) -> Result<(String, String), ChartError> {
     let svg = chart(file)?;
     let body = format!(
         "Measured on an {} on {}: driver {}; host {}; torch {}.\n\n\
-         ![The sum of an f32 array in host memory by every step, the copies and torch, on an {}](../data/{}/{CHART})\n\n{}\n{}",
+         ![The sum of an f32 array in host memory by every step, the copies and torch, on an \
+         {}](../data/{}/{CHART})\n\n{}\n{}",
         file.fact("device"),
         file.fact("date"),
         file.fact("driver"),
@@ -271,13 +294,25 @@ pub fn section(file: &HostFile) -> Result<(String, String), ChartError> {
 
 /// The steps and peers the README's table shows, with what they do.
 const README_ROWS: [(&str, &str, &str); 7] = [
-    ("copy-then-reduce", "copy-then-reduce", "one copy from pageable memory, then reduce-atomic's kernel"),
+    (
+        "copy-then-reduce",
+        "copy-then-reduce",
+        "one copy from pageable memory, then reduce-atomic's kernel",
+    ),
     ("pinned", "pinned", "the same from pinned memory"),
-    ("chunked", "chunked", "chunks on two streams, overlapping copies and kernels; the array stays on the GPU"),
+    (
+        "chunked",
+        "chunked",
+        "chunks on two streams, overlapping copies and kernels; the array stays on the GPU",
+    ),
     ("streamed", "streamed", "the same through a ring of chunk buffers within a device budget"),
     ("cpu", "cpu", "the host's threads, 16 accumulators each"),
     ("torch", "peer: torch", "`torch.from_numpy(x).cuda().sum()`"),
-    ("torch-pinned", "peer: torch pinned", "`x.pin_memory()` once, then `.cuda(non_blocking=True).sum()`"),
+    (
+        "torch-pinned",
+        "peer: torch pinned",
+        "`x.pin_memory()` once, then `.cuda(non_blocking=True).sum()`",
+    ),
 ];
 
 /// The README's table of reduce-host (empty without sessions): each step's and peer's share of
@@ -288,9 +323,12 @@ pub fn readme_table(sessions: &[HostFile]) -> String {
     }
     const SIZES: [u64; 2] = [1 << 30, 8 << 30];
     let mut out = String::from(
-        "**Data on the host** (the sum of an f32 array in host memory, to the answer on the host: % of the \
-         pinned host-to-device copy's bandwidth in the same run; measured by `cargo bench -p reduce-host` and \
-         `scripts/torch_host_sum.py`, from `book/src/data/<gpu>/reduce-host.txt`)\n\n| crate | step | what it does |",
+        "**Data on the host** (the sum of an f32 array in host memory, to the answer on the host: \
+         % of the \
+         pinned host-to-device copy's bandwidth in the same run; measured by `cargo bench -p \
+         reduce-host` and \
+         `scripts/torch_host_sum.py`, from `book/src/data/<gpu>/reduce-host.txt`)\n\n| crate | \
+         step | what it does |",
     );
     for session in sessions {
         for bytes in SIZES {
@@ -320,7 +358,8 @@ pub fn readme_table(sessions: &[HostFile]) -> String {
 mod tests {
     use super::*;
 
-    const SESSION: &str = "# device NVIDIA H200\n# sweep 1024 bytes, pinned\ncopy-pinned 1024 0.5\nstreamed 1024 1.0\n\
+    const SESSION: &str = "# device NVIDIA H200\n# sweep 1024 bytes, pinned\ncopy-pinned 1024 \
+                           0.5\nstreamed 1024 1.0\n\
                            torch 1024 4.0\ncopy-pinned 2048 1.0\nchunk-2 256 2.0\n";
 
     #[test]

@@ -16,7 +16,8 @@ use crate::charts::{ChartError, draw_lines, drawing};
 use crate::data::{MULTI_GPU as FOLDER, data_files};
 
 /// The all-reduce methods, in the order charts show them: the peers, then the chapter's steps.
-pub const METHODS: [&str; 7] = ["nccl", "torch", "ring", "one-shot", "two-shot", "two-shot-writes", "by-size"];
+pub const METHODS: [&str; 7] =
+    ["nccl", "torch", "ring", "one-shot", "two-shot", "two-shot-writes", "by-size"];
 
 /// The chapter's steps that all-reduce a buffer, in order, with their names in tables.
 pub const STEPS: [(&str, &str); 5] = [
@@ -72,12 +73,15 @@ impl MachineFile {
 
     /// The all-reduce row of `method` on `gpus` GPUs at `bytes`.
     pub fn all_reduce(&self, method: &str, gpus: usize, bytes: u64) -> Option<&Row> {
-        self.rows.iter().find(|r| r.kind == "allreduce" && r.method == method && r.gpus == gpus && r.bytes == bytes)
+        self.rows.iter().find(|r| {
+            r.kind == "allreduce" && r.method == method && r.gpus == gpus && r.bytes == bytes
+        })
     }
 
     /// The GPU counts the all-reduce was measured on, ascending.
     pub fn gpu_counts(&self) -> Vec<usize> {
-        let mut counts: Vec<usize> = self.rows.iter().filter(|r| r.kind == "allreduce").map(|r| r.gpus).collect();
+        let mut counts: Vec<usize> =
+            self.rows.iter().filter(|r| r.kind == "allreduce").map(|r| r.gpus).collect();
         counts.sort_unstable();
         counts.dedup();
         counts
@@ -85,7 +89,8 @@ impl MachineFile {
 
     /// The all-reduce sizes, ascending.
     pub fn sizes(&self) -> Vec<u64> {
-        let mut sizes: Vec<u64> = self.rows.iter().filter(|r| r.kind == "allreduce").map(|r| r.bytes).collect();
+        let mut sizes: Vec<u64> =
+            self.rows.iter().filter(|r| r.kind == "allreduce").map(|r| r.bytes).collect();
         sizes.sort_unstable();
         sizes.dedup();
         sizes
@@ -124,7 +129,9 @@ pub fn parse(slug: &str, text: &str) -> Result<MachineFile, String> {
     for (number, line) in lines {
         let words: Vec<&str> = line.split_whitespace().collect();
         let bad = |why: &str| format!("{slug}.txt line {number}: {why}: `{line}`");
-        let [kind, method, gpus, bytes, ms] = words[..] else { return Err(bad("expected 5 words")) };
+        let [kind, method, gpus, bytes, ms] = words[..] else {
+            return Err(bad("expected 5 words"));
+        };
         let row = Row {
             kind: kind.to_string(),
             method: method.to_string(),
@@ -160,9 +167,11 @@ pub(crate) fn size_label(bytes: u64) -> String {
 /// The all-reduce tables of `gpus` GPUs: the bus bandwidth of each of the chapter's steps, then
 /// the best of them (by size) beside NCCL and PyTorch, time for time (above 1: ours is faster).
 pub fn all_reduce_table(file: &MachineFile, gpus: usize) -> String {
-    let steps: Vec<&(&str, &str)> = STEPS.iter().filter(|(m, _)| file.rows.iter().any(|r| r.method == *m)).collect();
+    let steps: Vec<&(&str, &str)> =
+        STEPS.iter().filter(|(m, _)| file.rows.iter().any(|r| r.method == *m)).collect();
     let cell = |method: &str, bytes: u64| {
-        file.all_reduce(method, gpus, bytes).map_or("-".to_string(), |r| format!("{:.1}", r.busbw()))
+        file.all_reduce(method, gpus, bytes)
+            .map_or("-".to_string(), |r| format!("{:.1}", r.busbw()))
     };
     let mut out = String::from("| size per GPU |");
     for (_, name) in &steps {
@@ -181,7 +190,9 @@ pub fn all_reduce_table(file: &MachineFile, gpus: usize) -> String {
     out += "\nBus bandwidth (GB/s), as nccl-tests reports it.\n\n";
     let best = best_method(file);
     let ms = |method: &str, bytes: u64| file.all_reduce(method, gpus, bytes).map(|r| r.ms);
-    let time = |method: &str, bytes: u64| ms(method, bytes).map_or("-".to_string(), |ms| format!("{:.1}", ms * 1e3));
+    let time = |method: &str, bytes: u64| {
+        ms(method, bytes).map_or("-".to_string(), |ms| format!("{:.1}", ms * 1e3))
+    };
     let over = |peer: &str, bytes: u64| match (ms(peer, bytes), ms(best, bytes)) {
         (Some(theirs), Some(ours)) => format!("{:.2}", theirs / ours),
         _ => "-".into(),
@@ -211,11 +222,19 @@ pub fn full_table(file: &MachineFile) -> String {
     let rows: Vec<&Row> = file.rows.iter().filter(|r| r.kind == "full").collect();
     let single = rows.iter().find(|r| r.gpus == 1).map(|r| r.ms);
     let mut out = String::from(
-        "| how | GPUs | time to the answer (ms) | GB/s | speed-up over one GPU |\n| --- | ---: | ---: | ---: | ---: |\n",
+        "| how | GPUs | time to the answer (ms) | GB/s | speed-up over one GPU |\n| --- | ---: | \
+         ---: | ---: | ---: |\n",
     );
     for row in rows {
         let speed_up = single.map_or("-".to_string(), |s| format!("{:.2}", s / row.ms));
-        let _ = writeln!(out, "| {} | {} | {:.3} | {:.0} | {speed_up} |", row.method, row.gpus, row.ms, row.algbw());
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.3} | {:.0} | {speed_up} |",
+            row.method,
+            row.gpus,
+            row.ms,
+            row.algbw()
+        );
     }
     out
 }
@@ -250,7 +269,9 @@ pub(crate) fn size_lines_chart(
     headroom: f64,
 ) -> Result<String, ChartError> {
     let all = || series.iter().flat_map(|(_, p)| p.iter());
-    let (Some(x_min), Some(x_max)) = (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max)) else {
+    let (Some(x_min), Some(x_max)) =
+        (all().map(|p| p.0).reduce(f64::min), all().map(|p| p.0).reduce(f64::max))
+    else {
         return Err(ChartError::NoBars);
     };
     let top = all().map(|p| p.1).fold(0.0, f64::max) * headroom;
@@ -309,13 +330,18 @@ pub fn machine_section(file: &MachineFile) -> Result<(Vec<(String, String)>, Str
         charts.push((name.clone(), all_reduce_chart(file, gpus)?));
         let _ = write!(
             body,
-            "**All-reduce on {gpus} GPUs.**\n\n![Bus bandwidth of NCCL, torch and the chapter's steps on {gpus} GPUs of {}](../data/{FOLDER}/{name})\n\n{}\n",
+            "**All-reduce on {gpus} GPUs.**\n\n![Bus bandwidth of NCCL, torch and the chapter's \
+             steps on {gpus} GPUs of {}](../data/{FOLDER}/{name})\n\n{}\n",
             file.fact("device"),
             all_reduce_table(file, gpus)
         );
     }
     if file.rows.iter().any(|r| r.kind == "full") {
-        let _ = write!(body, "**The sum of 2^30 f32, to the answer on the host.**\n\n{}", full_table(file));
+        let _ = write!(
+            body,
+            "**The sum of 2^30 f32, to the answer on the host.**\n\n{}",
+            full_table(file)
+        );
     }
     Ok((charts, body))
 }

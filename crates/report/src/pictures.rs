@@ -56,14 +56,18 @@ impl Svg {
     }
 
     fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: RGBColor) {
-        let _ =
-            writeln!(self.body, r#"<rect x="{x:.2}" y="{y:.2}" width="{w:.2}" height="{h:.2}" fill="{}"/>"#, rgb(fill));
+        let _ = writeln!(
+            self.body,
+            r#"<rect x="{x:.2}" y="{y:.2}" width="{w:.2}" height="{h:.2}" fill="{}"/>"#,
+            rgb(fill)
+        );
     }
 
     fn outline(&mut self, x: f64, y: f64, w: f64, h: f64, stroke: RGBColor) {
         let _ = writeln!(
             self.body,
-            r#"<rect x="{x:.2}" y="{y:.2}" width="{w:.2}" height="{h:.2}" fill="none" stroke="{}" stroke-width="1"/>"#,
+            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"none\" \
+             stroke=\"{}\" stroke-width=\"1\"/>",
             rgb(stroke)
         );
     }
@@ -71,7 +75,8 @@ impl Svg {
     fn line(&mut self, (x1, y1): (f64, f64), (x2, y2): (f64, f64), stroke: RGBColor) {
         let _ = writeln!(
             self.body,
-            r#"<line x1="{x1:.2}" y1="{y1:.2}" x2="{x2:.2}" y2="{y2:.2}" stroke="{}" stroke-width="1"/>"#,
+            "<line x1=\"{x1:.2}\" y1=\"{y1:.2}\" x2=\"{x2:.2}\" y2=\"{y2:.2}\" stroke=\"{}\" \
+             stroke-width=\"1\"/>",
             rgb(stroke)
         );
     }
@@ -86,7 +91,8 @@ impl Svg {
         });
         let _ = writeln!(
             self.body,
-            r#"<text x="{x:.2}" y="{y:.2}" font-family="sans-serif" font-size="{px}" text-anchor="{anchor}" fill="{}">{}</text>"#,
+            "<text x=\"{x:.2}\" y=\"{y:.2}\" font-family=\"sans-serif\" font-size=\"{px}\" \
+             text-anchor=\"{anchor}\" fill=\"{}\">{}</text>",
             rgb(TEXT),
             escape(text)
         );
@@ -96,7 +102,9 @@ impl Svg {
     fn text_up(&mut self, x: f64, y: f64, px: u32, text: &str) {
         let _ = writeln!(
             self.body,
-            r#"<text x="0" y="0" transform="translate({x:.2},{y:.2}) rotate(-90)" font-family="sans-serif" font-size="{px}" text-anchor="middle" fill="{}">{}</text>"#,
+            "<text x=\"0\" y=\"0\" transform=\"translate({x:.2},{y:.2}) rotate(-90)\" \
+             font-family=\"sans-serif\" font-size=\"{px}\" text-anchor=\"middle\" \
+             fill=\"{}\">{}</text>",
             rgb(TEXT),
             escape(text)
         );
@@ -104,8 +112,10 @@ impl Svg {
 
     /// The title, centred, at the top.
     fn title(&mut self, title: &str) {
-        let px =
-            [TITLE_PX, 14, 12].into_iter().find(|&px| text_width(title, px) <= self.width - 2.0 * MARGIN).unwrap_or(12);
+        let px = [TITLE_PX, 14, 12]
+            .into_iter()
+            .find(|&px| text_width(title, px) <= self.width - 2.0 * MARGIN)
+            .unwrap_or(12);
         self.y += f64::from(px);
         let centre = self.width / 2.0;
         self.text(centre, self.y, px, "middle", title);
@@ -114,7 +124,8 @@ impl Svg {
 
     /// A one-row legend, centred: a swatch and a text per entry.
     fn legend(&mut self, entries: &[(RGBColor, &str)]) {
-        let widths: Vec<f64> = entries.iter().map(|(_, t)| 17.0 + text_width(t, LABEL_PX)).collect();
+        let widths: Vec<f64> =
+            entries.iter().map(|(_, t)| 17.0 + text_width(t, LABEL_PX)).collect();
         let total = widths.iter().sum::<f64>() + 20.0 * entries.len().saturating_sub(1) as f64;
         let mut x = (self.width - total).max(2.0 * MARGIN) / 2.0;
         self.y += 12.0;
@@ -129,7 +140,8 @@ impl Svg {
     fn finish(self) -> String {
         let (w, h) = (self.width.max(self.right + MARGIN).ceil(), (self.y + MARGIN).ceil());
         format!(
-            "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" xmlns=\"http://www.w3.org/2000/svg\">\n\
+            "<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
+             xmlns=\"http://www.w3.org/2000/svg\">\n\
              <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#ffffff\"/>\n{}</svg>\n",
             self.body
         )
@@ -178,7 +190,12 @@ pub fn lane_states(trace: &LaunchTrace) -> Vec<Vec<LaneState>> {
 
 /// Lanes over time: one panel per `(label, trace)`, each the first block of its trace.
 pub fn lanes_picture(title: &str, panels: &[(String, &LaunchTrace)]) -> String {
-    let threads = panels.iter().map(|(_, t)| (t.block.0 * t.block.1 * t.block.2) as usize).max().unwrap_or(32).max(1);
+    let threads = panels
+        .iter()
+        .map(|(_, t)| (t.block.0 * t.block.1 * t.block.2) as usize)
+        .max()
+        .unwrap_or(32)
+        .max(1);
     let warps = threads.div_ceil(32);
     let gap = if warps <= 16 { 4.0 } else { 1.0 };
     let cell = ((GRID_WIDTH - gap * (warps - 1) as f64) / threads as f64).clamp(0.5, 8.0);
@@ -222,8 +239,11 @@ pub fn lanes_picture(title: &str, panels: &[(String, &LaunchTrace)]) -> String {
             }
             let works = row.iter().filter(|s| **s == LaneState::Works).count();
             let issued = row.iter().filter(|s| **s != LaneState::Skipped).count();
-            let used =
-                if issued == 0 { "-".to_string() } else { format!("{:.0}%", 100.0 * works as f64 / issued as f64) };
+            let used = if issued == 0 {
+                "-".to_string()
+            } else {
+                format!("{:.0}%", 100.0 * works as f64 / issued as f64)
+            };
             svg.text(left + grid_width + 8.0 + right_column, y + ROW - 4.0, SMALL_PX, "end", &used);
         }
         let bottom = top + states.len() as f64 * ROW;
@@ -276,7 +296,10 @@ pub fn banks_picture(title: &str, panels: &[(String, Access)]) -> String {
     let width = left + 32.0 * CELL + MARGIN + 8.0;
     let mut svg = Svg::new(width);
     svg.title(title);
-    svg.legend(&[(BAR, "word served in the least turns possible"), (COPY_LINE, "extra turn: a bank conflict")]);
+    svg.legend(&[
+        (BAR, "word served in the least turns possible"),
+        (COPY_LINE, "extra turn: a bank conflict"),
+    ]);
     for (label, access) in panels {
         let banks = bank_turns(access);
         let turns = banks.iter().map(Vec::len).max().unwrap_or(0);
@@ -308,10 +331,12 @@ pub fn banks_picture(title: &str, panels: &[(String, Access)]) -> String {
                 let (x, y) = (left + b as f64 * CELL, top + turn as f64 * ROW);
                 let colour = if (turn as u64) < least { BAR } else { COPY_LINE };
                 svg.rect(x + 1.0, y + 1.0, CELL - 2.0, ROW - 2.0, colour);
-                let text = if lanes.len() == 1 { lanes[0].to_string() } else { format!("{}+", lanes[0]) };
+                let text =
+                    if lanes.len() == 1 { lanes[0].to_string() } else { format!("{}+", lanes[0]) };
                 let _ = writeln!(
                     svg.body,
-                    r##"<text x="{:.2}" y="{:.2}" font-family="sans-serif" font-size="{TINY_PX}" text-anchor="middle" fill="#ffffff">{text}</text>"##,
+                    "<text x=\"{:.2}\" y=\"{:.2}\" font-family=\"sans-serif\" \
+                     font-size=\"{TINY_PX}\" text-anchor=\"middle\" fill=\"#ffffff\">{text}</text>",
                     x + CELL / 2.0,
                     y + ROW - 4.0
                 );
@@ -320,7 +345,13 @@ pub fn banks_picture(title: &str, panels: &[(String, Access)]) -> String {
         let bottom = top + turns.max(1) as f64 * ROW;
         for turn in 0..turns {
             if turn == 0 || (turn + 1) % 8 == 0 {
-                svg.text(left - 4.0, top + turn as f64 * ROW + ROW - 4.0, TINY_PX, "end", &(turn + 1).to_string());
+                svg.text(
+                    left - 4.0,
+                    top + turn as f64 * ROW + ROW - 4.0,
+                    TINY_PX,
+                    "end",
+                    &(turn + 1).to_string(),
+                );
             }
         }
         svg.outline(left, top, 32.0 * CELL, bottom - top, AXIS);
@@ -372,7 +403,8 @@ pub fn sectors_picture(title: &str, panels: &[(String, Access)]) -> String {
             svg.rect(x + 1.0, lanes_top, LANE - 2.0, 18.0, if active { BAR } else { SKIPPED });
             let _ = writeln!(
                 svg.body,
-                r##"<text x="{:.2}" y="{:.2}" font-family="sans-serif" font-size="{TINY_PX}" text-anchor="middle" fill="{}">{l}</text>"##,
+                "<text x=\"{:.2}\" y=\"{:.2}\" font-family=\"sans-serif\" font-size=\"{TINY_PX}\" \
+                 text-anchor=\"middle\" fill=\"{}\">{l}</text>",
                 x + LANE / 2.0,
                 lanes_top + 13.0,
                 if active { "#ffffff" } else { "#1a1a1a" }
@@ -401,9 +433,17 @@ pub fn sectors_picture(title: &str, panels: &[(String, Access)]) -> String {
             svg.outline(x, sectors_top, word * 8.0, 18.0, AXIS);
             for w in 0..8u64 {
                 let address = s * 32 + w * 4;
-                let used =
-                    access.lanes.iter().any(|l| l.address <= address && address < l.address + u64::from(l.bytes));
-                svg.rect(x + word * w as f64, sectors_top, word, 18.0, if used { BAR } else { SKIPPED });
+                let used = access
+                    .lanes
+                    .iter()
+                    .any(|l| l.address <= address && address < l.address + u64::from(l.bytes));
+                svg.rect(
+                    x + word * w as f64,
+                    sectors_top,
+                    word,
+                    18.0,
+                    if used { BAR } else { SKIPPED },
+                );
             }
         }
         for l in &access.lanes {
@@ -449,7 +489,9 @@ pub fn beside(first: (&str, &str), second: (&str, &str)) -> String {
     };
     let (w1, h1) = size(first.1);
     let (w2, h2) = size(second.1);
-    let width = w1.max(w2).max(text_width(first.0, LABEL_PX).max(text_width(second.0, LABEL_PX)) + 2.0 * MARGIN);
+    let width = w1
+        .max(w2)
+        .max(text_width(first.0, LABEL_PX).max(text_width(second.0, LABEL_PX)) + 2.0 * MARGIN);
     let mut svg = Svg::new(width);
     for ((heading, picture), h) in [(first, h1), (second, h2)] {
         svg.y += 14.0;

@@ -51,13 +51,19 @@ pub fn check_book(book_src: &Path) -> Vec<String> {
             continue;
         };
         let name = page.strip_prefix(book_src).unwrap_or(&page).display().to_string();
-        problems.extend(check_text(&text, &data, &machines).into_iter().map(|p| format!("{name}: {p}")));
+        problems.extend(
+            check_text(&text, &data, &machines).into_iter().map(|p| format!("{name}: {p}")),
+        );
     }
     problems
 }
 
 /// The problems of one page's text against the data (grouped by GPU folder).
-pub fn check_text(text: &str, data: &[(PathBuf, Vec<Results>)], machines: &[MachineFile]) -> Vec<String> {
+pub fn check_text(
+    text: &str,
+    data: &[(PathBuf, Vec<Results>)],
+    machines: &[MachineFile],
+) -> Vec<String> {
     let mut problems = Vec::new();
     let prose = without_code(text);
     let mut rest = prose.as_str();
@@ -76,7 +82,9 @@ pub fn check_text(text: &str, data: &[(PathBuf, Vec<Results>)], machines: &[Mach
                 Ok(value) => {
                     let expected = format!("{value:.decimals$}");
                     if expected.parse::<f64>().ok() != written.parse::<f64>().ok() {
-                        problems.push(format!("`{spec}` is {expected} in the data, the text says {written}"));
+                        problems.push(format!(
+                            "`{spec}` is {expected} in the data, the text says {written}"
+                        ));
                     }
                 }
             },
@@ -87,10 +95,16 @@ pub fn check_text(text: &str, data: &[(PathBuf, Vec<Results>)], machines: &[Mach
     for line in prose.lines().filter(|l| !l.trim_start().starts_with('|')) {
         for word in MEASUREMENT_WORDS {
             for (at, _) in line.match_indices(word) {
-                let number_before = line[..at].trim_end_matches('*').chars().last().is_some_and(|c| c.is_ascii_digit());
+                let number_before = line[..at]
+                    .trim_end_matches('*')
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_ascii_digit());
                 if number_before && !marked(&line[at..]) {
-                    problems
-                        .push(format!("a measured number without a `<!-- data ... -->` comment: `{}`", line.trim()));
+                    problems.push(format!(
+                        "a measured number without a `<!-- data ... -->` comment: `{}`",
+                        line.trim()
+                    ));
                 }
             }
         }
@@ -132,7 +146,8 @@ fn quoted_number(before: &str) -> Option<(String, usize)> {
             break;
         }
     }
-    let start = text.rfind(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',')).map_or(0, |i| i + 1);
+    let start =
+        text.rfind(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',')).map_or(0, |i| i + 1);
     let number = text[start..].trim_end_matches('.').replace(',', "");
     if number.is_empty() || !number.chars().next().is_some_and(|c| c.is_ascii_digit()) {
         return None;
@@ -145,8 +160,10 @@ fn quoted_number(before: &str) -> Option<(String, usize)> {
 fn lookup_multi_gpu(words: &[&str], machines: &[MachineFile]) -> Result<f64, String> {
     let usage = "expected `multi-gpu <machine> <kind>/<method> <gpus> <bytes> <value>`";
     let [machine, what, gpus, bytes, value] = words else { return Err(usage.into()) };
-    let file =
-        machines.iter().find(|m| m.slug == *machine).ok_or_else(|| format!("no multi-GPU session `{machine}`"))?;
+    let file = machines
+        .iter()
+        .find(|m| m.slug == *machine)
+        .ok_or_else(|| format!("no multi-GPU session `{machine}`"))?;
     let (kind, method) = what.split_once('/').ok_or(usage)?;
     let gpus: usize = gpus.parse().map_err(|_| usage)?;
     let bytes: u64 = bytes.parse().map_err(|_| usage)?;
@@ -154,7 +171,9 @@ fn lookup_multi_gpu(words: &[&str], machines: &[MachineFile]) -> Result<f64, Str
         file.rows
             .iter()
             .find(|r| r.kind == kind && r.method == method && r.gpus == gpus && r.bytes == bytes)
-            .ok_or_else(|| format!("no {kind} {method} on {gpus} GPUs at {bytes} bytes in {machine}"))
+            .ok_or_else(|| {
+                format!("no {kind} {method} on {gpus} GPUs at {bytes} bytes in {machine}")
+            })
     };
     let this = row(method, gpus)?;
     Ok(match *value {
@@ -171,13 +190,18 @@ fn lookup_multi_gpu(words: &[&str], machines: &[MachineFile]) -> Result<f64, Str
 }
 
 /// The value a marker's spec names.
-fn lookup(spec: &str, data: &[(PathBuf, Vec<Results>)], machines: &[MachineFile]) -> Result<f64, String> {
+fn lookup(
+    spec: &str,
+    data: &[(PathBuf, Vec<Results>)],
+    machines: &[MachineFile],
+) -> Result<f64, String> {
     let words: Vec<&str> = spec.split_whitespace().collect();
     if let Some(("multi-gpu", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
         return lookup_multi_gpu(rest, machines);
     }
     if let Some(("host", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
-        let sessions = crate::host::load_sessions(&crate::data::book_data_dir()).map_err(|e| e.to_string())?;
+        let sessions =
+            crate::host::load_sessions(&crate::data::book_data_dir()).map_err(|e| e.to_string())?;
         return crate::host::lookup(rest, &sessions);
     }
     // A case may name its input after its size (`2^30 all-equal`): every word between the step and

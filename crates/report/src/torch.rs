@@ -49,7 +49,9 @@ pub fn parse(text: &str) -> Result<Vec<Line>, String> {
         }
         let words: Vec<&str> = text.split_whitespace().collect();
         let (&["torch", op, dtype, .., bytes, ms], 6..) = (words.as_slice(), words.len()) else {
-            return Err(format!("line {number}: expected `torch <op> <type> <case> <bytes> <ms>`, found `{text}`"));
+            return Err(format!(
+                "line {number}: expected `torch <op> <type> <case> <bytes> <ms>`, found `{text}`"
+            ));
         };
         let bytes = bytes
             .parse::<u64>()
@@ -61,10 +63,18 @@ pub fn parse(text: &str) -> Result<Vec<Line>, String> {
             .ok()
             .filter(|ms| ms.is_finite() && *ms > 0.0)
             .ok_or_else(|| format!("line {number}: `{ms}` is not a time in ms"))?;
-        let line =
-            Line { number, torch: format!("{op} {dtype}"), case: words[3..words.len() - 2].join(" "), bytes, ms };
+        let line = Line {
+            number,
+            torch: format!("{op} {dtype}"),
+            case: words[3..words.len() - 2].join(" "),
+            bytes,
+            ms,
+        };
         if let Some(earlier) = lines.iter().find(|l| l.torch == line.torch && l.case == line.case) {
-            return Err(format!("line {number}: {} at {} again (line {})", line.torch, line.case, earlier.number));
+            return Err(format!(
+                "line {number}: {} at {} again (line {})",
+                line.torch, line.case, earlier.number
+            ));
         }
         lines.push(line);
     }
@@ -126,10 +136,15 @@ fn record(peer: &StepRef, line: &Line, results: &[Results]) -> Result<Option<Rec
     }
     let input_bytes = peer.input_bytes(case);
     let family = peer.family;
-    let roofs = results.iter().filter(|r| r.crate_name == peer.crate_name).flat_map(|r| &r.records).find(|r| {
-        r.case == line.case
-            && family.step(&r.step).is_some_and(|s| s.timed_by_tour() && s.input_bytes(case) == input_bytes)
-    });
+    let roofs =
+        results.iter().filter(|r| r.crate_name == peer.crate_name).flat_map(|r| &r.records).find(
+            |r| {
+                r.case == line.case
+                    && family
+                        .step(&r.step)
+                        .is_some_and(|s| s.timed_by_tour() && s.input_bytes(case) == input_bytes)
+            },
+        );
     Ok(roofs.map(|roofs| Record {
         step: peer.name().to_string(),
         case: line.case.clone(),
@@ -247,7 +262,10 @@ input_bytes = "2*n"
             date: "2026-11-26".into(),
             device: device(),
             theoretical_gbs: Some(3352.0),
-            records: vec![tour_record("fast", 1 << 19, 2900.0), tour_record("fast-bf16", 1 << 18, 2800.0)],
+            records: vec![
+                tour_record("fast", 1 << 19, 2900.0),
+                tour_record("fast-bf16", 1 << 18, 2800.0),
+            ],
         }]
     }
 
@@ -257,19 +275,31 @@ input_bytes = "2*n"
         assert_eq!(lines.len(), 4);
         assert_eq!(
             lines[0],
-            Line { number: 2, torch: "rows f32".into(), case: "64x2^10".into(), bytes: 524288, ms: 0.002 }
+            Line {
+                number: 2,
+                torch: "rows f32".into(),
+                case: "64x2^10".into(),
+                bytes: 524288,
+                ms: 0.002
+            }
         );
         assert_eq!((lines[2].number, lines[2].case.as_str()), (5, "2^10x64"));
         let spaced = parse("torch select f32 2^28 50% 100 1.5").unwrap();
         assert_eq!(spaced[0].case, "2^28 50%");
         for (text, error) in [
-            ("torch rows f32 64x2^10 524288", "line 1: expected `torch <op> <type> <case> <bytes> <ms>`"),
+            (
+                "torch rows f32 64x2^10 524288",
+                "line 1: expected `torch <op> <type> <case> <bytes> <ms>`",
+            ),
             ("# header\ncuda rows f32 64x2^10 524288 0.5", "line 2: expected"),
             ("torch rows f32 64x2^10 many 0.5", "line 1: `many` is not a number of bytes"),
             ("torch rows f32 64x2^10 0 0.5", "line 1: `0` is not a number of bytes"),
             ("torch rows f32 64x2^10 524288 nan", "line 1: `nan` is not a time in ms"),
             ("torch rows f32 64x2^10 524288 -1", "line 1: `-1` is not a time in ms"),
-            (&format!("{OUTPUT}torch rows f32 64x2^10 524288 0.3"), "line 7: rows f32 at 64x2^10 again (line 2)"),
+            (
+                &format!("{OUTPUT}torch rows f32 64x2^10 524288 0.3"),
+                "line 7: rows f32 at 64x2^10 again (line 2)",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.starts_with(error), "{text:?}: {e}");
@@ -285,11 +315,18 @@ input_bytes = "2*n"
         // The f32 line at 2^10x64 has no tour record to take roofs from, and `other f32` no peer.
         assert_eq!(records.len(), 4, "{records:#?}");
         let f32 = results[0].record("torch-rows", "64x2^10").unwrap();
-        assert_eq!((f32.n, f32.bytes, f32.median_ms, f32.roof.as_str()), (1 << 16, 524288, 0.002, "copy"));
+        assert_eq!(
+            (f32.n, f32.bytes, f32.median_ms, f32.roof.as_str()),
+            (1 << 16, 524288, 0.002, "copy")
+        );
         assert!((f32.gbs - 524288.0 / 0.002 / 1e6).abs() < 1e-9);
         assert_eq!((f32.copy_gbs, f32.read_gbs), (2900.0, 2910.0), "the f32 step's roofs");
         let bf16 = results[0].record("torch-rows-bf16", "64x2^10").unwrap();
-        assert_eq!((bf16.copy_gbs, bf16.read_gbs), (2800.0, 2810.0), "the roofs of an input of 2n bytes");
+        assert_eq!(
+            (bf16.copy_gbs, bf16.read_gbs),
+            (2800.0, 2810.0),
+            "the roofs of an input of 2n bytes"
+        );
         assert!(results[0].record("torch-rows", "2^10x64").is_none());
     }
 
@@ -301,11 +338,16 @@ input_bytes = "2*n"
         let e = merge_lines(&course, &unknown, &mut results).unwrap_err();
         assert_eq!(
             e,
-            "line 1: rows f32 at `2^6x2^10`, not a case of rows/torch-rows in course.toml (64x2^10, 2^10x64)"
+            "line 1: rows f32 at `2^6x2^10`, not a case of rows/torch-rows in course.toml \
+             (64x2^10, 2^10x64)"
         );
         let bytes = parse("torch rows bf16 64x2^10 524288 0.002").unwrap();
         let e = merge_lines(&course, &bytes, &mut results).unwrap_err();
-        assert_eq!(e, "line 1: rows bf16 at 64x2^10 moves 524288 bytes, rows/torch-rows-bf16 in course.toml 262144");
+        assert_eq!(
+            e,
+            "line 1: rows bf16 at 64x2^10 moves 524288 bytes, rows/torch-rows-bf16 in course.toml \
+             262144"
+        );
         merge_lines(&course, &[], &mut results).unwrap();
         assert_eq!(results, tour_results());
     }

@@ -18,16 +18,27 @@ fn committed_pages_tables_and_charts_match_the_registry_and_the_data() {
             stale.push(path.strip_prefix(workspace_root()).unwrap_or(path).display().to_string());
         }
     }
-    assert!(stale.is_empty(), "out of date (run `cargo run --release -- --charts`): {}", stale.join(", "));
+    assert!(
+        stale.is_empty(),
+        "out of date (run `cargo run --release -- --charts`): {}",
+        stale.join(", ")
+    );
 }
 
 #[test]
 fn every_chapter_and_summary_the_registry_names_exists() {
     let src = workspace_root().join("book/src");
     for family in &course::registry().families {
-        let pages = family.chapters.iter().map(|c| c.file.clone()).chain(family.summary.iter().map(|p| p.file.clone()));
+        let pages = family
+            .chapters
+            .iter()
+            .map(|c| c.file.clone())
+            .chain(family.summary.iter().map(|p| p.file.clone()));
         for page in pages {
-            assert!(src.join(&page).is_file(), "course.toml names book/src/{page}, which does not exist");
+            assert!(
+                src.join(&page).is_file(),
+                "course.toml names book/src/{page}, which does not exist"
+            );
         }
     }
 }
@@ -35,7 +46,11 @@ fn every_chapter_and_summary_the_registry_names_exists() {
 #[test]
 fn numbers_quoted_in_the_prose_are_the_measured_ones() {
     let problems = report::prose::check_book(&workspace_root().join("book/src"));
-    assert!(problems.is_empty(), "numbers in the book that the data does not back:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "numbers in the book that the data does not back:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// Every `{{#include path}}` and `{{#include path:anchor}}` in the book names a file that exists
@@ -68,7 +83,9 @@ fn every_include_names_an_existing_file_and_anchor() {
             let file = parts.next().unwrap_or_default();
             let rest: Vec<&str> = parts.collect();
             let anchor = match rest.as_slice() {
-                [name] if !name.is_empty() && !name.chars().all(|c| c.is_ascii_digit()) => Some(*name),
+                [name] if !name.is_empty() && !name.chars().all(|c| c.is_ascii_digit()) => {
+                    Some(*name)
+                }
                 _ => None,
             };
             includes += 1;
@@ -80,8 +97,10 @@ fn every_include_names_an_existing_file_and_anchor() {
                         let opens = included.contains(&format!("ANCHOR: {anchor}\n"));
                         let closes = included.contains(&format!("ANCHOR_END: {anchor}\n"));
                         if !(opens && closes) {
-                            problems
-                                .push(format!("{}: {file} has no ANCHOR {anchor} ... ANCHOR_END", chapter.display()));
+                            problems.push(format!(
+                                "{}: {file} has no ANCHOR {anchor} ... ANCHOR_END",
+                                chapter.display()
+                            ));
                         }
                     }
                 }
@@ -101,9 +120,15 @@ fn every_include_names_an_existing_file_and_anchor() {
 fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured() {
     let root = workspace_root();
     let introduction = std::fs::read_to_string(root.join("book/src/introduction.md")).unwrap();
-    assert!(introduction.contains("{{#include data/measured/headline.md}}"), "the introduction shows no headline");
+    assert!(
+        introduction.contains("{{#include data/measured/headline.md}}"),
+        "the introduction shows no headline"
+    );
     let page = std::fs::read_to_string(root.join("book/src/data/measured/headline.md")).unwrap();
-    assert!(page.contains("![") && page.contains("(data/measured/headline.svg)"), "no headline chart:\n{page}");
+    assert!(
+        page.contains("![") && page.contains("(data/measured/headline.svg)"),
+        "no headline chart:\n{page}"
+    );
 
     // The table's rows, an empty cell repeating the one above it.
     let plain = |cell: &str| cell.trim().replace("<wbr>", "").replace('*', "");
@@ -111,9 +136,11 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     for line in page.lines().filter(|l| l.starts_with('|')).skip(2) {
         let cells: Vec<String> = line.trim_matches('|').split('|').map(plain).collect();
         let filled = match rows.last() {
-            Some(above) => {
-                cells.iter().zip(above).map(|(c, a)| if c.is_empty() { a.clone() } else { c.clone() }).collect()
-            }
+            Some(above) => cells
+                .iter()
+                .zip(above)
+                .map(|(c, a)| if c.is_empty() { a.clone() } else { c.clone() })
+                .collect(),
             None => cells,
         };
         rows.push(filled);
@@ -124,11 +151,15 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     let mut expected: Vec<[String; 7]> = Vec::new();
     for family in &course::registry().families {
         let summary = &family.summary_case;
-        let Some(last) = family.steps().filter(|s| s.on_ladder() && s.cases().contains(summary)).last() else {
+        let Some(last) =
+            family.steps().filter(|s| s.on_ladder() && s.cases().contains(summary)).last()
+        else {
             continue;
         };
-        let peers: Vec<_> =
-            family.steps().filter(|s| s.peer.and_then(|p| p.counterpart.as_deref()) == Some(last.name())).collect();
+        let peers: Vec<_> = family
+            .steps()
+            .filter(|s| s.peer.and_then(|p| p.counterpart.as_deref()) == Some(last.name()))
+            .collect();
         for (_, results) in &gpus {
             let find = |crate_name: &str, step: &str| {
                 results
@@ -155,14 +186,23 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
         }
     }
     for machine in report::multi_gpu::load_machines(&data).unwrap() {
-        let ring: Vec<_> = machine.rows.iter().filter(|r| r.kind == "allreduce" && r.method == "ring").collect();
+        let ring: Vec<_> =
+            machine.rows.iter().filter(|r| r.kind == "allreduce" && r.method == "ring").collect();
         let Some(gpus) = ring.iter().map(|r| r.gpus).max() else { continue };
-        let Some(bytes) = ring.iter().filter(|r| r.gpus == gpus).map(|r| r.bytes).max() else { continue };
+        let Some(bytes) = ring.iter().filter(|r| r.gpus == gpus).map(|r| r.bytes).max() else {
+            continue;
+        };
         let step = report::multi_gpu::best_method(&machine);
         let ours = machine.all_reduce(step, gpus, bytes).unwrap();
         for (method, name) in [("nccl", "NCCL"), ("torch", "PyTorch")] {
             let Some(theirs) = machine.all_reduce(method, gpus, bytes) else { continue };
-            let device = machine.fact("device").trim_start_matches("NVIDIA ").split(' ').next().unwrap().to_string();
+            let device = machine
+                .fact("device")
+                .trim_start_matches("NVIDIA ")
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
             expected.push([
                 "Across GPUs".into(),
                 format!("{gpus} x {device}"),
@@ -177,22 +217,28 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     assert!(expected.len() >= 10, "the data has too few pairs: {expected:?}");
     assert_eq!(rows.len(), expected.len(), "rows of the front page's table:\n{page}");
     for (row, want) in rows.iter().zip(&expected) {
-        assert!(row[0].starts_with(&format!("[{}]", want[0])), "technique {:?}, expected {}", row[0], want[0]);
+        assert!(
+            row[0].starts_with(&format!("[{}]", want[0])),
+            "technique {:?}, expected {}",
+            row[0],
+            want[0]
+        );
         assert_eq!(row[1..4], want[1..4], "{want:?}");
         assert!(row[4].starts_with(&want[4]), "peer {:?}, expected {}", row[4], want[4]);
         assert_eq!(row[5..7], want[5..7], "{want:?}");
     }
 }
 
-/// The widest a comment line in `cuda/` and `crates/` may be: the book shows kernels and launchers
-/// in listings about this wide, and a longer comment runs off the right edge.
-const COMMENT_WIDTH: usize = 100;
+/// The widest a line in `cuda/` and `crates/` may be: the book shows kernels and launchers in
+/// listings this wide (book/css/listings.css), and a longer line runs off the right edge.
+const BOOK_WIDTH: usize = 100;
 
-/// Every full-line comment in the kernels and the crates fits the book's listings
-/// (`scripts/reflow-comments` re-wraps the ones that do not). `ANCHOR` markers, which mdBook drops
-/// from listings, and lines holding a link are left out.
+/// Every line of the kernels and the crates fits the book's listings: rustfmt (`max_width`) and
+/// clang-format (`ColumnLimit`) lay the code out within it, `scripts/reflow-comments` re-wraps long
+/// comments. `ANCHOR` markers, which mdBook drops from listings, and lines holding a link are left
+/// out.
 #[test]
-fn comments_fit_the_books_width() {
+fn lines_fit_the_books_width() {
     fn sources(dir: &std::path::Path, found: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -212,12 +258,16 @@ fn comments_fit_the_books_width() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         for (number, line) in text.lines().enumerate() {
-            let comment = line.trim_start().starts_with("//");
-            if comment && line.chars().count() > COMMENT_WIDTH && !line.contains("ANCHOR") && !line.contains("http") {
+            let shown = !line.contains("ANCHOR") && !line.contains("http");
+            if shown && line.chars().count() > BOOK_WIDTH {
                 let path = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
                 long.push(format!("{path}:{}: {} columns", number + 1, line.chars().count()));
             }
         }
     }
-    assert!(long.is_empty(), "comments past {COMMENT_WIDTH} columns (scripts/reflow-comments):\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "lines past {BOOK_WIDTH} columns (cargo fmt, scripts/format-cuda, reflow-comments):\n{}",
+        long.join("\n")
+    );
 }

@@ -54,10 +54,18 @@ fn programs() -> Vec<PathBuf> {
         .filter(|file| {
             let name = file.file_name().unwrap().to_string_lossy();
             let folder = file.parent().unwrap();
-            name != "README.md" && !name.ends_with(".txt") && folder != lab && folder != lab.join("common")
+            name != "README.md"
+                && !name.ends_with(".txt")
+                && folder != lab
+                && folder != lab.join("common")
         })
         .collect();
-    assert!(programs.len() >= 10, "found only {} lab programs under {}", programs.len(), lab.display());
+    assert!(
+        programs.len() >= 10,
+        "found only {} lab programs under {}",
+        programs.len(),
+        lab.display()
+    );
     programs
 }
 
@@ -71,7 +79,8 @@ fn every_lab_program_is_cited_by_a_chapter() {
         let path = relative(&file);
         let readme = folder.join("README.md");
         let through_readme = chapters.contains(&relative(&readme))
-            && std::fs::read_to_string(&readme).is_ok_and(|text| text.contains(&format!("`{name}`")));
+            && std::fs::read_to_string(&readme)
+                .is_ok_and(|text| text.contains(&format!("`{name}`")));
         if !chapters.contains(&path) && !through_readme {
             uncited.push(path);
         }
@@ -91,7 +100,9 @@ fn every_lab_folder_has_a_readme_naming_its_programs() {
         let folder = file.parent().unwrap();
         match std::fs::read_to_string(folder.join("README.md")) {
             Ok(text) if text.contains(&format!("## `{name}`")) => {}
-            Ok(_) => problems.push(format!("{}: its README has no `## `{name}`` entry", relative(&file))),
+            Ok(_) => {
+                problems.push(format!("{}: its README has no `## `{name}`` entry", relative(&file)))
+            }
             Err(_) => problems.push(format!("{}: no README.md beside it", relative(&file))),
         }
     }
@@ -114,7 +125,8 @@ fn every_shared_lab_header_is_included() {
         let name = header.file_name().unwrap().to_string_lossy().into_owned();
         let included = sources.iter().any(|(path, text)| {
             path != &header
-                && (text.contains(&format!("\"../common/{name}\"")) || text.contains(&format!("\"{name}\"")))
+                && (text.contains(&format!("\"../common/{name}\""))
+                    || text.contains(&format!("\"{name}\"")))
         });
         if !included {
             unused.push(relative(&header));
@@ -133,12 +145,17 @@ fn every_scripts_path_named_exists() {
     let root = root();
     let mut texts: Vec<PathBuf> = Vec::new();
     let readable = |p: &PathBuf| {
-        p.extension().is_some_and(|e| ["md", "txt", "rs", "cu", "cuh", "py"].iter().any(|x| e == *x))
+        p.extension()
+            .is_some_and(|e| ["md", "txt", "rs", "cu", "cuh", "py"].iter().any(|x| e == *x))
             || p.extension().is_none()
     };
     texts.extend(files(&root.join("book/src")).into_iter().filter(readable));
     texts.extend(files(&root.join("cuda")));
-    texts.extend(files(&root.join("crates")).into_iter().filter(|p| p.extension().is_some_and(|e| e == "rs")));
+    texts.extend(
+        files(&root.join("crates"))
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "rs")),
+    );
     texts.extend(files(&root.join("scripts")).into_iter().filter(readable));
     texts.push(root.join("README.md"));
     texts.push(root.join(".ci/run"));
@@ -151,8 +168,10 @@ fn every_scripts_path_named_exists() {
             if before.is_some_and(|c| c.is_alphanumeric() || "/_-.:".contains(c)) {
                 continue;
             }
-            let path: String =
-                text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || "_-./".contains(*c)).collect();
+            let path: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "_-./".contains(*c))
+                .collect();
             let mut path = path.trim_end_matches('.');
             if text[at + path.len()..].starts_with(['*', '<']) {
                 // A glob or a placeholder: its folder must exist.

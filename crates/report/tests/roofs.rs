@@ -4,7 +4,9 @@
 //! on the registry's scan family, so these tests do not depend on the data.
 
 use gpu_harness::DeviceFacts;
-use measuring::tables::{IN_L2, chapter_table, peers_table, roof_binds, share_of_roof, summary_table};
+use measuring::tables::{
+    IN_L2, chapter_table, peers_table, roof_binds, share_of_roof, summary_table,
+};
 use measuring::{Record, Results};
 use report::charts::{Bar, Lines, bar_chart};
 
@@ -92,10 +94,17 @@ fn the_chapter_table_gives_no_share_of_a_roof_that_does_not_bind() {
     let course = course::registry();
     let scan = course.family("scan").unwrap();
     let table = chapter_table(scan, scan.chapter("scan").unwrap(), &scan_results()).unwrap();
-    let share_columns: Vec<usize> =
-        table.columns.iter().enumerate().filter(|(_, (name, _))| name.starts_with('%')).map(|(i, _)| i).collect();
+    let share_columns: Vec<usize> = table
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, (name, _))| name.starts_with('%'))
+        .map(|(i, _)| i)
+        .collect();
     assert_eq!(share_columns.len(), 2, "% of its roof and % of copy: {:?}", table.columns);
-    for (case, step) in [("2^11", "blelloch-padded"), ("2^20", "bulk-copy"), ("2^20", "cub-inclusive-f32")] {
+    for (case, step) in
+        [("2^11", "blelloch-padded"), ("2^20", "bulk-copy"), ("2^20", "cub-inclusive-f32")]
+    {
         let cells = row(&table.rows, case, step);
         for &i in &share_columns {
             assert_eq!(cells[i], IN_L2, "{step} at {case}: {cells:?}");
@@ -112,8 +121,14 @@ fn the_chapter_table_gives_no_share_of_a_roof_that_does_not_bind() {
     assert_eq!(table.caption.matches(&format!("*{IN_L2}*")).count(), 1, "{}", table.caption);
     assert!(table.caption.contains("50 MiB"), "{}", table.caption);
     let text = table.text();
-    assert!(text.contains("in L2: the step moves no more bytes than the GPU's L2 cache holds"), "{text}");
-    assert!(!text.contains("129.0%") && !text.contains("120.0%") && !text.contains("113.0%"), "{text}");
+    assert!(
+        text.contains("in L2: the step moves no more bytes than the GPU's L2 cache holds"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("129.0%") && !text.contains("120.0%") && !text.contains("113.0%"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -125,7 +140,10 @@ fn the_peers_and_summary_tables_follow_the_same_rule() {
     let at_2_20 = row(&peers.rows, "2^20", "bulk-copy");
     assert_eq!(at_2_20.iter().filter(|c| *c == IN_L2).count(), 2, "{at_2_20:?}");
     let at_2_28 = row(&peers.rows, "2^28", "bulk-copy");
-    assert!(at_2_28.contains(&"100.4%".to_string()) && at_2_28.contains(&"82.0%".to_string()), "{at_2_28:?}");
+    assert!(
+        at_2_28.contains(&"100.4%".to_string()) && at_2_28.contains(&"82.0%".to_string()),
+        "{at_2_28:?}"
+    );
     assert!(peers.caption.contains(IN_L2));
     // The summary is at 2^28, beyond the L2: shares as measured, and no note.
     let summary = summary_table(scan, &results).unwrap();

@@ -26,7 +26,9 @@ fn code_spans(text: &str) -> Vec<&str> {
 /// The rows of the page's tables, as cells (header and separator rows left out).
 fn table_rows(page: &str) -> Vec<Vec<&str>> {
     page.lines()
-        .filter(|line| line.starts_with('|') && !line.starts_with("|---") && !line.starts_with("| behaviour"))
+        .filter(|line| {
+            line.starts_with('|') && !line.starts_with("|---") && !line.starts_with("| behaviour")
+        })
         .map(|line| line.trim_matches('|').split(" | ").map(str::trim).collect())
         .collect()
 }
@@ -37,7 +39,8 @@ fn table_rows(page: &str) -> Vec<Vec<&str>> {
 #[test]
 fn every_test_the_page_names_is_written_in_a_crate() {
     let root = workspace_root();
-    let page = std::fs::read_to_string(root.join("book/src/semantics.md")).expect("the semantics page");
+    let page =
+        std::fs::read_to_string(root.join("book/src/semantics.md")).expect("the semantics page");
     let mut files = Vec::new();
     rust_sources(&root.join("crates"), &mut files);
     let sources: String = files.iter().filter_map(|f| std::fs::read_to_string(f).ok()).collect();
@@ -56,16 +59,24 @@ fn every_test_the_page_names_is_written_in_a_crate() {
             }
         }
     }
-    assert!(checked >= 40, "only {checked} test names found on the page: has its table format changed?");
-    assert!(missing.is_empty(), "tests named on book/src/semantics.md that no crate writes: {missing:?}");
+    assert!(
+        checked >= 40,
+        "only {checked} test names found on the page: has its table format changed?"
+    );
+    assert!(
+        missing.is_empty(),
+        "tests named on book/src/semantics.md that no crate writes: {missing:?}"
+    );
 }
 
 /// Each torch/numpy case a cell names (in parentheses, as code) is a case of the script.
 #[test]
 fn every_case_the_page_cites_is_printed_by_the_script() {
     let root = workspace_root();
-    let page = std::fs::read_to_string(root.join("book/src/semantics.md")).expect("the semantics page");
-    let script = std::fs::read_to_string(root.join("scripts/torch_semantics.py")).expect("the script");
+    let page =
+        std::fs::read_to_string(root.join("book/src/semantics.md")).expect("the semantics page");
+    let script =
+        std::fs::read_to_string(root.join("scripts/torch_semantics.py")).expect("the script");
     let mut missing = Vec::new();
     let mut checked = 0;
     for row in table_rows(&page) {
@@ -83,5 +94,8 @@ fn every_case_the_page_cites_is_printed_by_the_script() {
         }
     }
     assert!(checked >= 40, "only {checked} cases found on the page: has its table format changed?");
-    assert!(missing.is_empty(), "cases cited on book/src/semantics.md that the script does not print: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "cases cited on book/src/semantics.md that the script does not print: {missing:?}"
+    );
 }

@@ -43,13 +43,20 @@ pub fn steps() -> Vec<StepEntry> {
 }
 
 /// The entry of step `name`, measured on elements `T` with the launcher that `make` sets up.
-fn entry<T: ScanElement>(name: &'static str, make: impl Fn() -> MakeRun<T> + Send + Sync + 'static) -> StepEntry {
+fn entry<T: ScanElement>(
+    name: &'static str,
+    make: impl Fn() -> MakeRun<T> + Send + Sync + 'static,
+) -> StepEntry {
     StepEntry::new(CRATE, name, move |device, case, seed| measure::<T>(device, case, seed, make()))
 }
 
 /// The random input of `case` drawn from `seed`: uniform in [-1, 1) for f32 (the same values as
 /// every family's f32 input), every bit pattern for integers.
-pub fn random_input<T: ScanElement>(device: &Device, case: &Case, seed: u64) -> Result<Arc<Input<T>>> {
+pub fn random_input<T: ScanElement>(
+    device: &Device,
+    case: &Case,
+    seed: u64,
+) -> Result<Arc<Input<T>>> {
     inputs::random_input(device, case, seed, T::draw)
 }
 
@@ -57,15 +64,27 @@ pub fn random_input<T: ScanElement>(device: &Device, case: &Case, seed: u64) -> 
 type Run<T> = Box<dyn FnMut(DeviceView<'_, T>, &mut DeviceBuffer<T>) -> Result<()>>;
 
 /// Makes a step's [`Run`] for an input of `n` elements, and says which scan it computes.
-type MakeRun<T> = Box<dyn FnOnce(&Device, &Input<T>, &DeviceBuffer<T>) -> Result<(Run<T>, ScanKind)>>;
+type MakeRun<T> =
+    Box<dyn FnOnce(&Device, &Input<T>, &DeviceBuffer<T>) -> Result<(Run<T>, ScanKind)>>;
 
 /// A step (or peer) on a case's input, checked against the CPU's scan.
-fn measure<T: ScanElement>(device: &Device, case: &Case, seed: u64, make: MakeRun<T>) -> Result<Measured<T>> {
+fn measure<T: ScanElement>(
+    device: &Device,
+    case: &Case,
+    seed: u64,
+    make: MakeRun<T>,
+) -> Result<Measured<T>> {
     let input = random_input::<T>(device, case, seed)?;
     let (output, data) = (device.alloc(input.host.len())?, input.clone());
     let (mut run, kind) = make(device, &input, &output)?;
-    let compare = move |got: &[T]| input.outcome(kind.name(), scan_mismatch(kind, &input.host, got));
-    Ok(Measured::new(output, POISON_WORD, move |output| run(data.device.as_view(), output), compare))
+    let compare =
+        move |got: &[T]| input.outcome(kind.name(), scan_mismatch(kind, &input.host, got));
+    Ok(Measured::new(
+        output,
+        POISON_WORD,
+        move |output| run(data.device.as_view(), output),
+        compare,
+    ))
 }
 
 fn one_block<T: ScanElement>(step: OneBlock) -> MakeRun<T> {
@@ -92,14 +111,20 @@ fn single_pass<T: ScanElement>(form: SinglePass, kind: ScanKind) -> MakeRun<T> {
 }
 
 /// `(input, output, n, temp, temp_bytes, stream)`: CUB's scan, with its scratch protocol.
-type CubScan<T> = unsafe extern "C" fn(*const T, *mut T, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
+type CubScan<T> =
+    unsafe extern "C" fn(*const T, *mut T, i64, *mut c_void, *mut u64, *mut c_void) -> c_int;
 
 /// A CUB scan of the input into the output, its scratch allocated once: what is timed is the call.
 fn cub<T: ScanElement>(symbol: &'static str, kind: ScanKind) -> MakeRun<T> {
     Box::new(move |device, input, output| {
         // The library exports this symbol with this signature (scripts/peers/scan.cu).
-        let (function, stream): (CubScan<T>, _) = (unsafe { peer_function(symbol)? }, peer_stream(device)?);
-        let (from, to, n) = (input.device.as_view().raw_address(), output.as_view().raw_address(), input.host.len());
+        let (function, stream): (CubScan<T>, _) =
+            (unsafe { peer_function(symbol)? }, peer_stream(device)?);
+        let (from, to, n) = (
+            input.device.as_view().raw_address(),
+            output.as_view().raw_address(),
+            input.host.len(),
+        );
         let mut call = PeerCall::with_scratch(device, symbol, move |temp, bytes| unsafe {
             function(from as *const T, to as *mut T, n as i64, temp, bytes, stream)
         })?;

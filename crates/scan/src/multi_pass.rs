@@ -58,10 +58,17 @@ impl<T: ScanElement> MultiPassScan<T> {
 
     /// The inclusive scan of `input` into `output[..input.len()]`, launching what
     /// [`Self::plan`] lists, in that order.
-    pub fn inclusive(&mut self, input: DeviceView<'_, T>, output: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn inclusive(
+        &mut self,
+        input: DeviceView<'_, T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         let n = input.len();
         if output.len() < n {
-            return Err(GpuError::BadInput(format!("a scan of {n} elements into a buffer of {}", output.len())));
+            return Err(GpuError::BadInput(format!(
+                "a scan of {n} elements into a buffer of {}",
+                output.len()
+            )));
         }
         let plan = self.plan(n)?;
         if n == 0 {
@@ -79,11 +86,16 @@ impl<T: ScanElement> MultiPassScan<T> {
         let sums = |level: usize| -> Result<KernelArg> {
             Ok(self.sums.view(starts[level - 1]..starts[level - 1] + sizes[level] as usize)?.into())
         };
-        let source = |level: usize| -> Result<KernelArg> { if level == 0 { Ok(input.into()) } else { sums(level) } };
-        let target =
-            |level: usize| -> Result<KernelArg> { if level == 0 { Ok(output.as_view().into()) } else { sums(level) } };
+        let source = |level: usize| -> Result<KernelArg> {
+            if level == 0 { Ok(input.into()) } else { sums(level) }
+        };
+        let target = |level: usize| -> Result<KernelArg> {
+            if level == 0 { Ok(output.as_view().into()) } else { sums(level) }
+        };
         let mut launches = plan.launches.iter();
-        let mut next = || launches.next().map(|l| l.config).ok_or_else(|| GpuError::BadInput("short plan".into()));
+        let mut next = || {
+            launches.next().map(|l| l.config).ok_or_else(|| GpuError::BadInput("short plan".into()))
+        };
         let device = &self.device;
         for (level, &size) in sizes.iter().enumerate().take(top) {
             match self.strategy {

@@ -38,10 +38,18 @@ impl<T: ScanElement> OneBlockScan<T> {
     pub fn scan(&mut self, input: DeviceView<'_, T>, output: &mut DeviceBuffer<T>) -> Result<()> {
         let n = input.len();
         if output.len() < n {
-            return Err(GpuError::BadInput(format!("a scan of {n} elements into a buffer of {}", output.len())));
+            return Err(GpuError::BadInput(format!(
+                "a scan of {n} elements into a buffer of {}",
+                output.len()
+            )));
         }
         for planned in self.plan(n)?.launches {
-            self.device.launch(&self.kernel, planned.config).arg(input).arg(&mut *output).arg(n as u32).run()?;
+            self.device
+                .launch(&self.kernel, planned.config)
+                .arg(input)
+                .arg(&mut *output)
+                .arg(n as u32)
+                .run()?;
         }
         Ok(())
     }

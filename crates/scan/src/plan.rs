@@ -71,7 +71,8 @@ pub enum OneBlock {
 }
 
 impl OneBlock {
-    pub const ALL: [OneBlock; 3] = [OneBlock::HillisSteele, OneBlock::Blelloch, OneBlock::BlellochPadded];
+    pub const ALL: [OneBlock; 3] =
+        [OneBlock::HillisSteele, OneBlock::Blelloch, OneBlock::BlellochPadded];
 
     /// The step's name in the registry.
     pub fn step(self) -> &'static str {
@@ -124,7 +125,12 @@ pub fn one_block_plan(step: OneBlock, suffix: &str, n: usize) -> Result<LaunchPl
     let launches = if n == 0 {
         vec![]
     } else {
-        vec![launch(format!("{}_{suffix}", step.kernel()), 1, step.threads(n), format!("{n} elements in one block"))]
+        vec![launch(
+            format!("{}_{suffix}", step.kernel()),
+            1,
+            step.threads(n),
+            format!("{n} elements in one block"),
+        )]
     };
     Ok(LaunchPlan { n: n as u64, launches })
 }
@@ -183,7 +189,8 @@ pub fn multi_pass_plan(strategy: MultiPass, suffix: &str, n: usize) -> Result<La
             MultiPass::ReduceThenScan => "reduce_tiles",
         };
         for level in 0..top {
-            let note = format!("level {level}: {} -> {} tile sums", levels[level], levels[level + 1]);
+            let note =
+                format!("level {level}: {} -> {} tile sums", levels[level], levels[level + 1]);
             launches.push(launch(format!("{up}_{suffix}"), tiles(level), MULTI_PASS_THREADS, note));
         }
         let note = format!("level {top}: {} in one tile", levels[top]);
@@ -194,7 +201,12 @@ pub fn multi_pass_plan(strategy: MultiPass, suffix: &str, n: usize) -> Result<La
         };
         for level in (0..top).rev() {
             let note = format!("level {level}: {} tiles from the scanned sums", tiles(level));
-            launches.push(launch(format!("{down}_{suffix}"), tiles(level), MULTI_PASS_THREADS, note));
+            launches.push(launch(
+                format!("{down}_{suffix}"),
+                tiles(level),
+                MULTI_PASS_THREADS,
+                note,
+            ));
         }
     }
     Ok(LaunchPlan { n: n as u64, launches })
@@ -227,7 +239,8 @@ pub struct TileShape {
 /// values, as CUB's tuning for Hopper); the bulk copy's tile of 48 elements a thread (24 KiB of
 /// shared memory; 96 measured slower on an H100, scripts/lab/scan/persistent-pipeline.cu); and a
 /// look-back of 4 x 32 tiles per round trip.
-pub const SINGLE_PASS_TILE: TileShape = TileShape { threads: 128, items: 24, bulk_items: 48, look_back_per_lane: 4 };
+pub const SINGLE_PASS_TILE: TileShape =
+    TileShape { threads: 128, items: 24, bulk_items: 48, look_back_per_lane: 4 };
 
 impl TileShape {
     /// Elements per tile.
@@ -268,8 +281,12 @@ pub enum SinglePass {
 }
 
 impl SinglePass {
-    pub const ALL: [SinglePass; 4] =
-        [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack, SinglePass::BulkCopy];
+    pub const ALL: [SinglePass; 4] = [
+        SinglePass::Classic,
+        SinglePass::EarlyLoads,
+        SinglePass::WideLookBack,
+        SinglePass::BulkCopy,
+    ];
 
     /// The fastest form: what [`crate::Scan::new`] runs.
     pub const FASTEST: SinglePass = SinglePass::BulkCopy;
@@ -277,7 +294,9 @@ impl SinglePass {
     /// The form's tile: [`SINGLE_PASS_TILE`], with `items` = `bulk_items` for the bulk copy.
     pub fn tile(self) -> TileShape {
         match self {
-            SinglePass::BulkCopy => TileShape { items: SINGLE_PASS_TILE.bulk_items, ..SINGLE_PASS_TILE },
+            SinglePass::BulkCopy => {
+                TileShape { items: SINGLE_PASS_TILE.bulk_items, ..SINGLE_PASS_TILE }
+            }
             _ => SINGLE_PASS_TILE,
         }
     }
@@ -339,15 +358,26 @@ mod tests {
     #[test]
     fn sizes_past_32_bits_are_refused() {
         let too_many = (1usize << 32) + 5;
-        assert!(matches!(single_pass_plan("k".into(), too_many, SINGLE_PASS_TILE), Err(GpuError::TooLarge { .. })));
-        assert!(matches!(multi_pass_plan(MultiPass::ReduceThenScan, "f32", too_many), Err(GpuError::TooLarge { .. })));
-        assert!(matches!(one_block_plan(OneBlock::HillisSteele, "f32", 1025), Err(GpuError::TooLarge { .. })));
+        assert!(matches!(
+            single_pass_plan("k".into(), too_many, SINGLE_PASS_TILE),
+            Err(GpuError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            multi_pass_plan(MultiPass::ReduceThenScan, "f32", too_many),
+            Err(GpuError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            one_block_plan(OneBlock::HillisSteele, "f32", 1025),
+            Err(GpuError::TooLarge { .. })
+        ));
     }
 
     /// The value `cuda/scan.cu` gives `name` when no `-D` sets it (`#define NAME value`).
     fn kernel_default(name: &str) -> Option<&'static str> {
         let source = include_str!("../../../cuda/scan.cu");
-        source.lines().find_map(|line| line.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' '))
+        source.lines().find_map(|line| {
+            line.trim().strip_prefix("#define ")?.strip_prefix(name)?.strip_prefix(' ')
+        })
     }
 
     #[test]
@@ -355,7 +385,11 @@ mod tests {
         // The NVRTC compile test compiles cuda/scan.cu without defines: it compiles what runs only
         // if the file's defaults are SINGLE_PASS_TILE.
         for (name, value) in SINGLE_PASS_TILE.defines() {
-            assert_eq!(kernel_default(name).map(str::trim), Some(value.as_str()), "#define {name} in cuda/scan.cu");
+            assert_eq!(
+                kernel_default(name).map(str::trim),
+                Some(value.as_str()),
+                "#define {name} in cuda/scan.cu"
+            );
         }
     }
 }

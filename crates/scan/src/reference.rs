@@ -63,7 +63,8 @@ pub fn scan_mismatch<T: ScanElement>(kind: ScanKind, input: &[T], got: &[T]) -> 
         let (before, before_abs) = (sum, sum_abs);
         sum += x.to_f64();
         sum_abs += x.to_f64().abs();
-        let (expected, magnitude) = if kind == ScanKind::Inclusive { (sum, sum_abs) } else { (before, before_abs) };
+        let (expected, magnitude) =
+            if kind == ScanKind::Inclusive { (sum, sum_abs) } else { (before, before_abs) };
         let error = (g.to_f64() - expected).abs();
         let tolerance = scan_tolerance(input.len(), magnitude);
         if error.is_nan() || error > tolerance {
@@ -79,10 +80,17 @@ pub fn scan_mismatch<T: ScanElement>(kind: ScanKind, input: &[T], got: &[T]) -> 
 }
 
 /// The first wrong element and its neighbours.
-fn describe<T: ScanElement>(kind: ScanKind, n: usize, wrong: usize, got: &[T], expected: &[T]) -> String {
+fn describe<T: ScanElement>(
+    kind: ScanKind,
+    n: usize,
+    wrong: usize,
+    got: &[T],
+    expected: &[T],
+) -> String {
     let (from, to) = (wrong.saturating_sub(2), (wrong + 3).min(n));
     format!(
-        "{} scan of {n} elements: first wrong element {wrong}: elements {from}..{to} are {:?}, expected {:?}",
+        "{} scan of {n} elements: first wrong element {wrong}: elements {from}..{to} are {:?}, \
+         expected {:?}",
         kind.name(),
         &got[from..to],
         &expected[from..to]
@@ -91,7 +99,12 @@ fn describe<T: ScanElement>(kind: ScanKind, n: usize, wrong: usize, got: &[T], e
 
 /// Like [`scan_mismatch`] for a segmented scan, always exact (tests use integers, or f32 integers
 /// whose sums are exact).
-pub fn segmented_mismatch<T: ScanElement>(kind: ScanKind, input: &[T], heads: &[u8], got: &[T]) -> Option<String> {
+pub fn segmented_mismatch<T: ScanElement>(
+    kind: ScanKind,
+    input: &[T],
+    heads: &[u8],
+    got: &[T],
+) -> Option<String> {
     let expected = segmented_scan(kind, input, heads);
     if got.len() != expected.len() {
         return Some(format!("{} results for {} inputs", got.len(), input.len()));
@@ -110,8 +123,14 @@ mod tests {
         assert_eq!(scan(ScanKind::Exclusive, &[1, 2, 3, 4]), [0, 1, 3, 6]);
         let flags = [1, 0, 1, 0, 0, 1, 0, 0, 0];
         let data = [1, 2, 6, 7, 1, 1, 2, 3, 4];
-        assert_eq!(segmented_scan(ScanKind::Exclusive, &data, &flags), [0, 1, 0, 6, 13, 0, 1, 3, 6]);
-        assert_eq!(segmented_scan(ScanKind::Inclusive, &data, &flags), [1, 3, 6, 13, 14, 1, 3, 6, 10]);
+        assert_eq!(
+            segmented_scan(ScanKind::Exclusive, &data, &flags),
+            [0, 1, 0, 6, 13, 0, 1, 3, 6]
+        );
+        assert_eq!(
+            segmented_scan(ScanKind::Inclusive, &data, &flags),
+            [1, 3, 6, 13, 14, 1, 3, 6, 10]
+        );
     }
 
     #[test]

@@ -77,7 +77,12 @@ impl<T: ScanElement> Scan<T> {
     }
 
     /// Scans `input` into the first `input.len()` elements of `output`.
-    pub fn scan(&mut self, kind: ScanKind, input: DeviceView<'_, T>, output: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn scan(
+        &mut self,
+        kind: ScanKind,
+        input: DeviceView<'_, T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         self.scan_to(kind, input, output, 0)
     }
 
@@ -92,7 +97,8 @@ impl<T: ScanElement> Scan<T> {
         let n = input.len();
         let end = at.checked_add(n).filter(|&end| end <= output.len()).ok_or_else(|| {
             GpuError::BadInput(format!(
-                "a scan of {n} elements into a buffer of {} from element {at}: the output is too small",
+                "a scan of {n} elements into a buffer of {} from element {at}: the output is too \
+                 small",
                 output.len()
             ))
         })?;
@@ -112,12 +118,20 @@ impl<T: ScanElement> Scan<T> {
     }
 
     /// The inclusive scan of `input` into `output[..input.len()]`.
-    pub fn inclusive(&mut self, input: DeviceView<'_, T>, output: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn inclusive(
+        &mut self,
+        input: DeviceView<'_, T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         self.scan(ScanKind::Inclusive, input, output)
     }
 
     /// The exclusive scan of `input` into `output[..input.len()]`.
-    pub fn exclusive(&mut self, input: DeviceView<'_, T>, output: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn exclusive(
+        &mut self,
+        input: DeviceView<'_, T>,
+        output: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         self.scan(ScanKind::Exclusive, input, output)
     }
 
@@ -147,7 +161,10 @@ impl<T: ScanElement> Scan<T> {
     ) -> Result<()> {
         let n = input.len();
         if heads.len() != n {
-            return Err(GpuError::BadInput(format!("a segmented scan of {n} values with {} head flags", heads.len())));
+            return Err(GpuError::BadInput(format!(
+                "a segmented scan of {n} values with {} head flags",
+                heads.len()
+            )));
         }
         if output.len() < n {
             return Err(GpuError::BadInput(format!(
@@ -162,7 +179,8 @@ impl<T: ScanElement> Scan<T> {
             ScanKind::Inclusive => &self.segmented_inclusive,
             ScanKind::Exclusive => &self.segmented_exclusive,
         };
-        let launch = self.device.launch(kernel, planned.config).arg(input).arg(heads).arg(&mut *output);
+        let launch =
+            self.device.launch(kernel, planned.config).arg(input).arg(heads).arg(&mut *output);
         self.state.run(launch, n as u64)
     }
 
@@ -175,7 +193,13 @@ impl<T: ScanElement> Scan<T> {
     }
 
     /// Queues the scan of `n` elements from `input` to `output` (addresses, possibly the same).
-    fn queue(&mut self, kind: ScanKind, input: KernelArg, output: KernelArg, n: usize) -> Result<()> {
+    fn queue(
+        &mut self,
+        kind: ScanKind,
+        input: KernelArg,
+        output: KernelArg,
+        n: usize,
+    ) -> Result<()> {
         let plan = plan(self.form, kind, T::SUFFIX, n)?;
         let Some(planned) = plan.launches.first() else { return Ok(()) };
         self.state.reserve(self.shape.tiles(n as u64) as usize)?;

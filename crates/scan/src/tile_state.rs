@@ -25,7 +25,12 @@ pub struct TileState {
 impl TileState {
     /// No tiles yet; the counter at 0.
     pub fn new(device: &Device) -> Result<Self> {
-        Ok(TileState { device: device.clone(), status: device.alloc(0)?, counter: device.alloc(1)?, epoch: 0 })
+        Ok(TileState {
+            device: device.clone(),
+            status: device.alloc(0)?,
+            counter: device.alloc(1)?,
+            epoch: 0,
+        })
     }
 
     /// Makes room for `tiles` status words (allocating, zeroed, only when they must grow).
@@ -45,7 +50,8 @@ impl TileState {
             self.epoch = 0;
         }
         self.epoch += 1;
-        let result = launch.arg(&mut self.status).arg(&mut self.counter).arg(n).arg(self.epoch).run();
+        let result =
+            launch.arg(&mut self.status).arg(&mut self.counter).arg(n).arg(self.epoch).run();
         if result.is_err() {
             self.reset()?;
         }

@@ -14,11 +14,15 @@ use gpu_harness::{Device, GpuError};
 use gpu_test::props::proptest::prelude::*;
 use gpu_test::props::proptest::sample::select;
 use gpu_test::props::proptest::strategy::BoxedStrategy;
-use gpu_test::props::{self, Drawn, Guarded, Input, exact_in_any_order, expect_bad_input, same_value};
+use gpu_test::props::{
+    self, Drawn, Guarded, Input, exact_in_any_order, expect_bad_input, same_value,
+};
 use gpu_test::{TestResult, TestSuite};
 use scan::plan::{MULTI_PASS_TILE, SINGLE_PASS_TILE};
 use scan::reference::{scan_mismatch, scan_tolerance, segmented_mismatch};
-use scan::{MultiPass, MultiPassScan, OneBlock, OneBlockScan, Scan, ScanElement, ScanKind, SinglePass};
+use scan::{
+    MultiPass, MultiPassScan, OneBlock, OneBlockScan, Scan, ScanElement, ScanKind, SinglePass,
+};
 
 const TILE: usize = (SINGLE_PASS_TILE.threads * SINGLE_PASS_TILE.items) as usize;
 
@@ -30,7 +34,19 @@ const CASES: (u32, u32) = (256, 24);
 fn scan_sizes(device: &Device) -> BoxedStrategy<usize> {
     let warp_part = 32 * SINGLE_PASS_TILE.items as usize;
     let multi = MULTI_PASS_TILE as usize;
-    let edges = [1, 32, 128, warp_part, TILE, 2 * TILE, 5 * TILE, multi, 3 * multi, 129 * TILE, multi * multi];
+    let edges = [
+        1,
+        32,
+        128,
+        warp_part,
+        TILE,
+        2 * TILE,
+        5 * TILE,
+        multi,
+        3 * multi,
+        129 * TILE,
+        multi * multi,
+    ];
     props::sizes(&edges, props::max_len(device))
 }
 
@@ -70,7 +86,12 @@ impl Prefix {
 }
 
 /// Why `got` is not the f32 scan of `values` (segmented at nonzero `heads`, if given).
-fn f32_scan_mismatch(kind: ScanKind, values: &[f32], heads: Option<&[u8]>, got: &[f32]) -> Option<String> {
+fn f32_scan_mismatch(
+    kind: ScanKind,
+    values: &[f32],
+    heads: Option<&[u8]>,
+    got: &[f32],
+) -> Option<String> {
     if got.len() != values.len() {
         return Some(format!("{} results for {} inputs", got.len(), values.len()));
     }
@@ -105,11 +126,21 @@ fn f32_scan_mismatch(kind: ScanKind, values: &[f32], heads: Option<&[u8]>, got: 
 
 /// The scan element types, with their checks.
 trait Element: ScanElement + Drawn {
-    fn mismatch(kind: ScanKind, values: &[Self], heads: Option<&[u8]>, got: &[Self]) -> Option<String>;
+    fn mismatch(
+        kind: ScanKind,
+        values: &[Self],
+        heads: Option<&[u8]>,
+        got: &[Self],
+    ) -> Option<String>;
 }
 
 impl Element for f32 {
-    fn mismatch(kind: ScanKind, values: &[f32], heads: Option<&[u8]>, got: &[f32]) -> Option<String> {
+    fn mismatch(
+        kind: ScanKind,
+        values: &[f32],
+        heads: Option<&[u8]>,
+        got: &[f32],
+    ) -> Option<String> {
         f32_scan_mismatch(kind, values, heads, got)
     }
 }
@@ -117,7 +148,12 @@ impl Element for f32 {
 macro_rules! exact_elements {
     ($($t:ty),*) => {$(
         impl Element for $t {
-            fn mismatch(kind: ScanKind, values: &[$t], heads: Option<&[u8]>, got: &[$t]) -> Option<String> {
+            fn mismatch(
+                kind: ScanKind,
+                values: &[$t],
+                heads: Option<&[u8]>,
+                got: &[$t],
+            ) -> Option<String> {
                 match heads {
                     Some(heads) => segmented_mismatch(kind, values, heads, got),
                     None => scan_mismatch(kind, values, got),
@@ -158,7 +194,10 @@ fn check_scan<T: Element>(
     };
     match T::mismatch(kind, &values, None, &got) {
         None => Ok(()),
-        Some(why) => Err(format!("{}: {why}", if in_place { "in place" } else { "into another buffer" }).into()),
+        Some(why) => {
+            Err(format!("{}: {why}", if in_place { "in place" } else { "into another buffer" })
+                .into())
+        }
     }
 }
 
@@ -170,48 +209,86 @@ fn typed<T: Element>(suite: TestSuite) -> TestSuite {
             for form in SinglePass::ALL {
                 scans.borrow_mut().push(Scan::<T>::with_form(device, form)?);
             }
-            let inputs = props::input(scan_sizes(device), 7, T::sum_mixes(), T::arith_specials(), 3);
+            let inputs =
+                props::input(scan_sizes(device), 7, T::sum_mixes(), T::arith_specials(), 3);
             let forms = select(SinglePass::ALL.to_vec());
-            props::check(device, CASES, (inputs, kinds(), forms, any::<bool>()), |(input, kind, form, in_place)| {
-                let at = SinglePass::ALL.iter().position(|&f| f == form).unwrap_or(0);
-                check_scan(device, &mut scans.borrow_mut()[at], kind, &input, in_place)
-            })
+            props::check(
+                device,
+                CASES,
+                (inputs, kinds(), forms, any::<bool>()),
+                |(input, kind, form, in_place)| {
+                    let at = SinglePass::ALL.iter().position(|&f| f == form).unwrap_or(0);
+                    check_scan(device, &mut scans.borrow_mut()[at], kind, &input, in_place)
+                },
+            )
         })
-        .gpu(format!("properties::single_pass::{t}::segmented_scan_matches_the_reference"), |device| {
-            let scan = RefCell::new(Scan::<T>::new(device)?);
-            let inputs = props::input(scan_sizes(device), 7, T::sum_mixes(), T::arith_specials(), 3);
-            let heads = (props::flag_mixes(), any::<u64>(), 0..8usize);
-            props::check(device, CASES, (inputs, heads, kinds()), |(input, (head_mix, seed, head_offset), kind)| {
-                let values = input.values();
-                let flags =
-                    Input { len: values.len(), offset: head_offset, mix: head_mix, seed, specials: vec![] }.values();
-                let (data, heads) =
-                    (Guarded::input(device, &values, input.offset)?, Guarded::input(device, &flags, head_offset)?);
-                // The segmented scan writes from the start of its output: guards after it only.
-                let mut output = Guarded::output_with(device, 0, values.len(), props::GUARD)?;
-                scan.borrow_mut().segmented(kind, data.view()?, heads.view()?, output.buffer())?;
-                output.check_guards("the output")?;
-                data.check_unchanged("the values")?;
-                heads.check_unchanged("the head flags")?;
-                T::mismatch(kind, &values, Some(&flags), &output.read()?).map_or(Ok(()), |why| Err(why.into()))
-            })
-        })
+        .gpu(
+            format!("properties::single_pass::{t}::segmented_scan_matches_the_reference"),
+            |device| {
+                let scan = RefCell::new(Scan::<T>::new(device)?);
+                let inputs =
+                    props::input(scan_sizes(device), 7, T::sum_mixes(), T::arith_specials(), 3);
+                let heads = (props::flag_mixes(), any::<u64>(), 0..8usize);
+                props::check(
+                    device,
+                    CASES,
+                    (inputs, heads, kinds()),
+                    |(input, (head_mix, seed, head_offset), kind)| {
+                        let values = input.values();
+                        let flags = Input {
+                            len: values.len(),
+                            offset: head_offset,
+                            mix: head_mix,
+                            seed,
+                            specials: vec![],
+                        }
+                        .values();
+                        let (data, heads) = (
+                            Guarded::input(device, &values, input.offset)?,
+                            Guarded::input(device, &flags, head_offset)?,
+                        );
+                        // The segmented scan writes from the start of its output: guards after it
+                        // only.
+                        let mut output =
+                            Guarded::output_with(device, 0, values.len(), props::GUARD)?;
+                        scan.borrow_mut().segmented(
+                            kind,
+                            data.view()?,
+                            heads.view()?,
+                            output.buffer(),
+                        )?;
+                        output.check_guards("the output")?;
+                        data.check_unchanged("the values")?;
+                        heads.check_unchanged("the head flags")?;
+                        T::mismatch(kind, &values, Some(&flags), &output.read()?)
+                            .map_or(Ok(()), |why| Err(why.into()))
+                    },
+                )
+            },
+        )
 }
 
 fn main() -> std::process::ExitCode {
     let suite = typed::<u32>(typed::<i32>(typed::<f32>(TestSuite::new())));
     suite
         .gpu("properties::single_pass::same_scan_at_any_offset", |device| {
-            let (ints, floats) = (RefCell::new(Scan::<i32>::new(device)?), RefCell::new(Scan::<f32>::new(device)?));
-            let ints_in = props::input(scan_sizes(device), 7, i32::sum_mixes(), i32::arith_specials(), 3);
-            let floats_in = props::input(scan_sizes(device), 7, f32::sum_mixes(), f32::arith_specials(), 3);
+            let (ints, floats) =
+                (RefCell::new(Scan::<i32>::new(device)?), RefCell::new(Scan::<f32>::new(device)?));
+            let ints_in =
+                props::input(scan_sizes(device), 7, i32::sum_mixes(), i32::arith_specials(), 3);
+            let floats_in =
+                props::input(scan_sizes(device), 7, f32::sum_mixes(), f32::arith_specials(), 3);
             let cases = (ints_in, floats_in, 0..8usize, kinds());
             props::check(device, CASES, cases, |(ints_in, floats_in, other, kind)| {
                 let values = ints_in.values();
                 let a = scan_at(device, &mut ints.borrow_mut(), kind, &values, ints_in.offset)?;
                 let b = scan_at(device, &mut ints.borrow_mut(), kind, &values, other)?;
                 if a != b {
-                    return Err(format!("i32: the scans at offsets {} and {other} differ", ints_in.offset).into());
+                    return Err(format!(
+                        "i32: the scans at offsets {} and {other} differ",
+                        ints_in.offset
+                    )
+                    .into());
                 }
                 // An f32 scan may round differently at another alignment, unless every order of
                 // additions gives the same sums.
@@ -220,7 +297,11 @@ fn main() -> std::process::ExitCode {
                 let b = scan_at(device, &mut floats.borrow_mut(), kind, &values, other)?;
                 let same = a.iter().zip(&b).all(|(&x, &y)| same_value(x, y));
                 if exact_in_any_order(&values) && !same {
-                    return Err(format!("f32: the scans at offsets {} and {other} differ", floats_in.offset).into());
+                    return Err(format!(
+                        "f32: the scans at offsets {} and {other} differ",
+                        floats_in.offset
+                    )
+                    .into());
                 }
                 Ok(())
             })
@@ -228,7 +309,10 @@ fn main() -> std::process::ExitCode {
         .gpu("properties::one_block::scan_matches_the_reference", |device| {
             let mut scans = Vec::new();
             for step in OneBlock::ALL {
-                scans.push((OneBlockScan::<u32>::new(device, step)?, OneBlockScan::<f32>::new(device, step)?));
+                scans.push((
+                    OneBlockScan::<u32>::new(device, step)?,
+                    OneBlockScan::<f32>::new(device, step)?,
+                ));
             }
             let scans = RefCell::new(scans);
             let steps = 0..OneBlock::ALL.len();
@@ -240,20 +324,28 @@ fn main() -> std::process::ExitCode {
                 let (int_scan, float_scan) = &mut scans[step];
                 let max = OneBlock::ALL[step].max_elements();
                 let kind = OneBlock::ALL[step].kind();
-                check_one_block(device, max, kind, &ints.values(), ints.offset, |i, o| int_scan.scan(i, o))?;
-                check_one_block(device, max, kind, &floats.values(), floats.offset, |i, o| float_scan.scan(i, o))
+                check_one_block(device, max, kind, &ints.values(), ints.offset, |i, o| {
+                    int_scan.scan(i, o)
+                })?;
+                check_one_block(device, max, kind, &floats.values(), floats.offset, |i, o| {
+                    float_scan.scan(i, o)
+                })
             })
         })
         .gpu("properties::multi_pass::scan_matches_the_reference", |device| {
             let mut scans = Vec::new();
             for strategy in MultiPass::ALL {
-                scans
-                    .push((MultiPassScan::<u32>::new(device, strategy)?, MultiPassScan::<f32>::new(device, strategy)?));
+                scans.push((
+                    MultiPassScan::<u32>::new(device, strategy)?,
+                    MultiPassScan::<f32>::new(device, strategy)?,
+                ));
             }
             let scans = RefCell::new(scans);
             let strategies = 0..MultiPass::ALL.len();
-            let ints = props::input(scan_sizes(device), 7, u32::sum_mixes(), u32::arith_specials(), 3);
-            let floats = props::input(scan_sizes(device), 7, f32::sum_mixes(), f32::arith_specials(), 3);
+            let ints =
+                props::input(scan_sizes(device), 7, u32::sum_mixes(), u32::arith_specials(), 3);
+            let floats =
+                props::input(scan_sizes(device), 7, f32::sum_mixes(), f32::arith_specials(), 3);
             props::check(device, CASES, (strategies, ints, floats), |(strategy, ints, floats)| {
                 let mut scans = scans.borrow_mut();
                 let (int_scan, float_scan) = &mut scans[strategy];
@@ -263,12 +355,22 @@ fn main() -> std::process::ExitCode {
                 float_scan.reserve(n)?;
                 int_scan.poison_scratch(0xffc0_0001)?;
                 float_scan.poison_scratch(0xffc0_0001)?;
-                check_one_block(device, usize::MAX, inclusive, &ints.values(), ints.offset, |i, o| {
-                    int_scan.inclusive(i, o)
-                })?;
-                check_one_block(device, usize::MAX, inclusive, &floats.values(), floats.offset, |i, o| {
-                    float_scan.inclusive(i, o)
-                })
+                check_one_block(
+                    device,
+                    usize::MAX,
+                    inclusive,
+                    &ints.values(),
+                    ints.offset,
+                    |i, o| int_scan.inclusive(i, o),
+                )?;
+                check_one_block(
+                    device,
+                    usize::MAX,
+                    inclusive,
+                    &floats.values(),
+                    floats.offset,
+                    |i, o| float_scan.inclusive(i, o),
+                )
             })
         })
         .gpu("properties::bad_lengths_are_errors_and_write_nothing", |device| {
@@ -287,7 +389,12 @@ fn main() -> std::process::ExitCode {
                 }
                 let heads = device.alloc::<u8>(heads_len)?;
                 let mut output = Guarded::output_with(device, 0, out_len, 0)?;
-                let result = scan.segmented(ScanKind::Inclusive, input.view()?, heads.as_view(), output.buffer());
+                let result = scan.segmented(
+                    ScanKind::Inclusive,
+                    input.view()?,
+                    heads.as_view(),
+                    output.buffer(),
+                );
                 if heads_len != n || out_len < n {
                     expect_bad_input(
                         &format!("a segmented scan of {n} with {heads_len} heads into {out_len}"),
@@ -301,7 +408,10 @@ fn main() -> std::process::ExitCode {
                 let range = at..at + n;
                 let result = scan.scan_in_place(ScanKind::Inclusive, &mut data, range);
                 if at + n > out_len {
-                    expect_bad_input(&format!("an in-place scan of {at}..{} of {out_len}", at + n), result)?;
+                    expect_bad_input(
+                        &format!("an in-place scan of {at}..{} of {out_len}", at + n),
+                        result,
+                    )?;
                 } else {
                     result?;
                 }
@@ -315,7 +425,10 @@ fn main() -> std::process::ExitCode {
                 let mut output = device.alloc::<u32>(n)?;
                 match scan.borrow_mut().scan(input.as_view(), &mut output) {
                     Err(GpuError::TooLarge { .. }) => Ok(()),
-                    other => Err(format!("{n} elements in one block: expected TooLarge, got {other:?}").into()),
+                    other => {
+                        Err(format!("{n} elements in one block: expected TooLarge, got {other:?}")
+                            .into())
+                    }
                 }
             })
         })
@@ -346,7 +459,10 @@ fn check_one_block<T: Element>(
     kind: ScanKind,
     values: &[T],
     offset: usize,
-    scan: impl FnOnce(gpu_harness::DeviceView<'_, T>, &mut gpu_harness::DeviceBuffer<T>) -> gpu_harness::Result<()>,
+    scan: impl FnOnce(
+        gpu_harness::DeviceView<'_, T>,
+        &mut gpu_harness::DeviceBuffer<T>,
+    ) -> gpu_harness::Result<()>,
 ) -> TestResult {
     if values.len() > max {
         return Ok(());
@@ -356,5 +472,6 @@ fn check_one_block<T: Element>(
     scan(input.view()?, output.buffer())?;
     output.check_guards("the output")?;
     input.check_unchanged("the input")?;
-    T::mismatch(kind, values, None, &output.read()?).map_or(Ok(()), |why| Err(format!("{}: {why}", T::SUFFIX).into()))
+    T::mismatch(kind, values, None, &output.read()?)
+        .map_or(Ok(()), |why| Err(format!("{}: {why}", T::SUFFIX).into()))
 }

@@ -4,12 +4,16 @@
 //! simulator counters as snapshots.
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, test_size};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, test_size,
+};
 use rand::RngExt;
 use scan::measured::POISON_WORD;
 use scan::plan::{SINGLE_PASS_TILE, multi_pass_plan, one_block_plan};
 use scan::reference::{scan_mismatch, segmented_mismatch};
-use scan::{MultiPass, MultiPassScan, OneBlock, OneBlockScan, Scan, ScanElement, ScanKind, SinglePass};
+use scan::{
+    MultiPass, MultiPassScan, OneBlock, OneBlockScan, Scan, ScanElement, ScanKind, SinglePass,
+};
 
 /// Elements per single-pass tile (the bulk copy's is twice as large), and about one wave of tiles
 /// on an H100/H200 (132 SMs, 8 blocks each).
@@ -22,7 +26,16 @@ const WAVE_TILES: usize = 132 * 8;
 fn single_pass_sizes() -> Vec<usize> {
     let warp_part = 32 * SINGLE_PASS_TILE.items as usize;
     let mut sizes = vec![0, 1, 2, 3, 5, 31, 32, 33, 255, 256, 257];
-    sizes.extend([warp_part - 1, warp_part, warp_part + 1, TILE - 1, TILE, TILE + 1, 2 * TILE + 3, 33 * TILE + 1]);
+    sizes.extend([
+        warp_part - 1,
+        warp_part,
+        warp_part + 1,
+        TILE - 1,
+        TILE,
+        TILE + 1,
+        2 * TILE + 3,
+        33 * TILE + 1,
+    ]);
     sizes.extend([BULK_TILE - 1, BULK_TILE, BULK_TILE + 1, 2 * BULK_TILE - 1]);
     sizes.extend([WAVE_TILES * TILE - 1, WAVE_TILES * TILE + 1, (1 << 20) + 3, (1 << 26) + 7]);
     sizes
@@ -144,7 +157,8 @@ fn typed_suite<T: ScanElement>(mut suite: TestSuite) -> TestSuite {
             })
             .gpu(format!("other_forms::{t}::{k}"), move |device| {
                 let mut rng = TestRng::new();
-                for form in [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack] {
+                for form in [SinglePass::Classic, SinglePass::EarlyLoads, SinglePass::WideLookBack]
+                {
                     let mut scan = Scan::<T>::with_form(device, form)?;
                     for n in [
                         1,
@@ -168,7 +182,8 @@ fn typed_suite<T: ScanElement>(mut suite: TestSuite) -> TestSuite {
                 let n = test_size(device, 3_000_017, 200_017);
                 let values = exact_input::<T>(&mut rng, n);
                 let long_segments: Vec<u8> = (0..n).map(|i| u8::from(i % 50_001 == 7)).collect();
-                let random_heads: Vec<u8> = (0..n).map(|_| u8::from(rng.rng().random_range(0..16) == 0)).collect();
+                let random_heads: Vec<u8> =
+                    (0..n).map(|_| u8::from(rng.rng().random_range(0..16) == 0)).collect();
                 let patterns: [(&str, Vec<u8>); 5] = [
                     ("one segment", (0..n).map(|i| u8::from(i == 0)).collect()),
                     ("no head at all", vec![0; n]),
@@ -223,7 +238,8 @@ fn one_block_suite(mut suite: TestSuite) -> TestSuite {
             .gpu(format!("{name}::every_block_size"), move |device| {
                 let mut rng = TestRng::new();
                 let max = step.max_elements();
-                let mut sizes = vec![0, 1, 2, 3, 31, 32, 33, 63, 64, 65, 500, max / 2 + 1, max - 1, max];
+                let mut sizes =
+                    vec![0, 1, 2, 3, 31, 32, 33, 63, 64, 65, 500, max / 2 + 1, max - 1, max];
                 sizes.push(rng.size_in(1..=max));
                 for n in sizes {
                     check_one_block::<u32>(device, &mut rng, step, n)?;
@@ -245,7 +261,12 @@ fn one_block_suite(mut suite: TestSuite) -> TestSuite {
     suite
 }
 
-fn check_one_block<T: ScanElement>(device: &Device, rng: &mut TestRng, step: OneBlock, n: usize) -> TestResult {
+fn check_one_block<T: ScanElement>(
+    device: &Device,
+    rng: &mut TestRng,
+    step: OneBlock,
+    n: usize,
+) -> TestResult {
     let mut scan = OneBlockScan::<T>::new(device, step)?;
     let host = exact_input::<T>(rng, n);
     let input = device.upload(&host)?;
@@ -261,8 +282,18 @@ fn check_one_block<T: ScanElement>(device: &Device, rng: &mut TestRng, step: One
 fn multi_pass_suite(mut suite: TestSuite) -> TestSuite {
     for strategy in MultiPass::ALL {
         let name = strategy.step();
-        for n in [0, 1, 2047, 2048, 2049, 3 * 2048 + 5, (1 << 20) + 3, 2048 * 2048 - 1, 2048 * 2048 + 1, (1 << 26) + 7]
-        {
+        for n in [
+            0,
+            1,
+            2047,
+            2048,
+            2049,
+            3 * 2048 + 5,
+            (1 << 20) + 3,
+            2048 * 2048 - 1,
+            2048 * 2048 + 1,
+            (1 << 26) + 7,
+        ] {
             suite = suite.gpu_if(
                 format!("{name}::n_{n}"),
                 move |d| fits_test_time(d, n),
@@ -287,7 +318,12 @@ fn multi_pass_suite(mut suite: TestSuite) -> TestSuite {
     suite
 }
 
-fn check_multi_pass<T: ScanElement>(device: &Device, rng: &mut TestRng, strategy: MultiPass, n: usize) -> TestResult {
+fn check_multi_pass<T: ScanElement>(
+    device: &Device,
+    rng: &mut TestRng,
+    strategy: MultiPass,
+    n: usize,
+) -> TestResult {
     let mut scan = MultiPassScan::<T>::new(device, strategy)?;
     let host = exact_input::<T>(rng, n);
     let input = device.upload(&host)?;
@@ -334,7 +370,8 @@ fn worked_examples(device: &Device) -> gpu_harness::Result<String> {
     let mut text = format!("input {input:?}\n");
     for step in OneBlock::ALL {
         let mut scan = OneBlockScan::<u32>::new(device, step)?;
-        text += &format!("{} ({}): {:?}\n", step.step(), scan.kind().name(), scan.scan_host(&input)?);
+        text +=
+            &format!("{} ({}): {:?}\n", step.step(), scan.kind().name(), scan.scan_host(&input)?);
     }
     for strategy in MultiPass::ALL {
         let got = MultiPassScan::<u32>::new(device, strategy)?.inclusive_host(&input)?;
@@ -343,7 +380,12 @@ fn worked_examples(device: &Device) -> gpu_harness::Result<String> {
     for form in SinglePass::ALL {
         let mut scan = Scan::<u32>::with_form(device, form)?;
         for kind in ScanKind::BOTH {
-            text += &format!("{} ({}): {:?}\n", form.step(), kind.name(), scan.scan_host(kind, &input)?);
+            text += &format!(
+                "{} ({}): {:?}\n",
+                form.step(),
+                kind.name(),
+                scan.scan_host(kind, &input)?
+            );
         }
     }
     let heads = [1u8, 0, 1, 0, 0, 1, 0, 0, 0];
@@ -351,7 +393,11 @@ fn worked_examples(device: &Device) -> gpu_harness::Result<String> {
     text += &format!("segmented: heads {heads:?}, values {values:?}\n");
     let mut scan = Scan::<u32>::new(device)?;
     for kind in ScanKind::BOTH {
-        text += &format!("segmented ({}): {:?}\n", kind.name(), scan.segmented_host(kind, &values, &heads)?);
+        text += &format!(
+            "segmented ({}): {:?}\n",
+            kind.name(),
+            scan.segmented_host(kind, &values, &heads)?
+        );
     }
     Ok(text)
 }
@@ -365,7 +411,11 @@ fn one_block_counters(step: OneBlock) -> Result<String, gpu_test::Failed> {
     let mut output = device.alloc::<u32>(n)?;
     OneBlockScan::<u32>::new(&device, step)?.scan(input.as_view(), &mut output)?;
     let counters = device.last_launch_counters().ok_or("the simulator recorded no launch")?;
-    Ok(format!("{}_u32 on {n} elements, one block of {} threads:\n{counters}", step.kernel(), step.threads(n)))
+    Ok(format!(
+        "{}_u32 on {n} elements, one block of {} threads:\n{counters}",
+        step.kernel(),
+        step.threads(n)
+    ))
 }
 
 /// The simulator's counters for the single pass on 16 tiles.
@@ -377,7 +427,10 @@ fn single_pass_counters(form: SinglePass) -> Result<String, gpu_test::Failed> {
     let mut output: DeviceBuffer<u32> = device.alloc(n)?;
     Scan::<u32>::with_form(&device, form)?.inclusive(input.as_view(), &mut output)?;
     let counters = device.last_launch_counters().ok_or("the simulator recorded no launch")?;
-    Ok(format!("{} on {n} elements (16 tiles):\n{counters}", form.kernel(ScanKind::Inclusive, "u32")))
+    Ok(format!(
+        "{} on {n} elements (16 tiles):\n{counters}",
+        form.kernel(ScanKind::Inclusive, "u32")
+    ))
 }
 
 fn main() -> std::process::ExitCode {
@@ -402,7 +455,11 @@ fn main() -> std::process::ExitCode {
             Ok(())
         })
         .gpu("look_back_stress::many_waves", |device| {
-            let (n, runs) = if device.is_simulated() { (WAVE_TILES * TILE / 4, 2) } else { ((1 << 24) + 3, 100) };
+            let (n, runs) = if device.is_simulated() {
+                (WAVE_TILES * TILE / 4, 2)
+            } else {
+                ((1 << 24) + 3, 100)
+            };
             for form in SinglePass::ALL {
                 stress::<i32>(device, form, n, runs)?;
                 stress::<f32>(device, form, n, runs / 2)?;
@@ -442,7 +499,8 @@ fn main() -> std::process::ExitCode {
                     let wrong_inf = (0..n).find(|&i| !got_inf[i].same(expected(i)));
                     if let Some(i) = wrong.or(wrong_inf) {
                         return Err(format!(
-                            "{} scan, special value at {at}: element {i} is {} (NaN input) and {} (infinities), \
+                            "{} scan, special value at {at}: element {i} is {} (NaN input) and {} \
+                             (infinities), \
                              expected {}",
                             kind.name(),
                             got[i],
@@ -463,12 +521,19 @@ fn main() -> std::process::ExitCode {
             let n = 2 * TILE + 3;
             let tiny = scan.inclusive_host(&vec![f32::from_bits(1); n])?;
             if let Some(i) = (0..n).find(|&i| tiny[i].to_bits() != i as u32 + 1) {
-                return Err(format!("inclusive scan of 2^-149s: element {i} is {:e}", tiny[i]).into());
+                return Err(
+                    format!("inclusive scan of 2^-149s: element {i} is {:e}", tiny[i]).into()
+                );
             }
             for kind in ScanKind::BOTH {
                 let zeros = scan.scan_host(kind, &vec![-0.0f32; n])?;
                 if let Some(i) = (0..n).find(|&i| zeros[i].to_bits() != 0) {
-                    return Err(format!("{} scan of -0.0s: element {i} is {:e}", kind.name(), zeros[i]).into());
+                    return Err(format!(
+                        "{} scan of -0.0s: element {i} is {:e}",
+                        kind.name(),
+                        zeros[i]
+                    )
+                    .into());
                 }
             }
             Ok(())
@@ -489,7 +554,9 @@ fn main() -> std::process::ExitCode {
                 let mut scan = Scan::<u32>::new(device)?;
                 for _ in 0..5 {
                     let host = u32::random(rng.rng(), 10_000 * (i + 1) + 3);
-                    if let Some(why) = scan_mismatch(ScanKind::Inclusive, &host, &scan.inclusive_host(&host)?) {
+                    if let Some(why) =
+                        scan_mismatch(ScanKind::Inclusive, &host, &scan.inclusive_host(&host)?)
+                    {
                         return Err(rng.fail(why));
                     }
                 }
@@ -517,13 +584,25 @@ fn main() -> std::process::ExitCode {
         })
         .nvrtc_if("illustration::counters::blelloch_bank_conflicts", counters_comparable, || {
             insta::assert_snapshot!("blelloch_counters", one_block_counters(OneBlock::Blelloch)?);
-            insta::assert_snapshot!("blelloch_padded_counters", one_block_counters(OneBlock::BlellochPadded)?);
-            insta::assert_snapshot!("hillis_steele_counters", one_block_counters(OneBlock::HillisSteele)?);
+            insta::assert_snapshot!(
+                "blelloch_padded_counters",
+                one_block_counters(OneBlock::BlellochPadded)?
+            );
+            insta::assert_snapshot!(
+                "hillis_steele_counters",
+                one_block_counters(OneBlock::HillisSteele)?
+            );
             Ok(())
         })
         .nvrtc_if("illustration::counters::single_pass", counters_comparable, || {
-            insta::assert_snapshot!("single_pass_counters", single_pass_counters(SinglePass::Classic)?);
-            insta::assert_snapshot!("early_loads_counters", single_pass_counters(SinglePass::EarlyLoads)?);
+            insta::assert_snapshot!(
+                "single_pass_counters",
+                single_pass_counters(SinglePass::Classic)?
+            );
+            insta::assert_snapshot!(
+                "early_loads_counters",
+                single_pass_counters(SinglePass::EarlyLoads)?
+            );
             Ok(())
         })
         .run()

@@ -43,7 +43,10 @@ pub mod measured;
 
 use std::fmt;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig, Result};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, GpuError, GpuShape, Kernel, KernelSource, LaunchConfig,
+    Result,
+};
 
 pub use gpu_harness::bf16::{Value, bf16_to_f32, f32_to_bf16};
 pub use measured::steps;
@@ -114,7 +117,13 @@ impl Step {
 
     /// [`Step::plan`], on a GPU with or without clusters: without, the cluster step is the on-chip
     /// step.
-    pub fn plan_for<T: Value>(self, rows: usize, cols: usize, gpu: GpuShape, clusters: bool) -> Result<SoftmaxPlan> {
+    pub fn plan_for<T: Value>(
+        self,
+        rows: usize,
+        cols: usize,
+        gpu: GpuShape,
+        clusters: bool,
+    ) -> Result<SoftmaxPlan> {
         check_shape(rows, cols)?;
         let mut kernels = self.kernels(T::BF16);
         let mut threads = THREADS;
@@ -124,8 +133,13 @@ impl Step {
             let at = kernels.iter().position(|k| *k == name).expect("a shape with a kernel");
             std::slice::from_ref(&kernels[at])
         };
-        let long_row = if self == Step::ClusterRows && clusters { cluster_shape(cols, T::BF16) } else { None };
-        let on_chip = if matches!(self, Step::OnChip | Step::ClusterRows) { on_chip_group(cols) } else { None };
+        let long_row =
+            if self == Step::ClusterRows && clusters { cluster_shape(cols, T::BF16) } else { None };
+        let on_chip = if matches!(self, Step::OnChip | Step::ClusterRows) {
+            on_chip_group(cols)
+        } else {
+            None
+        };
         let (grid, parts, chunk, scratch) = match (self, long_row, on_chip) {
             (Step::ThreePass, _, _) => (rows, 1, cols, 2 * rows),
             (Step::Fused | Step::Online, _, _) => (rows, 1, cols, 0),
@@ -148,7 +162,8 @@ impl Step {
         };
         if grid > MAX_BLOCKS {
             return Err(GpuError::BadInput(format!(
-                "{}: a {rows} x {cols} matrix needs {grid} blocks, more than a grid's {MAX_BLOCKS}; \
+                "{}: a {rows} x {cols} matrix needs {grid} blocks, more than a grid's \
+                 {MAX_BLOCKS}; \
                  take the softmax of fewer rows at a time",
                 self.name()
             )));
@@ -194,8 +209,10 @@ const ON_CHIP_KERNEL_COUNT: usize = 11;
 
 /// The on-chip step's kernels; the cluster step's with them, for f32 rows (theirs first) and for
 /// bf16 rows (theirs last).
-const ON_CHIP_KERNELS: &[&str] = ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT).1.split_at(ON_CHIP_KERNEL_COUNT).0;
-const CLUSTER_KERNELS_F32: &[&str] = ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT + ON_CHIP_KERNEL_COUNT).0;
+const ON_CHIP_KERNELS: &[&str] =
+    ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT).1.split_at(ON_CHIP_KERNEL_COUNT).0;
+const CLUSTER_KERNELS_F32: &[&str] =
+    ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT + ON_CHIP_KERNEL_COUNT).0;
 const CLUSTER_KERNELS_BF16: &[&str] = ROW_KERNELS.split_at(CLUSTER_KERNEL_COUNT).1;
 
 // ANCHOR: on_chip_group
@@ -234,7 +251,10 @@ pub fn on_chip_group(cols: usize) -> Option<OnChipGroup> {
     if cols == 0 || cols > ON_CHIP_MAX_GROUP * 64 {
         return None;
     }
-    let group = cols.div_ceil(ON_CHIP_VALUES).next_power_of_two().clamp(ON_CHIP_MIN_GROUP, ON_CHIP_MAX_GROUP);
+    let group = cols
+        .div_ceil(ON_CHIP_VALUES)
+        .next_power_of_two()
+        .clamp(ON_CHIP_MIN_GROUP, ON_CHIP_MAX_GROUP);
     let values = cols.div_ceil(group).next_power_of_two().max(8);
     Some(OnChipGroup { group: group as u32, values: values as u32 })
 }
@@ -278,7 +298,9 @@ pub fn cluster_shape(cols: usize, bf16: bool) -> Option<ClusterShape> {
     let holds = |blocks: usize, threads: usize| blocks * threads * values;
     let (blocks, threads) = match cols {
         _ if cols <= holds(1, ON_CHIP_MAX_GROUP) => return None,
-        _ if cols <= holds(CLUSTER_MAX_BLOCKS, 256) => (cols.div_ceil(holds(1, 256)).next_power_of_two().max(4), 256),
+        _ if cols <= holds(CLUSTER_MAX_BLOCKS, 256) => {
+            (cols.div_ceil(holds(1, 256)).next_power_of_two().max(4), 256)
+        }
         _ if cols <= holds(CLUSTER_MAX_BLOCKS, 512) => (CLUSTER_MAX_BLOCKS, 512),
         _ => return None,
     };
@@ -307,7 +329,8 @@ pub const MIN_CHUNK: usize = 32 * THREADS as usize;
 fn check_shape(rows: usize, cols: usize) -> Result<()> {
     if rows > MAX_SIDE || cols > MAX_SIDE {
         return Err(GpuError::BadInput(format!(
-            "a {rows} x {cols} matrix: rows and columns must each be at most {MAX_SIDE} (2^31 - 1), for the \
+            "a {rows} x {cols} matrix: rows and columns must each be at most {MAX_SIDE} (2^31 - \
+             1), for the \
              kernels' 32-bit indices; split the matrix"
         )));
     }
@@ -355,16 +378,20 @@ impl fmt::Display for SoftmaxPlan {
 /// another number.
 fn check_lengths(rows: usize, cols: usize, input: usize, output: usize) -> Result<usize> {
     let n = rows.checked_mul(cols).ok_or_else(|| {
-        GpuError::BadInput(format!("softmax: a {rows} x {cols} matrix has more elements than a usize holds"))
+        GpuError::BadInput(format!(
+            "softmax: a {rows} x {cols} matrix has more elements than a usize holds"
+        ))
     })?;
     if input != n {
         return Err(GpuError::BadInput(format!(
-            "softmax of a {rows} x {cols} matrix: the input holds {input} elements, not {rows} x {cols} = {n}"
+            "softmax of a {rows} x {cols} matrix: the input holds {input} elements, not {rows} x \
+             {cols} = {n}"
         )));
     }
     if output != n {
         return Err(GpuError::BadInput(format!(
-            "softmax of a {rows} x {cols} matrix: the output holds {output} elements, not the input's {n}"
+            "softmax of a {rows} x {cols} matrix: the output holds {output} elements, not the \
+             input's {n}"
         )));
     }
     Ok(n)
@@ -398,7 +425,11 @@ impl Softmax {
         let clusters = device.facts().compute_capability >= (9, 0);
         // Without clusters the cluster step plans as the on-chip step (Step::plan_for).
         let names = |bf16: bool| {
-            if step == Step::ClusterRows && !clusters { Step::OnChip.kernels(bf16) } else { step.kernels(bf16) }
+            if step == Step::ClusterRows && !clusters {
+                Step::OnChip.kernels(bf16)
+            } else {
+                step.kernels(bf16)
+            }
         };
         let compile = |names: &[&str], suffix: &str| -> Result<Vec<Kernel>> {
             names.iter().map(|k| device.kernel(&SOURCE, &format!("{k}{suffix}"))).collect()
@@ -444,8 +475,11 @@ impl Softmax {
             self.scratch = Some(scratch);
         }
         let scratch = self.scratch.as_mut().expect("allocated above");
-        let (names, compiled) =
-            if T::BF16 { (self.bf16_names, &self.bf16_kernels) } else { (self.f32_names, &self.f32_kernels) };
+        let (names, compiled) = if T::BF16 {
+            (self.bf16_names, &self.bf16_kernels)
+        } else {
+            (self.f32_names, &self.f32_kernels)
+        };
         // The plan's kernels, in launch order, among those compiled.
         let kernels: Vec<&Kernel> = plan
             .kernels
@@ -465,18 +499,40 @@ impl Softmax {
                 launch(1).arg(input).arg(max).arg(sum).arg(r).arg(c).run()?;
                 launch(2).arg(input).arg(max).arg(sum).arg(&mut *output).arg(r).arg(c).run()
             }
-            Step::Fused | Step::Online | Step::WarpRows => launch(0).arg(input).arg(output).arg(r).arg(c).run(),
+            Step::Fused | Step::Online | Step::WarpRows => {
+                launch(0).arg(input).arg(output).arg(r).arg(c).run()
+            }
             Step::SplitRows | Step::OnChip | Step::ClusterRows => {
                 let (parts, chunk) = (plan.parts, plan.chunk);
-                launch(0).arg(input).arg(&mut *scratch).arg(r).arg(c).arg(parts).arg(chunk).run()?;
-                launch(1).arg(input).arg(scratch.as_view()).arg(output).arg(r).arg(c).arg(parts).arg(chunk).run()
+                launch(0)
+                    .arg(input)
+                    .arg(&mut *scratch)
+                    .arg(r)
+                    .arg(c)
+                    .arg(parts)
+                    .arg(chunk)
+                    .run()?;
+                launch(1)
+                    .arg(input)
+                    .arg(scratch.as_view())
+                    .arg(output)
+                    .arg(r)
+                    .arg(c)
+                    .arg(parts)
+                    .arg(chunk)
+                    .run()
             }
         }
     }
 
     /// The softmax of a host matrix, through the device: uploads it, runs the step, downloads the
     /// result.
-    pub fn softmax_host<T: Value>(&mut self, input: &[T], rows: usize, cols: usize) -> Result<Vec<T>> {
+    pub fn softmax_host<T: Value>(
+        &mut self,
+        input: &[T],
+        rows: usize,
+        cols: usize,
+    ) -> Result<Vec<T>> {
         check_shape(rows, cols)?;
         let n = check_lengths(rows, cols, input.len(), input.len())?;
         if n == 0 {
@@ -495,12 +551,20 @@ impl Softmax {
 /// and the sum over the row (a NaN max, or `exp(inf - inf)` and `exp(-inf - -inf)`, make the row
 /// NaN). The reference the tests and the tour compare with.
 pub fn softmax_cpu<T: Value>(input: &[T], rows: usize, cols: usize) -> Vec<f64> {
-    assert_eq!(input.len(), rows * cols, "softmax_cpu: a {rows} x {cols} matrix needs {} elements", rows * cols);
+    assert_eq!(
+        input.len(),
+        rows * cols,
+        "softmax_cpu: a {rows} x {cols} matrix needs {} elements",
+        rows * cols
+    );
     let mut out = Vec::with_capacity(input.len());
     for row in input.chunks(cols.max(1)) {
         let x: Vec<f64> = row.iter().map(|v| v.to_f64()).collect();
-        let max =
-            if x.iter().any(|v| v.is_nan()) { f64::NAN } else { x.iter().copied().fold(f64::NEG_INFINITY, f64::max) };
+        let max = if x.iter().any(|v| v.is_nan()) {
+            f64::NAN
+        } else {
+            x.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        };
         let e: Vec<f64> = x.iter().map(|&v| (v - max).exp()).collect();
         let sum: f64 = e.iter().sum();
         out.extend(e.iter().map(|&v| v / sum));
@@ -518,7 +582,11 @@ pub fn softmax_cpu<T: Value>(input: &[T], rows: usize, cols: usize) -> Vec<f64> 
 pub fn tolerance<T: Value>(cols: usize, x_minus_max: f64) -> (f64, f64) {
     let h = cols.div_ceil(32) as f64 + 64.0;
     let rel = (3.0 * h + 16.0 + x_minus_max.abs()) * f64::powi(2.0, -24);
-    if T::SUFFIX.is_empty() { (rel, f64::powi(2.0, -148)) } else { (rel + f64::powi(2.0, -8), f64::powi(2.0, -132)) }
+    if T::SUFFIX.is_empty() {
+        (rel, f64::powi(2.0, -148))
+    } else {
+        (rel + f64::powi(2.0, -8), f64::powi(2.0, -132))
+    }
 }
 
 /// The first element (or row sum) where `got`, a step's softmax of the `rows x cols` matrix
@@ -526,9 +594,18 @@ pub fn tolerance<T: Value>(cols: usize, x_minus_max: f64) -> (f64, f64) {
 /// has a number or a number where it has NaN, an element off by more than its bound, or a row whose
 /// elements do not add up to 1 within the largest bound of the row plus `cols` absolute bounds.
 /// Rows are checked on every core.
-pub fn first_mismatch<T: Value>(input: &[T], got: &[T], rows: usize, cols: usize) -> Option<String> {
+pub fn first_mismatch<T: Value>(
+    input: &[T],
+    got: &[T],
+    rows: usize,
+    cols: usize,
+) -> Option<String> {
     if input.len() != rows * cols || got.len() != input.len() {
-        return Some(format!("{rows} x {cols}: the input holds {}, the output {} elements", input.len(), got.len()));
+        return Some(format!(
+            "{rows} x {cols}: the input holds {}, the output {} elements",
+            input.len(),
+            got.len()
+        ));
     }
     if cols == 0 || rows == 0 {
         return None;
@@ -541,8 +618,13 @@ pub fn first_mismatch<T: Value>(input: &[T], got: &[T], rows: usize, cols: usize
             .map(|first| {
                 scope.spawn(move || {
                     let last = (first + rows_per).min(rows);
-                    (first..last)
-                        .find_map(|r| row_mismatch(&input[r * cols..(r + 1) * cols], &got[r * cols..(r + 1) * cols], r))
+                    (first..last).find_map(|r| {
+                        row_mismatch(
+                            &input[r * cols..(r + 1) * cols],
+                            &got[r * cols..(r + 1) * cols],
+                            r,
+                        )
+                    })
                 })
             })
             .collect();
@@ -559,10 +641,12 @@ fn row_mismatch<T: Value>(x: &[T], got: &[T], r: usize) -> Option<String> {
     for (c, (&e, g)) in expected.iter().zip(got).enumerate() {
         let g = g.to_f64();
         let (rel, abs) = tolerance::<T>(cols, x[c].to_f64() - max);
-        let bad = if e.is_nan() { !g.is_nan() } else { g.is_nan() || (g - e).abs() > e * rel + abs };
+        let bad =
+            if e.is_nan() { !g.is_nan() } else { g.is_nan() || (g - e).abs() > e * rel + abs };
         if bad {
             return Some(format!(
-                "row {r}, column {c} of {cols}: expected {e:e}, got {g:e} (input {:e}, row max {max:e}, bound {:e})",
+                "row {r}, column {c} of {cols}: expected {e:e}, got {g:e} (input {:e}, row max \
+                 {max:e}, bound {:e})",
                 x[c].to_f64(),
                 e * rel + abs
             ));
@@ -573,7 +657,9 @@ fn row_mismatch<T: Value>(x: &[T], got: &[T], r: usize) -> Option<String> {
     }
     let sum_bound = largest_rel + cols as f64 * tolerance::<T>(cols, 0.0).1;
     if !nan_row && (sum - 1.0).abs() > sum_bound {
-        return Some(format!("row {r} of {cols} columns sums to {sum}, not 1 within {sum_bound:e}"));
+        return Some(format!(
+            "row {r} of {cols} columns sums to {sum}, not 1 within {sum_bound:e}"
+        ));
     }
     None
 }

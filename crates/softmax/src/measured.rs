@@ -17,10 +17,14 @@ pub const POISON: f32 = -7.0;
 /// Every step, in the registry's order: the seven f32 steps, then the last four on bf16 rows.
 pub fn steps() -> Vec<StepEntry> {
     let f32_step = |name, step| {
-        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step))
+        StepEntry::new(CRATE, name, move |d, c, s| {
+            measure(d, c, uniform_f32_input(d, c, s)?, |i| i, step)
+        })
     };
     let bf16_step = |name, step| {
-        StepEntry::new(CRATE, name, move |d, c, s| measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, step))
+        StepEntry::new(CRATE, name, move |d, c, s| {
+            measure(d, c, uniform_bf16_input(d, c, s)?, |b| &b.0, step)
+        })
     };
     vec![
         f32_step("three-pass", Step::ThreePass),
@@ -54,6 +58,8 @@ fn measure<T: Value, I: Send + Sync + 'static>(
         let input = get(&input);
         input.outcome(step.name(), first_mismatch(&input.host, got, rows, cols))
     };
-    let run = move |output: &mut DeviceBuffer<T>| softmax.softmax(get(&data).device.as_view(), rows, cols, output);
+    let run = move |output: &mut DeviceBuffer<T>| {
+        softmax.softmax(get(&data).device.as_view(), rows, cols, output)
+    };
     Ok(Measured::with_poison_value(output, T::from_f32(POISON), run, compare))
 }

@@ -12,14 +12,23 @@ use std::fmt::Write as _;
 
 use gpu_harness::{Device, GpuError, GpuShape};
 use gpu_test::{
-    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time, matrices_too_large_here, on_threads,
-    rows_past_32_bits,
+    TestResult, TestRng, TestSuite, by_index, counters_comparable, fits_test_time,
+    matrices_too_large_here, on_threads, rows_past_32_bits,
 };
-use softmax::{MAX_SIDE, Softmax, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, softmax_cpu};
+use softmax::{
+    MAX_SIDE, Softmax, Step, Value, bf16_to_f32, f32_to_bf16, first_mismatch, softmax_cpu,
+};
 
 /// The row lengths, each with the row counts it is tested at.
-const SHAPES: &[(usize, &[usize])] =
-    &[(1, &[1, 5]), (31, &[1, 3]), (32, &[2, 9]), (33, &[1, 7]), (1000, &[1, 3]), (4097, &[2]), ((1 << 17) + 3, &[1])];
+const SHAPES: &[(usize, &[usize])] = &[
+    (1, &[1, 5]),
+    (31, &[1, 3]),
+    (32, &[2, 9]),
+    (33, &[1, 7]),
+    (1000, &[1, 3]),
+    (4097, &[2]),
+    ((1 << 17) + 3, &[1]),
+];
 
 /// Fills outputs before a launch: -7, which no softmax writes (not even in a NaN row), so an
 /// element a kernel forgets fails the check. Exact in bf16.
@@ -44,7 +53,11 @@ fn check<T: Value>(
     softmax.softmax(input.as_view(), rows, cols, &mut output)?;
     match first_mismatch(host, &output.to_host()?, rows, cols) {
         None => Ok(()),
-        Some(wrong) => Err(rng.fail(format!("{} {}: {rows} x {cols}: {wrong}", softmax.step().name(), T::NAME))),
+        Some(wrong) => Err(rng.fail(format!(
+            "{} {}: {rows} x {cols}: {wrong}",
+            softmax.step().name(),
+            T::NAME
+        ))),
     }
 }
 
@@ -70,7 +83,10 @@ fn torch_rows() -> Vec<(&'static str, Vec<f32>)> {
     let inf = f32::INFINITY;
     let row = |f: &dyn Fn(usize) -> f32| (0..40).map(f).collect::<Vec<f32>>();
     vec![
-        ("masked: -inf every third entry", row(&|i| if i % 3 == 0 { -inf } else { (i as f32).sin() })),
+        (
+            "masked: -inf every third entry",
+            row(&|i| if i % 3 == 0 { -inf } else { (i as f32).sin() }),
+        ),
         ("all -inf", row(&|_| -inf)),
         ("logits of 1e4", row(&|i| 1e4 - (i % 7) as f32)),
         ("1e4 and -1e4", row(&|i| if i % 2 == 0 { 1e4 } else { -1e4 })),
@@ -90,8 +106,10 @@ fn torch_semantics<T: Value>(device: &Device, step: Step) -> TestResult {
     for (what, row) in torch_rows() {
         let host: Vec<T> = row.iter().map(|&x| T::from_f32(x)).collect();
         check(device, &mut softmax, &rng, &host, (1, 40)).map_err(|e| format!("{what}: {e:?}"))?;
-        let got: Vec<f64> = softmax.softmax_host(&host, 1, 40)?.into_iter().map(Value::to_f64).collect();
-        let fail = |why: &str| Err(format!("{} {} {what}: {why}: {got:?}", step.name(), T::NAME).into());
+        let got: Vec<f64> =
+            softmax.softmax_host(&host, 1, 40)?.into_iter().map(Value::to_f64).collect();
+        let fail =
+            |why: &str| Err(format!("{} {} {what}: {why}: {got:?}", step.name(), T::NAME).into());
         match what {
             "all -inf" | "a NaN" | "a +inf" if !got.iter().all(|y| y.is_nan()) => {
                 return fail("expected NaN everywhere");
@@ -102,8 +120,12 @@ fn torch_semantics<T: Value>(device: &Device, step: Step) -> TestResult {
             "one finite among -inf" if got[39] != 1.0 || got[..39].iter().any(|&y| y != 0.0) => {
                 return fail("expected 1 at the finite entry and 0 elsewhere");
             }
-            "logits of 1e4" | "1e4 and -1e4" if got.iter().any(|y| !y.is_finite()) => return fail("overflowed"),
-            "subnormal results" if got[1..].contains(&0.0) => return fail("flushed a subnormal to zero"),
+            "logits of 1e4" | "1e4 and -1e4" if got.iter().any(|y| !y.is_finite()) => {
+                return fail("overflowed");
+            }
+            "subnormal results" if got[1..].contains(&0.0) => {
+                return fail("flushed a subnormal to zero");
+            }
             _ => {}
         }
     }
@@ -165,7 +187,9 @@ fn semantics_across_a_cluster<T: Value>(device: &Device, part: usize) -> TestRes
     let cols = COLS;
     let last = COLS - part;
     let rows: [(&str, &dyn Fn(usize) -> f32); 5] = [
-        ("masked: the last block's part all -inf", &|i| if i >= last { f32::NEG_INFINITY } else { 0.5 }),
+        ("masked: the last block's part all -inf", &|i| {
+            if i >= last { f32::NEG_INFINITY } else { 0.5 }
+        }),
         ("a NaN in the third part", &|i| if i == 2 * part + 1000 { f32::NAN } else { 0.0 }),
         ("one finite, in the last part", &|i| if i == COLS - 1 { 2.0 } else { f32::NEG_INFINITY }),
         ("logits of 1e4 in the second part", &|i| if i / part == 1 { 1e4 } else { -1e4 }),
@@ -173,8 +197,10 @@ fn semantics_across_a_cluster<T: Value>(device: &Device, part: usize) -> TestRes
     ];
     for (what, row) in rows {
         let host: Vec<T> = (0..cols).map(|i| T::from_f32(row(i))).collect();
-        check(device, &mut softmax, &rng, &host, (1, cols)).map_err(|e| format!("{} {what}: {e:?}", T::NAME))?;
-        let got: Vec<f64> = softmax.softmax_host(&host, 1, cols)?.into_iter().map(T::to_f64).collect();
+        check(device, &mut softmax, &rng, &host, (1, cols))
+            .map_err(|e| format!("{} {what}: {e:?}", T::NAME))?;
+        let got: Vec<f64> =
+            softmax.softmax_host(&host, 1, cols)?.into_iter().map(T::to_f64).collect();
         let fail = |why: &str| Err(format!("cluster-rows {} {what}: {why}", T::NAME).into());
         match what {
             "a NaN in the third part" | "all -inf" if !got.iter().all(|y| y.is_nan()) => {
@@ -206,7 +232,9 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
     // wraps there reads row 0's logits for it (other probabilities), or writes row 0 and leaves the
     // last row poisoned; one that wraps at 2^31 (a signed int) reads and writes before the matrix.
     // Either fails the rows checked at and past those offsets (or the launch).
-    let logit = |i: usize| ((i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32 / 16.0 - 8.0;
+    let logit = |i: usize| {
+        ((i as u64 ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32 / 16.0 - 8.0
+    };
     for (rows, cols) in HUGE_SHAPES {
         let checked = rows_past_32_bits(rows, cols);
         let input = device.upload(&by_index(rows * cols, |i| f32_to_bf16(logit(i))))?;
@@ -222,9 +250,12 @@ fn more_than_2_to_the_32_elements(device: &Device) -> TestResult {
             for &r in &checked {
                 let elements = r * cols..(r + 1) * cols;
                 let x: Vec<u16> = elements.clone().map(|i| f32_to_bf16(logit(i))).collect();
-                if let Some(wrong) = first_mismatch(&x, &output.view(elements)?.to_host()?, 1, cols) {
+                if let Some(wrong) = first_mismatch(&x, &output.view(elements)?.to_host()?, 1, cols)
+                {
                     let at = format!("row {r} (from element {}), checked alone", r * cols);
-                    return Err(rng.fail(format!("{} bf16: {rows} x {cols}: {at}: {wrong}", step.name())));
+                    return Err(
+                        rng.fail(format!("{} bf16: {rows} x {cols}: {at}: {wrong}", step.name()))
+                    );
                 }
             }
         }
@@ -240,14 +271,20 @@ fn main() -> std::process::ExitCode {
         })
         .cpu("plans_reject_what_the_indices_cannot_hold", || {
             let mut text = String::new();
-            for (step, rows, cols) in
-                [(Step::Online, 1, MAX_SIDE + 1), (Step::WarpRows, MAX_SIDE + 1, 1), (Step::SplitRows, 3, MAX_SIDE + 1)]
-            {
+            for (step, rows, cols) in [
+                (Step::Online, 1, MAX_SIDE + 1),
+                (Step::WarpRows, MAX_SIDE + 1, 1),
+                (Step::SplitRows, 3, MAX_SIDE + 1),
+            ] {
                 match step.plan::<f32>(rows, cols, GpuShape::HOPPER_132_SMS) {
                     Err(GpuError::BadInput(message)) => {
                         let _ = writeln!(text, "{} {rows} x {cols}: {message}", step.name());
                     }
-                    other => return Err(format!("{rows} x {cols}: expected BadInput, got {other:?}").into()),
+                    other => {
+                        return Err(
+                            format!("{rows} x {cols}: expected BadInput, got {other:?}").into()
+                        );
+                    }
                 }
             }
             insta::assert_snapshot!("rejected_plans", text);
@@ -275,7 +312,11 @@ fn main() -> std::process::ExitCode {
             ];
             for (x, bits) in cases {
                 if f32_to_bf16(x) != bits {
-                    return Err(format!("f32_to_bf16({x:e}) = {:#06x}, expected {bits:#06x}", f32_to_bf16(x)).into());
+                    return Err(format!(
+                        "f32_to_bf16({x:e}) = {:#06x}, expected {bits:#06x}",
+                        f32_to_bf16(x)
+                    )
+                    .into());
                 }
             }
             if bf16_to_f32(0x3fc0) != 1.5 {
@@ -287,10 +328,18 @@ fn main() -> std::process::ExitCode {
     for step in Step::ALL {
         let name = step.name();
         suite = suite
-            .gpu(format!("{name}::f32_every_length"), move |device| every_length::<f32>(device, step))
-            .gpu(format!("{name}::bf16_every_length"), move |device| every_length::<u16>(device, step))
-            .gpu(format!("{name}::f32_torch_semantics"), move |device| torch_semantics::<f32>(device, step))
-            .gpu(format!("{name}::bf16_torch_semantics"), move |device| torch_semantics::<u16>(device, step))
+            .gpu(format!("{name}::f32_every_length"), move |device| {
+                every_length::<f32>(device, step)
+            })
+            .gpu(format!("{name}::bf16_every_length"), move |device| {
+                every_length::<u16>(device, step)
+            })
+            .gpu(format!("{name}::f32_torch_semantics"), move |device| {
+                torch_semantics::<f32>(device, step)
+            })
+            .gpu(format!("{name}::bf16_torch_semantics"), move |device| {
+                torch_semantics::<u16>(device, step)
+            })
             .gpu(format!("{name}::views_at_odd_offsets"), move |device| {
                 let mut rng = TestRng::new();
                 let mut softmax = Softmax::new(device, step)?;
@@ -304,23 +353,40 @@ fn main() -> std::process::ExitCode {
                         let mut out = device.alloc::<f32>(n)?;
                         out.fill(POISON)?;
                         softmax.softmax(buffer.view(offset..offset + n)?, rows, cols, &mut out)?;
-                        if let Some(m) = first_mismatch(&host[offset..offset + n], &out.to_host()?, rows, cols) {
-                            return Err(rng.fail(format!("{name}: f32 {rows} x {cols} at offset {offset}: {m}")));
+                        if let Some(m) =
+                            first_mismatch(&host[offset..offset + n], &out.to_host()?, rows, cols)
+                        {
+                            return Err(rng.fail(format!(
+                                "{name}: f32 {rows} x {cols} at offset {offset}: {m}"
+                            )));
                         }
                         let mut out = device.alloc::<u16>(n)?;
                         out.fill(f32_to_bf16(POISON))?;
-                        softmax.softmax(bf16_buffer.view(offset..offset + n)?, rows, cols, &mut out)?;
-                        if let Some(m) = first_mismatch(&bf16[offset..offset + n], &out.to_host()?, rows, cols) {
-                            return Err(rng.fail(format!("{name}: bf16 {rows} x {cols} at offset {offset}: {m}")));
+                        softmax.softmax(
+                            bf16_buffer.view(offset..offset + n)?,
+                            rows,
+                            cols,
+                            &mut out,
+                        )?;
+                        if let Some(m) =
+                            first_mismatch(&bf16[offset..offset + n], &out.to_host()?, rows, cols)
+                        {
+                            return Err(rng.fail(format!(
+                                "{name}: bf16 {rows} x {cols} at offset {offset}: {m}"
+                            )));
                         }
                     }
                 }
                 Ok(())
             })
-            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
-                insta::assert_snapshot!(format!("{name}_simulator_counters"), counters(step)?);
-                Ok(())
-            });
+            .nvrtc_if(
+                format!("illustration::{name}::simulator_counters"),
+                counters_comparable,
+                move || {
+                    insta::assert_snapshot!(format!("{name}_simulator_counters"), counters(step)?);
+                    Ok(())
+                },
+            );
     }
 
     suite
@@ -344,26 +410,42 @@ fn main() -> std::process::ExitCode {
             let mut softmax = Softmax::new(device, Step::SplitRows)?;
             let input = device.upload(&[0.0f32; 15])?;
             let mut text = String::new();
-            for (rows, cols, out_len) in [(3, 4, 15), (3, 5, 14), (3, 5, 16), (1, MAX_SIDE + 1, 15)] {
+            for (rows, cols, out_len) in [(3, 4, 15), (3, 5, 14), (3, 5, 16), (1, MAX_SIDE + 1, 15)]
+            {
                 let mut out = device.alloc::<f32>(out_len)?;
                 out.fill(POISON)?;
                 match softmax.softmax(input.as_view(), rows, cols, &mut out) {
                     Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
                     other => {
-                        return Err(format!("{rows} x {cols} into {out_len}: expected BadInput, got {other:?}").into());
+                        return Err(format!(
+                            "{rows} x {cols} into {out_len}: expected BadInput, got {other:?}"
+                        )
+                        .into());
                     }
                 }
                 if out.to_host()?.iter().any(|&y| y != POISON) {
-                    return Err(format!("{rows} x {cols} into {out_len}: an error wrote the output").into());
+                    return Err(format!(
+                        "{rows} x {cols} into {out_len}: an error wrote the output"
+                    )
+                    .into());
                 }
             }
             match softmax.softmax_host(&[1u16; 7], 2, 3) {
                 Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
-                other => return Err(format!("softmax_host of 7 as 2 x 3: expected BadInput, got {other:?}").into()),
+                other => {
+                    return Err(format!(
+                        "softmax_host of 7 as 2 x 3: expected BadInput, got {other:?}"
+                    )
+                    .into());
+                }
             }
             match softmax.softmax_host(&[1.0f32; 4], usize::MAX / 2, 3) {
                 Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
-                other => return Err(format!("a shape past usize: expected BadInput, got {other:?}").into()),
+                other => {
+                    return Err(
+                        format!("a shape past usize: expected BadInput, got {other:?}").into()
+                    );
+                }
             }
             insta::assert_snapshot!("wrong_lengths", text);
             Ok(())
@@ -378,13 +460,20 @@ fn main() -> std::process::ExitCode {
                     device.take_launches();
                     softmax.softmax(empty.as_view(), rows, cols, &mut out)?;
                     if !softmax.softmax_host::<u16>(&[], rows, cols)?.is_empty() {
-                        return Err(
-                            format!("{}: the softmax of a {rows} x {cols} matrix is not empty", step.name()).into()
-                        );
+                        return Err(format!(
+                            "{}: the softmax of a {rows} x {cols} matrix is not empty",
+                            step.name()
+                        )
+                        .into());
                     }
                     let launched = device.take_launches();
                     if !launched.is_empty() {
-                        return Err(format!("{}: {rows} x {cols} launched {}", step.name(), launched.len()).into());
+                        return Err(format!(
+                            "{}: {rows} x {cols} launched {}",
+                            step.name(),
+                            launched.len()
+                        )
+                        .into());
                     }
                 }
             }
@@ -450,7 +539,8 @@ fn main() -> std::process::ExitCode {
                 let _ = writeln!(text, "{}:", if bf16 { "bf16" } else { "f32" });
                 for k in [14, 15, 16, 17, 18] {
                     for cols in [1 << k, (1 << k) + 1] {
-                        let _ = writeln!(text, "  {cols}: {:?}", softmax::cluster_shape(cols, bf16));
+                        let _ =
+                            writeln!(text, "  {cols}: {:?}", softmax::cluster_shape(cols, bf16));
                     }
                 }
             }
@@ -466,7 +556,23 @@ fn main() -> std::process::ExitCode {
         })
         .cpu("on-chip::groups", || {
             let mut text = String::new();
-            for cols in [0, 1, 31, 256, 257, 512, 513, 1000, 1024, 1025, 2048, 4097, 1 << 14, 1 << 15, (1 << 15) + 1] {
+            for cols in [
+                0,
+                1,
+                31,
+                256,
+                257,
+                512,
+                513,
+                1000,
+                1024,
+                1025,
+                2048,
+                4097,
+                1 << 14,
+                1 << 15,
+                (1 << 15) + 1,
+            ] {
                 let _ = writeln!(text, "{cols}: {:?}", softmax::on_chip_group(cols));
             }
             insta::assert_snapshot!("on_chip_groups", text);

@@ -6,8 +6,9 @@ use std::process::Command;
 
 use classroom::optimisation::{Optimisation, StepCounts, StepScore, graded_steps, score};
 use classroom::{
-    ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json, grade, grade_json,
-    grade_table, overlay_submission, read_counts, speed, starter_files, sync_tree, tests_digest, write_starter,
+    ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json,
+    grade, grade_json, grade_table, overlay_submission, read_counts, speed, starter_files,
+    sync_tree, tests_digest, write_starter,
 };
 use gpu_harness::Device;
 
@@ -19,17 +20,23 @@ pub fn run(command: &CourseCommand) -> bool {
     let root = measuring::workspace_root();
     let result = match command {
         CourseCommand::Starter { dest, crates } => starter(&root, dest, crates),
-        CourseCommand::Grade { crates, submission, json, speed, require_all, require_optimised, tests_digest } => {
-            grade_command(
-                &root,
-                crates,
-                submission.as_deref(),
-                json.as_deref(),
-                *speed,
-                Require { all: *require_all, optimised: *require_optimised },
-                tests_digest.as_deref(),
-            )
-        }
+        CourseCommand::Grade {
+            crates,
+            submission,
+            json,
+            speed,
+            require_all,
+            require_optimised,
+            tests_digest,
+        } => grade_command(
+            &root,
+            crates,
+            submission.as_deref(),
+            json.as_deref(),
+            *speed,
+            Require { all: *require_all, optimised: *require_optimised },
+            tests_digest.as_deref(),
+        ),
         CourseCommand::Check { crates } => check(&root, crates),
         CourseCommand::Count { crates, json } => count_command(crates, json),
         CourseCommand::Pictures { crates, dest } => pictures_command(&root, crates, dest),
@@ -64,7 +71,11 @@ fn with_regions(root: &Path, crates: &[String]) -> Result<Vec<String>, String> {
 /// The course's technique crates, in teaching order: what `grade` grades (a starter copy has no
 /// regions left to find them by).
 fn technique_crates(crates: &[String]) -> Result<Vec<String>, String> {
-    chosen(crates, course::registry().crates().map(str::to_string).collect(), "a technique crate of the course")
+    chosen(
+        crates,
+        course::registry().crates().map(str::to_string).collect(),
+        "a technique crate of the course",
+    )
 }
 
 fn starter(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> {
@@ -75,20 +86,27 @@ fn starter(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> 
         Ok((nvrtc, counts)) => Some(RecordedReference { nvrtc, counts }),
         Err(e) => {
             eprintln!(
-                "note: the reference solution could not be counted ({e}); the starter's autograder will grade \
+                "note: the reference solution could not be counted ({e}); the starter's \
+                 autograder will grade \
                  tests only, not optimisation"
             );
             None
         }
     };
     let stubbed = write_starter(root, dest, &crates, reference)?;
-    println!("wrote a starter copy to {} with {} solution regions stubbed:", dest.display(), stubbed.len());
+    println!(
+        "wrote a starter copy to {} with {} solution regions stubbed:",
+        dest.display(),
+        stubbed.len()
+    );
     for a in &stubbed {
         println!("  {:<20} {}:{}  {}", a.crate_name, a.file.display(), a.line, a.task);
     }
     println!(
-        "\nStudents: edit the TODOs, then `cargo test -p <crate>`. Grading: `cargo course grade` there, or \
-         `cargo course grade --submission <their copy>` here. GitHub Classroom: .github/classroom/autograding.json."
+        "\nStudents: edit the TODOs, then `cargo test -p <crate>`. Grading: `cargo course grade` \
+         there, or \
+         `cargo course grade --submission <their copy>` here. GitHub Classroom: \
+         .github/classroom/autograding.json."
     );
     Ok(true)
 }
@@ -138,7 +156,9 @@ fn lock_copies(root: &Path) -> Result<CopyLock, String> {
 
 fn backend() -> String {
     match Device::shared() {
-        Ok(device) if device.is_simulated() => format!("the CPU simulator ({})", device.facts().name),
+        Ok(device) if device.is_simulated() => {
+            format!("the CPU simulator ({})", device.facts().name)
+        }
         Ok(device) => format!("a GPU ({})", device.facts().name),
         Err(e) => format!("no backend: GPU tests are ignored ({e})"),
     }
@@ -178,7 +198,8 @@ fn grade_command(
         let found = tests_digest(root)?;
         if found != expected {
             return Err(format!(
-                "the tests here are not the instructor's (digest {found}, expected {expected}): grading refused"
+                "the tests here are not the instructor's (digest {found}, expected {expected}): \
+                 grading refused"
             ));
         }
     }
@@ -189,7 +210,11 @@ fn grade_command(
             _lock = Some(lock_copies(root)?);
             let copy = copy_folder(root);
             let taken = overlay_submission(root, student, &copy)?;
-            println!("graded: {} file(s) of {} with this workspace's tests", taken.len(), student.display());
+            println!(
+                "graded: {} file(s) of {} with this workspace's tests",
+                taken.len(),
+                student.display()
+            );
             Graded::Copy { root: copy, target: copies_target(root) }
         }
         None => Graded::InPlace { solved: assigned_crates(root)?, record: record.as_ref() },
@@ -215,7 +240,8 @@ fn grade_command(
     }
     print!("{}", grade_table(&grades));
     if let Some(path) = json {
-        std::fs::write(path, grade_json(&backend(), &grades)).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(path, grade_json(&backend(), &grades))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         println!("grades written to {}", path.display());
     }
     let all_passed = grades.iter().all(|g| g.grade.all_passed());
@@ -234,8 +260,17 @@ fn optimisation(graded: &Graded, crate_name: &str, grade: &Grade) -> Option<Opti
     }
     let crates = [crate_name.to_string()];
     let counted = match graded {
-        Graded::Copy { root, target } => count_in(root, target, crate_name)
-            .and_then(|student| Ok((student, counting::count(&crates).map_err(|e| format!("the reference: {e}"))?))),
+        Graded::Copy { root, target } => count_in(root, target, crate_name).and_then(|student| {
+            Ok((
+                student,
+                counting::count(&crates).map_err(|e| {
+                    format!(
+                        "the \
+                reference: {e}"
+                    )
+                })?,
+            ))
+        }),
         Graded::InPlace { solved, record } => counting::count(&crates).and_then(|student| {
             if solved.iter().any(|c| c == crate_name) {
                 // The solution is here: the student's code is the reference.
@@ -246,22 +281,30 @@ fn optimisation(graded: &Graded, crate_name: &str, grade: &Grade) -> Option<Opti
                     let here = nvrtc()?;
                     match &r.nvrtc {
                         Some(v) if *v != here => Err(format!(
-                            "the starter's reference was counted with NVRTC {v}, and this machine has {here}: \
+                            "the starter's reference was counted with NVRTC {v}, and this machine \
+                             has {here}: \
                              python3 -m pip install --user nvidia-cuda-nvrtc=={v}.*"
                         )),
                         _ => Ok((student, r.reference.clone())),
                     }
                 }
-                _ => Err("no reference solution here to count: grade with --submission from the instructor's \
+                _ => Err("no reference solution here to count: grade with --submission from the \
+                          instructor's \
                           workspace"
                     .to_string()),
             }
         }),
     };
-    Some(match counted.and_then(|(student, reference)| score(course::registry(), crate_name, &student, &reference)) {
-        Ok(steps) => Optimisation::Scored(steps.into_iter().map(|step| with_picture(crate_name, step)).collect()),
-        Err(e) => Optimisation::NotScored(e),
-    })
+    Some(
+        match counted.and_then(|(student, reference)| {
+            score(course::registry(), crate_name, &student, &reference)
+        }) {
+            Ok(steps) => Optimisation::Scored(
+                steps.into_iter().map(|step| with_picture(crate_name, step)).collect(),
+            ),
+            Err(e) => Optimisation::NotScored(e),
+        },
+    )
 }
 
 /// `step`, whose advice also names the pictures that draw it (`cargo course pictures`), where the
@@ -270,7 +313,8 @@ fn with_picture(crate_name: &str, mut step: StepScore) -> StepScore {
     let files = crate::pictures::files_showing(crate_name, &step.step);
     if !files.is_empty() {
         step.see = format!(
-            "{}; `cargo course pictures --crates {crate_name}` draws your kernel beside the reference in target/pictures/{}",
+            "{}; `cargo course pictures --crates {crate_name}` draws your kernel beside the \
+             reference in target/pictures/{}",
             step.see,
             files.join(", ")
         );
@@ -284,7 +328,17 @@ fn count_in(root: &Path, target: &Path, crate_name: &str) -> Result<Vec<StepCoun
     let out = target.join("course-counts.json");
     let _ = std::fs::remove_file(&out);
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["run", "--quiet", "--package", "tour", "--", "count", "--crates", crate_name, "--json"])
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "tour",
+            "--",
+            "count",
+            "--crates",
+            crate_name,
+            "--json",
+        ])
         .arg(&out)
         .env("CARGO_TARGET_DIR", target)
         .current_dir(root)
@@ -292,7 +346,8 @@ fn count_in(root: &Path, target: &Path, crate_name: &str) -> Result<Vec<StepCoun
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string();
+        let last =
+            stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").to_string();
         return Err(format!("counting the student's build failed: {last}"));
     }
     read_counts(&out)
@@ -312,7 +367,8 @@ fn count_command(crates: &[String], json: &Path) -> Result<bool, String> {
 fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
     let crates = with_regions(root, crates)?;
     let registry: Vec<&str> = course::registry().crates().collect();
-    let missing: Vec<&&str> = registry.iter().filter(|c| !crates.contains(&c.to_string())).collect();
+    let missing: Vec<&&str> =
+        registry.iter().filter(|c| !crates.contains(&c.to_string())).collect();
     if crates.len() == assigned_crates(root)?.len() && !missing.is_empty() {
         return Err(format!("technique crates with no solution region: {missing:?}"));
     }
@@ -347,7 +403,10 @@ fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
             eprintln!("FAIL {name}: with its stubs the tests do not build: {:?}", grade.failures);
             ok = false;
         } else if grade.failed == 0 {
-            eprintln!("FAIL {name}: with its stubs every graded test passes ({} ran)", grade.passed);
+            eprintln!(
+                "FAIL {name}: with its stubs every graded test passes ({} ran)",
+                grade.passed
+            );
             ok = false;
         } else {
             println!(

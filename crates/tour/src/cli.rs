@@ -17,11 +17,21 @@ pub struct Options {
     pub command: Option<CourseCommand>,
 
     /// Only these crates (comma-separated), e.g. `reduce-naive,reduce-atomic`.
-    #[arg(long, value_name = "CRATES", value_delimiter = ',', value_parser = PossibleValuesParser::new(crates()))]
+    #[arg(
+        long,
+        value_name = "CRATES",
+        value_delimiter = ',',
+        value_parser = PossibleValuesParser::new(crates())
+    )]
     pub crates: Vec<String>,
 
     /// Only these families (comma-separated), e.g. `reduction`.
-    #[arg(long, value_name = "FAMILIES", value_delimiter = ',', value_parser = PossibleValuesParser::new(families()))]
+    #[arg(
+        long,
+        value_name = "FAMILIES",
+        value_delimiter = ',',
+        value_parser = PossibleValuesParser::new(families())
+    )]
     pub families: Vec<String>,
 
     /// Only these cases (comma-separated labels as the registry writes them), e.g. `2^20,2^28`.
@@ -165,10 +175,17 @@ mod tests {
         let options = parse(&["grade", "--crates", "reduce-naive", "--require-all"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Grade { require_all: true, .. })));
         let options = parse(&["grade", "--require-optimised"]).unwrap();
-        assert!(matches!(options.command, Some(CourseCommand::Grade { require_optimised: true, .. })));
-        let options = parse(&["count", "--crates", "reduce-naive", "--json", "/tmp/c.json"]).unwrap();
+        assert!(matches!(
+            options.command,
+            Some(CourseCommand::Grade { require_optimised: true, .. })
+        ));
+        let options =
+            parse(&["count", "--crates", "reduce-naive", "--json", "/tmp/c.json"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Count { .. })));
-        assert_eq!(parse(&["grade", "--speed"]).unwrap_err().kind(), ErrorKind::MissingRequiredArgument);
+        assert_eq!(
+            parse(&["grade", "--speed"]).unwrap_err().kind(),
+            ErrorKind::MissingRequiredArgument
+        );
         let options = parse(&["pictures", "--crates", "reduce-naive"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Pictures { .. })));
         let options = parse(&["--pictures", "--crates", "transpose"]).unwrap();
@@ -179,10 +196,20 @@ mod tests {
 
     #[test]
     fn filters() {
-        let options = parse(&["--crates", "reduce-naive,reduce-atomic", "--cases", "2^20"]).unwrap();
-        assert!(options.wants("reduction", "reduce-atomic") && !options.wants("reduction", "reduce-unroll"));
+        let options =
+            parse(&["--crates", "reduce-naive,reduce-atomic", "--cases", "2^20"]).unwrap();
+        assert!(
+            options.wants("reduction", "reduce-atomic")
+                && !options.wants("reduction", "reduce-unroll")
+        );
         assert!(options.wants_case("2^20") && !options.wants_case("2^28"));
-        assert_eq!(parse(&["--crates", "reduce-nothing"]).unwrap_err().kind(), ErrorKind::InvalidValue);
-        assert_eq!(parse(&["--charts", "--crates", "reduce-naive"]).unwrap_err().kind(), ErrorKind::ArgumentConflict);
+        assert_eq!(
+            parse(&["--crates", "reduce-nothing"]).unwrap_err().kind(),
+            ErrorKind::InvalidValue
+        );
+        assert_eq!(
+            parse(&["--charts", "--crates", "reduce-naive"]).unwrap_err().kind(),
+            ErrorKind::ArgumentConflict
+        );
     }
 }

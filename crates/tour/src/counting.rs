@@ -26,18 +26,28 @@ pub fn count(crates: &[String]) -> Result<Vec<StepCounts>, String> {
                 Counted::OnOneDevice(step) => step,
                 Counted::OnAWorld { step, .. } => {
                     let n = case.elements().map_err(|e| format!("{name}: {e}"))?;
-                    let run = world_counter(crate_name, &step.name)
-                        .ok_or_else(|| format!("{name}: no crate counts it on a world of devices"))?;
-                    let counted = run(step.devices, n, COUNT_SEED).map_err(|e| format!("{name} at {case}: {e}"))?;
-                    counts.push(StepCounts::of(&graded, &case.label, case.n(), &counted.launches, &counted.transfers));
+                    let run = world_counter(crate_name, &step.name).ok_or_else(|| {
+                        format!("{name}: no crate counts it on a world of devices")
+                    })?;
+                    let counted = run(step.devices, n, COUNT_SEED)
+                        .map_err(|e| format!("{name} at {case}: {e}"))?;
+                    counts.push(StepCounts::of(
+                        &graded,
+                        &case.label,
+                        case.n(),
+                        &counted.launches,
+                        &counted.transfers,
+                    ));
                     continue;
                 }
             };
-            let entry = find_entry(&entries, step).ok_or_else(|| format!("{name}: no crate's steps() offers it"))?;
-            let mut prepared = session.prepare(entry, &case, COUNT_SEED).map_err(|failure| match failure {
-                Failure::Wrong(m) => format!("{name} at {case}: a wrong result: {m}"),
-                Failure::Error(m) => format!("{name} at {case}: {m}"),
-            })?;
+            let entry = find_entry(&entries, step)
+                .ok_or_else(|| format!("{name}: no crate's steps() offers it"))?;
+            let mut prepared =
+                session.prepare(entry, &case, COUNT_SEED).map_err(|failure| match failure {
+                    Failure::Wrong(m) => format!("{name} at {case}: a wrong result: {m}"),
+                    Failure::Error(m) => format!("{name} at {case}: {m}"),
+                })?;
             device.take_launches(); // what preparing and checking launched
             prepared.queue().map_err(|e| format!("{name} at {case}: {e}"))?;
             device.synchronize().map_err(|e| format!("{name} at {case}: {e}"))?;

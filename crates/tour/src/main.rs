@@ -34,7 +34,9 @@ use cli::Options;
 /// The seed of the tour's random inputs (one per run, printed, so a failure can be replayed).
 fn run_seed() -> u64 {
     std::env::var("TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
     })
 }
 
@@ -58,10 +60,19 @@ struct Run<'a> {
 
 /// The steps of `family` that `options` select, each at each of its cases, in the order they run:
 /// case by case, and in registry order within a case.
-fn runs<'a>(family: &'a Family, options: &Options, entries: &[StepEntry], peers: bool) -> Vec<Run<'a>> {
+fn runs<'a>(
+    family: &'a Family,
+    options: &Options,
+    entries: &[StepEntry],
+    peers: bool,
+) -> Vec<Run<'a>> {
     let steps: Vec<(StepRef, StepEntry)> = family
         .steps()
-        .filter(|s| options.wants(&family.id, s.crate_name) && s.timed_by_tour() && (peers || s.peer.is_none()))
+        .filter(|s| {
+            options.wants(&family.id, s.crate_name)
+                && s.timed_by_tour()
+                && (peers || s.peer.is_none())
+        })
         .filter_map(|s| Some((s, find_entry(entries, &s)?.clone())))
         .collect();
     let mut cases: Vec<&Case> = Vec::new();
@@ -91,8 +102,10 @@ fn tour(options: &Options) -> bool {
             eprintln!("tour: cannot run kernels on this machine: {e}");
             if matches!(e, GpuError::NoBackend { .. } | GpuError::NoCompiler { .. }) {
                 eprintln!(
-                    "The tour runs on an NVIDIA GPU, or on the CPU simulator, which needs only NVRTC: \
-                     `{PIP_INSTALL_NVRTC}`. `cargo run --release -- --charts` redraws the book from its \
+                    "The tour runs on an NVIDIA GPU, or on the CPU simulator, which needs only \
+                     NVRTC: \
+                     `{PIP_INSTALL_NVRTC}`. `cargo run --release -- --charts` redraws the book \
+                     from its \
                      committed data with neither."
                 );
             }
@@ -112,10 +125,19 @@ fn tour(options: &Options) -> bool {
     };
     let entries = steps::entries();
     let course = course::registry();
-    let families: Vec<(&Family, Vec<Run>)> =
-        course.families.iter().map(|f| (f, runs(f, options, &entries, peers))).filter(|(_, r)| !r.is_empty()).collect();
+    let families: Vec<(&Family, Vec<Run>)> = course
+        .families
+        .iter()
+        .map(|f| (f, runs(f, options, &entries, peers)))
+        .filter(|(_, r)| !r.is_empty())
+        .collect();
     let bar = progress_bar(families.iter().map(|(_, r)| r.len() as u64).sum());
-    bar.suspend(|| println!("{}\nrandom inputs from seed {seed} (TEST_SEED={seed} replays them)\n", header(&device)));
+    bar.suspend(|| {
+        println!(
+            "{}\nrandom inputs from seed {seed} (TEST_SEED={seed} replays them)\n",
+            header(&device)
+        )
+    });
     let mut session = Session::new(&device);
     let mut failures = Vec::new();
     for (family, runs) in &families {
@@ -123,9 +145,21 @@ fn tour(options: &Options) -> bool {
             bar.suspend(|| println!("{note}"));
         }
         for run in runs {
-            bar.set_message(format!("{}/{} at {}", run.step.crate_name, run.step.name(), run.case.label));
+            bar.set_message(format!(
+                "{}/{} at {}",
+                run.step.crate_name,
+                run.step.name(),
+                run.case.label
+            ));
             if let Err(failure) = session.measure(&run.step, &run.entry, run.case, seed) {
-                bar.suspend(|| eprintln!("{}/{} at {}: {failure}", run.step.crate_name, run.step.name(), run.case));
+                bar.suspend(|| {
+                    eprintln!(
+                        "{}/{} at {}: {failure}",
+                        run.step.crate_name,
+                        run.step.name(),
+                        run.case
+                    )
+                });
                 failures.push(failure);
             }
             bar.inc(1);
@@ -159,14 +193,17 @@ fn tour(options: &Options) -> bool {
 /// PyTorch's ops, measured by their script (`course::TORCH_SCRIPT`), which needs torch.
 fn script_peers(family: &Family, options: &Options) -> Option<String> {
     let mut sources: Vec<&str> = Vec::new();
-    for step in family.steps().filter(|s| !s.timed_by_tour() && options.wants(&family.id, s.crate_name)) {
+    for step in
+        family.steps().filter(|s| !s.timed_by_tour() && options.wants(&family.id, s.crate_name))
+    {
         let source = step.peer.map_or(step.name(), |p| p.source.as_str());
         if !sources.contains(&source) {
             sources.push(source);
         }
     }
-    (!sources.is_empty())
-        .then(|| format!("{}: measured by {}, not by the tour", sources.join(", "), course::TORCH_SCRIPT))
+    (!sources.is_empty()).then(|| {
+        format!("{}: measured by {}, not by the tour", sources.join(", "), course::TORCH_SCRIPT)
+    })
 }
 
 /// Each chapter's table and the family's summary, as text.
@@ -184,9 +221,11 @@ fn print_family(family: &Family, session: &Session) {
 /// The GPU and its software.
 fn header(device: &Device) -> String {
     let facts = device.facts();
-    let peak = facts.theoretical_bandwidth_gbs().map_or("unknown".to_string(), |g| format!("{g:.0} GB/s"));
+    let peak =
+        facts.theoretical_bandwidth_gbs().map_or("unknown".to_string(), |g| format!("{g:.0} GB/s"));
     format!(
-        "{} ({} SMs, compute capability {}.{}), driver {}, CUDA {}, NVRTC {}; theoretical bandwidth {peak}",
+        "{} ({} SMs, compute capability {}.{}), driver {}, CUDA {}, NVRTC {}; theoretical \
+         bandwidth {peak}",
         facts.name,
         facts.multiprocessors,
         facts.compute_capability.0,
@@ -225,11 +264,14 @@ fn simulated_tour(device: &Device, options: &Options, seed: u64) -> bool {
     let session = Session::new(device);
     let mut ok = true;
     for family in &course::registry().families {
-        for step in family.steps().filter(|s| s.peer.is_none() && options.wants(&family.id, s.crate_name)) {
+        for step in
+            family.steps().filter(|s| s.peer.is_none() && options.wants(&family.id, s.crate_name))
+        {
             let Some(entry) = find_entry(&entries, &step) else { continue };
             // At the family's simulator size, or the step's own case where that is smaller (a
             // one-block step).
-            let case = step.cases()[0].with_elements(family.simulator_case.n().min(step.cases()[0].n()));
+            let case =
+                step.cases()[0].with_elements(family.simulator_case.n().min(step.cases()[0].n()));
             let outcome = session.prepare(entry, &case, seed).and_then(|mut prepared| {
                 prepared.queue()?;
                 Ok(device.last_launch_counters())
@@ -260,7 +302,8 @@ fn simulated_tour(device: &Device, options: &Options, seed: u64) -> bool {
         }
     }
     println!(
-        "\nwarp instr: warp instructions executed; lanes: average active lanes per warp instruction; \
+        "\nwarp instr: warp instructions executed; lanes: average active lanes per warp \
+         instruction; \
          divergent: branches that split a warp; shared: shared-memory accesses; conflicts: extra \
          wavefronts from bank conflicts; sectors: 32-byte sectors per global memory request. \
          Multi-pass steps show their last launch. Inputs from seed {seed}."

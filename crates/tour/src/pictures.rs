@@ -8,10 +8,11 @@
 use std::path::{Path, PathBuf};
 
 use gpu_harness::{Case, Device};
-use report::pictures::{
-    Access, AccessKind, AccessSpace, LaunchTrace, TraceOptions, banks_picture, lanes_picture, sectors_picture,
-};
 use measuring::session::find_entry;
+use report::pictures::{
+    Access, AccessKind, AccessSpace, LaunchTrace, TraceOptions, banks_picture, lanes_picture,
+    sectors_picture,
+};
 
 /// The folder of the book's pictures, under the workspace root.
 pub const FOLDER: &str = "book/src/pictures";
@@ -121,7 +122,8 @@ pub fn pictures() -> Vec<Picture> {
         Picture {
             file: "histogram-banks.svg",
             chapter: "histogram",
-            title: "Warp 0's first shared atomic on all-equal bytes: a copy per block, per warp, per lane",
+            title: "Warp 0's first shared atomic on all-equal bytes: a copy per block, per warp, \
+                    per lane",
             kind: Kind::Banks,
             panels: vec![
                 access("histogram", "shared-atomics", "2^16 all-equal", (Shared, Atomic, 0)),
@@ -132,7 +134,8 @@ pub fn pictures() -> Vec<Picture> {
         Picture {
             file: "batch-stats-coalescing.svg",
             chapter: "batch-stats",
-            title: "Warp 0's first load of the tensor: a thread per channel, and a block per channel",
+            title: "Warp 0's first load of the tensor: a thread per channel, and a block per \
+                    channel",
             kind: Kind::Sectors,
             panels: vec![
                 access("batch-stats", "naive", "2x64x8x8", (Global, Load, 0)),
@@ -152,9 +155,11 @@ fn trace_panel(device: &Device, panel: &Panel) -> Result<(LaunchTrace, Option<St
         .find(|s| s.crate_name == panel.crate_name && s.name() == panel.step)
         .ok_or_else(|| format!("{name}: not a step of course.toml"))?;
     let entries = crate::steps::entries();
-    let entry = find_entry(&entries, &step).ok_or_else(|| format!("{name}: no crate's steps() offers it"))?;
+    let entry = find_entry(&entries, &step)
+        .ok_or_else(|| format!("{name}: no crate's steps() offers it"))?;
     let case: Case = panel.case.parse().map_err(|e| format!("{name}: case {}: {e}", panel.case))?;
-    let mut prepared = (entry.prepare)(device, &case, SEED).map_err(|e| format!("{name} at {case}: {e}"))?;
+    let mut prepared =
+        (entry.prepare)(device, &case, SEED).map_err(|e| format!("{name} at {case}: {e}"))?;
     device.take_launches();
     device.trace_launches(Some(TraceOptions::default()));
     let queued = prepared.queue().and_then(|()| device.synchronize());
@@ -175,7 +180,10 @@ fn trace_panel(device: &Device, panel: &Panel) -> Result<(LaunchTrace, Option<St
 }
 
 /// Warp 0's first access of `space` and `kind` in block 0 at barrier phase `phase` or later.
-fn pick(trace: &LaunchTrace, (space, kind, phase): (AccessSpace, AccessKind, u32)) -> Option<Access> {
+fn pick(
+    trace: &LaunchTrace,
+    (space, kind, phase): (AccessSpace, AccessKind, u32),
+) -> Option<Access> {
     trace
         .steps
         .iter()
@@ -186,7 +194,10 @@ fn pick(trace: &LaunchTrace, (space, kind, phase): (AccessSpace, AccessKind, u32
 }
 
 /// Draws `picture` from the kernels this build holds; `label` names a panel from its step.
-pub fn draw(picture: &Picture, label: impl Fn(&Panel, &LaunchTrace) -> String) -> Result<String, String> {
+pub fn draw(
+    picture: &Picture,
+    label: impl Fn(&Panel, &LaunchTrace) -> String,
+) -> Result<String, String> {
     let device = Device::simulator().map_err(|e| format!("the CPU simulator cannot draw: {e}"))?;
     let mut traces = Vec::new();
     for panel in &picture.panels {
@@ -199,15 +210,20 @@ pub fn draw(picture: &Picture, label: impl Fn(&Panel, &LaunchTrace) -> String) -
     }
     Ok(match picture.kind {
         Kind::Lanes => {
-            let panels: Vec<(String, &LaunchTrace)> = traces.iter().map(|(_, l, t)| (l.clone(), t)).collect();
+            let panels: Vec<(String, &LaunchTrace)> =
+                traces.iter().map(|(_, l, t)| (l.clone(), t)).collect();
             lanes_picture(picture.title, &panels)
         }
         Kind::Banks | Kind::Sectors => {
             let mut panels = Vec::new();
             for (panel, text, trace) in &traces {
                 let wanted = panel.access.expect("a banks or sectors panel names its access");
-                let access = pick(trace, wanted)
-                    .ok_or_else(|| format!("{}/{}: warp 0 makes no {wanted:?} access", panel.crate_name, panel.step))?;
+                let access = pick(trace, wanted).ok_or_else(|| {
+                    format!(
+                        "{}/{}: warp 0 makes no {wanted:?} access",
+                        panel.crate_name, panel.step
+                    )
+                })?;
                 panels.push((text.clone(), access));
             }
             if picture.kind == Kind::Banks {
@@ -239,7 +255,9 @@ pub fn book_label(panel: &Panel, trace: &LaunchTrace) -> String {
 /// The book's pictures of the chosen chapters (all when `chapters` is empty), as `(path, svg)`.
 pub fn book_pictures(root: &Path, chapters: &[String]) -> Result<Vec<(PathBuf, String)>, String> {
     let mut files = Vec::new();
-    for picture in pictures().iter().filter(|p| chapters.is_empty() || chapters.iter().any(|c| c == p.chapter)) {
+    for picture in
+        pictures().iter().filter(|p| chapters.is_empty() || chapters.iter().any(|c| c == p.chapter))
+    {
         let svg = draw(picture, book_label)?;
         files.push((root.join(FOLDER).join(picture.file), svg));
     }
@@ -250,13 +268,21 @@ pub fn book_pictures(root: &Path, chapters: &[String]) -> Result<Vec<(PathBuf, S
 /// above the committed picture of the reference, as `(file name, svg)`.
 pub fn student_pictures(root: &Path, chapters: &[String]) -> Result<Vec<(String, String)>, String> {
     let mut files = Vec::new();
-    for picture in pictures().iter().filter(|p| chapters.is_empty() || chapters.iter().any(|c| c == p.chapter)) {
+    for picture in
+        pictures().iter().filter(|p| chapters.is_empty() || chapters.iter().any(|c| c == p.chapter))
+    {
         let mine = draw(picture, |panel, trace| format!("yours: {}", book_label(panel, trace)))?;
         let reference_path = root.join(FOLDER).join(picture.file);
         let svg = match std::fs::read_to_string(&reference_path) {
             Ok(reference) => report::pictures::beside(
                 ("Yours, drawn from the kernels in cuda/ of this workspace", &mine),
-                (&format!("The reference solution's, as the book shows it ({FOLDER}/{})", picture.file), &reference),
+                (
+                    &format!(
+                        "The reference solution's, as the book shows it ({FOLDER}/{})",
+                        picture.file
+                    ),
+                    &reference,
+                ),
             ),
             Err(_) => mine,
         };
@@ -269,7 +295,10 @@ pub fn student_pictures(root: &Path, chapters: &[String]) -> Result<Vec<(String,
 pub fn files_showing(crate_name: &str, step: &str) -> Vec<&'static str> {
     pictures()
         .into_iter()
-        .filter(|p| p.chapter == crate_name && p.panels.iter().any(|q| q.crate_name == crate_name && q.step == step))
+        .filter(|p| {
+            p.chapter == crate_name
+                && p.panels.iter().any(|q| q.crate_name == crate_name && q.step == step)
+        })
         .map(|p| p.file)
         .collect()
 }

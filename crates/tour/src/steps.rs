@@ -49,26 +49,43 @@ mod tests {
             }
         }
         for entry in &entries {
-            let listed = course.steps().any(|s| s.crate_name == entry.crate_name && s.name() == entry.step);
+            let listed =
+                course.steps().any(|s| s.crate_name == entry.crate_name && s.name() == entry.step);
             if !listed {
-                problems.push(format!("{entry:?} is offered by its crate but not listed in course.toml"));
+                problems.push(format!(
+                    "{entry:?} is offered by its crate but not listed in course.toml"
+                ));
             }
-            let twice = entries.iter().filter(|e| e.crate_name == entry.crate_name && e.step == entry.step).count();
+            let twice = entries
+                .iter()
+                .filter(|e| e.crate_name == entry.crate_name && e.step == entry.step)
+                .count();
             if twice > 1 {
                 problems.push(format!("{entry:?} is offered {twice} times"));
             }
         }
-        assert!(problems.is_empty(), "the registry and the code disagree:\n{}", problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "the registry and the code disagree:\n{}",
+            problems.join("\n")
+        );
     }
 
     #[test]
     fn the_tour_links_every_crate_of_the_registry() {
         let entries = entries();
         // A chapter with no steps (reduce-multi-gpu, several GPUs) is measured by its own bench.
-        let measured = course::registry().families.iter().flat_map(|f| &f.chapters).filter(|c| !c.steps.is_empty());
+        let measured = course::registry()
+            .families
+            .iter()
+            .flat_map(|f| &f.chapters)
+            .filter(|c| !c.steps.is_empty());
         for chapter in measured {
             let name = &chapter.crate_name;
-            assert!(entries.iter().any(|e| e.crate_name == *name), "{name} is not in the tour's entries()");
+            assert!(
+                entries.iter().any(|e| e.crate_name == *name),
+                "{name} is not in the tour's entries()"
+            );
         }
     }
 }

@@ -48,11 +48,19 @@ fn starter() -> Result<&'static Path, String> {
                 std::fs::remove_dir_all(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
             }
             let output = Command::new(env!("CARGO_BIN_EXE_tour"))
-                .args(["starter", dest.to_str().ok_or("a path that is not UTF-8")?, "--crates", CRATE])
+                .args([
+                    "starter",
+                    dest.to_str().ok_or("a path that is not UTF-8")?,
+                    "--crates",
+                    CRATE,
+                ])
                 .output()
                 .map_err(|e| format!("cannot run the tour: {e}"))?;
             if !output.status.success() {
-                return Err(format!("tour starter failed: {}", String::from_utf8_lossy(&output.stderr)));
+                return Err(format!(
+                    "tour starter failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                ));
             }
             Ok(dest)
         })
@@ -63,7 +71,11 @@ fn starter() -> Result<&'static Path, String> {
 /// The instructor's two solutions (strided index, sequential addressing), as the regions hold them.
 fn reference_solutions() -> Vec<String> {
     let text = std::fs::read_to_string(root().join(KERNEL)).expect("the kernel file");
-    classroom::regions::regions(&text).expect("its regions").into_iter().map(|r| r.solution.join("\n")).collect()
+    classroom::regions::regions(&text)
+        .expect("its regions")
+        .into_iter()
+        .map(|r| r.solution.join("\n"))
+        .collect()
 }
 
 /// The starter's kernel file with its two TODOs answered by `solutions`, in order (`None`: the
@@ -121,8 +133,11 @@ impl Graded {
     /// tests are added), and the snapshots show the grade, not how many tests there are.
     fn snapshot(&self) -> String {
         let g = self.crate_grade();
-        let (passed, failed, ignored) =
-            (g["passed"].as_u64().unwrap_or(0), g["failed"].as_u64().unwrap_or(0), g["ignored"].as_u64().unwrap_or(0));
+        let (passed, failed, ignored) = (
+            g["passed"].as_u64().unwrap_or(0),
+            g["failed"].as_u64().unwrap_or(0),
+            g["ignored"].as_u64().unwrap_or(0),
+        );
         let counts = format!("{:>13} {:>8}", format!("{passed} of {}", passed + failed), ignored);
         let ran = if failed == 0 { "all" } else { "some" };
         self.table.replacen(&counts, &format!("{:>13} {:>8}", format!("{ran} of them"), "n"), 1)
@@ -130,7 +145,11 @@ impl Graded {
 
     /// The optimisation score of `step`.
     fn step_score(&self, step: &str) -> Option<f64> {
-        self.crate_grade()["optimisation"]["steps"].as_array()?.iter().find(|s| s["step"] == step)?["score"].as_f64()
+        self.crate_grade()["optimisation"]["steps"]
+            .as_array()?
+            .iter()
+            .find(|s| s["step"] == step)?["score"]
+            .as_f64()
     }
 }
 
@@ -147,7 +166,10 @@ fn run_grade(mut command: Command, json: &Path) -> Result<Graded, String> {
     let output = command.output().map_err(|e| format!("cannot run the grade: {e}"))?;
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let text = std::fs::read_to_string(json).map_err(|e| {
-        format!("no grades written ({e}); stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr))
+        format!(
+            "no grades written ({e}); stdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
     })?;
     let json = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     Ok(Graded { success: output.status.success(), table: table_of(&stdout), json })
@@ -170,11 +192,16 @@ fn grade_crate(crate_name: &str, name: &str, file: &str, text: &str) -> Result<G
 }
 
 fn check(condition: bool, what: &str, graded: &Graded) -> TestResult {
-    if condition { Ok(()) } else { Err(format!("{what}; the grade:\n{}\n{:#}", graded.table, graded.json).into()) }
+    if condition {
+        Ok(())
+    } else {
+        Err(format!("{what}; the grade:\n{}\n{:#}", graded.table, graded.json).into())
+    }
 }
 
 fn reference_gets_full_points() -> TestResult {
-    let [strided, sequential] = <[String; 2]>::try_from(reference_solutions()).map_err(|_| "two regions")?;
+    let [strided, sequential] =
+        <[String; 2]>::try_from(reference_solutions()).map_err(|_| "two regions")?;
     let graded = grade("reference", &kernel_with(Some([strided, sequential]))?)?;
     check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
     check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
@@ -189,14 +216,28 @@ const DIVERGENT_MODULO: &str = "    for (unsigned int s = 1; s < blockDim.x; s *
 
 fn divergent_modulo_gets_no_optimisation_points_for_interleaved() -> TestResult {
     let strided = reference_solutions().remove(0);
-    let graded = grade("divergent-modulo", &kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?)?;
-    check(graded.success && graded.correctness() == 10.0, "a correct answer: every graded test passes", &graded)?;
-    check(graded.step_score("strided-index") == Some(1.0), "strided-index as the reference", &graded)?;
-    check(graded.step_score("interleaved") == Some(0.0), "no optimisation points for interleaved", &graded)?;
+    let graded =
+        grade("divergent-modulo", &kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?)?;
+    check(
+        graded.success && graded.correctness() == 10.0,
+        "a correct answer: every graded test passes",
+        &graded,
+    )?;
+    check(
+        graded.step_score("strided-index") == Some(1.0),
+        "strided-index as the reference",
+        &graded,
+    )?;
+    check(
+        graded.step_score("interleaved") == Some(0.0),
+        "no optimisation points for interleaved",
+        &graded,
+    )?;
     check(graded.optimisation() == 2.5, "half the optimisation points (one step of two)", &graded)?;
     check(
         graded.table.contains(
-            "interleaved: 48 divergent branches per block, the reference has 6: the active threads are not contiguous",
+            "interleaved: 48 divergent branches per block, the reference has 6: the active \
+             threads are not contiguous",
         ),
         "advice a student can act on",
         &graded,
@@ -220,7 +261,10 @@ const OTHER_SEQUENTIAL: &str = "    unsigned int half = blockDim.x;
     }";
 
 fn another_loop_form_gets_full_points() -> TestResult {
-    let graded = grade("other-loop-form", &kernel_with(Some([OTHER_STRIDED.into(), OTHER_SEQUENTIAL.into()]))?)?;
+    let graded = grade(
+        "other-loop-form",
+        &kernel_with(Some([OTHER_STRIDED.into(), OTHER_SEQUENTIAL.into()]))?,
+    )?;
     check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
     check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
     insta::assert_snapshot!("grade_other_loop_form", graded.snapshot());
@@ -251,7 +295,8 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     let starter = starter()?;
     let autograding = std::fs::read_to_string(starter.join(".github/classroom/autograding.json"))
         .map_err(|e| format!("the starter's autograding file: {e}"))?;
-    let autograding: serde_json::Value = serde_json::from_str(&autograding).map_err(|e| e.to_string())?;
+    let autograding: serde_json::Value =
+        serde_json::from_str(&autograding).map_err(|e| e.to_string())?;
     let line = autograding["tests"]
         .as_array()
         .and_then(|tests| tests.iter().find(|t| t["name"] == format!("{CRATE} optimisation")))
@@ -280,7 +325,17 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     let json = tests_folder().join("autograder.json");
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command
-        .args(["run", "--quiet", "--package", "tour", "--", "grade", "--crates", CRATE, "--require-optimised"])
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "tour",
+            "--",
+            "grade",
+            "--crates",
+            CRATE,
+            "--require-optimised",
+        ])
         .args(["--tests-digest", &digest, "--json"])
         .arg(&json)
         .env("CARGO_TARGET_DIR", root().join("target/course/target"))
@@ -288,8 +343,16 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     let graded = run_grade(command, &json)?;
     drop(lock);
     check(!graded.success, "the optimisation line fails", &graded)?;
-    check(graded.correctness() == 10.0, "every graded test passes (the tests line passes)", &graded)?;
-    check(graded.optimisation() == 2.5, "the interleaved step has no optimisation points", &graded)?;
+    check(
+        graded.correctness() == 10.0,
+        "every graded test passes (the tests line passes)",
+        &graded,
+    )?;
+    check(
+        graded.optimisation() == 2.5,
+        "the interleaved step has no optimisation points",
+        &graded,
+    )?;
     Ok(())
 }
 
@@ -306,7 +369,12 @@ fn ring_with(solution: Option<&str>) -> Result<String, String> {
     let lines: Vec<&str> = text.lines().collect();
     let solution = match solution {
         Some(solution) => solution.to_string(),
-        None => region.stub.iter().map(|l| format!("                {l}")).collect::<Vec<_>>().join("\n"),
+        None => region
+            .stub
+            .iter()
+            .map(|l| format!("                {l}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     };
     // The opening marker is line `region.line`; the solution's lines follow it.
     let (before, after) = (&lines[..region.line], &lines[region.line + region.solution.len()..]);
@@ -335,12 +403,19 @@ const WHOLE_VECTORS: &str = "                let chunk = 0;
                 let elements = if from == sender { 0..len } else { 0..0 };";
 
 fn multi_gpu_whole_vectors_get_no_optimisation_points() -> TestResult {
-    let graded = grade_crate(MULTI_GPU, "multi-gpu-whole-vectors", RING, &ring_with(Some(WHOLE_VECTORS))?)?;
-    check(graded.success && graded.correctness() == 10.0, "a correct answer: every graded test passes", &graded)?;
+    let graded =
+        grade_crate(MULTI_GPU, "multi-gpu-whole-vectors", RING, &ring_with(Some(WHOLE_VECTORS))?)?;
+    check(
+        graded.success && graded.correctness() == 10.0,
+        "a correct answer: every graded test passes",
+        &graded,
+    )?;
     check(graded.step_score("ring") == Some(0.0), "no optimisation points for the ring", &graded)?;
     check(graded.optimisation() == 0.0, "no optimisation points", &graded)?;
     check(
-        graded.table.contains("ring: 24 copy span per element, the reference has 6: the copies wait for each other"),
+        graded.table.contains(
+            "ring: 24 copy span per element, the reference has 6: the copies wait for each other",
+        ),
         "advice a student can act on",
         &graded,
     )?;
@@ -375,7 +450,9 @@ const PUBLISH_PREFIX: &str = "    if (lane == 0) {
 fn scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass() -> TestResult {
     let text = std::fs::read_to_string(root().join(LOOK_BACK)).map_err(|e| e.to_string())?;
     if !text.contains(PUBLISH_PREFIX) {
-        return Err(format!("{LOOK_BACK} no longer publishes the prefix as this test expects").into());
+        return Err(
+            format!("{LOOK_BACK} no longer publishes the prefix as this test expects").into()
+        );
     }
     let skipped = text.replace(PUBLISH_PREFIX, "");
     let mut files = Vec::new();
@@ -402,25 +479,39 @@ fn scan_tile_that_skips_its_prefix_gets_no_points_for_single_pass() -> TestResul
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     drop(lock);
     if !output.status.success() {
-        return Err(format!("tour count failed: {}", String::from_utf8_lossy(&output.stderr)).into());
+        return Err(
+            format!("tour count failed: {}", String::from_utf8_lossy(&output.stderr)).into()
+        );
     }
     let text = std::fs::read_to_string(&json).map_err(|e| e.to_string())?;
-    let student: Vec<classroom::optimisation::StepCounts> = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let student: Vec<classroom::optimisation::StepCounts> =
+        serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let reference = counting::count(&["scan".to_string()])?;
     let scores = classroom::optimisation::score(course::registry(), "scan", &student, &reference)?;
     let report = format!("{scores:#?}");
     for step in &scores {
         let expected = if step.step == "single-pass" { 0.0 } else { 1.0 };
         if step.score() != expected {
-            return Err(format!("{}: score {}, expected {expected}:\n{report}", step.step, step.score()).into());
+            return Err(format!(
+                "{}: score {}, expected {expected}:\n{report}",
+                step.step,
+                step.score()
+            )
+            .into());
         }
     }
     let single = scores.iter().find(|s| s.step == "single-pass").ok_or("no single-pass")?;
-    let strong = single.counters.iter().find(|c| c.counter == "strong loads per block").ok_or("no strong loads")?;
+    let strong = single
+        .counters
+        .iter()
+        .find(|c| c.counter == "strong loads per block")
+        .ok_or("no strong loads")?;
     if strong.student < 10.0 * strong.reference {
-        return Err(
-            format!("strong loads per block: {} against {}:\n{report}", strong.student, strong.reference).into()
-        );
+        return Err(format!(
+            "strong loads per block: {} against {}:\n{report}",
+            strong.student, strong.reference
+        )
+        .into());
     }
     Ok(())
 }
@@ -438,13 +529,23 @@ fn every_graded_step_is_counted() -> TestResult {
     let mut problems = Vec::new();
     for crate_name in &crates {
         for step in classroom::optimisation::graded_steps(course, crate_name) {
-            let Some(counted) = counts.iter().find(|c| c.crate_name == *crate_name && c.step == step.name) else {
+            let Some(counted) =
+                counts.iter().find(|c| c.crate_name == *crate_name && c.step == step.name)
+            else {
                 problems.push(format!("{crate_name}/{}: not counted", step.name));
                 continue;
             };
             for improvement in step.improves {
-                if !counted.counts.get(&improvement.label()).is_some_and(|v| v.is_finite() && *v >= 0.0) {
-                    problems.push(format!("{crate_name}/{}: no {} in {counted:?}", step.name, improvement.label()));
+                if !counted
+                    .counts
+                    .get(&improvement.label())
+                    .is_some_and(|v| v.is_finite() && *v >= 0.0)
+                {
+                    problems.push(format!(
+                        "{crate_name}/{}: no {} in {counted:?}",
+                        step.name,
+                        improvement.label()
+                    ));
                 }
             }
         }

@@ -42,7 +42,8 @@ fn main() -> ExitCode {
                 Ok(())
             } else {
                 Err(format!(
-                    "{crate_name}/{name} at {case}: course.toml names kernel `{kernel}`, but the step launched {launched:?}"
+                    "{crate_name}/{name} at {case}: course.toml names kernel `{kernel}`, but the \
+                     step launched {launched:?}"
                 )
                 .into())
             }

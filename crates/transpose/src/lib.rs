@@ -53,7 +53,9 @@ pub mod measured;
 
 use std::fmt;
 
-use gpu_harness::{Device, DeviceBuffer, DeviceView, Element, GpuError, Kernel, KernelSource, LaunchConfig, Result};
+use gpu_harness::{
+    Device, DeviceBuffer, DeviceView, Element, GpuError, Kernel, KernelSource, LaunchConfig, Result,
+};
 
 pub use measured::steps;
 
@@ -169,49 +171,69 @@ fn tile_plan(
     turned: bool,
 ) -> Result<TransposePlan> {
     if rows == 0 || cols == 0 {
-        return Err(GpuError::BadInput(format!("a {rows} x {cols} matrix is empty: there is nothing to launch")));
+        return Err(GpuError::BadInput(format!(
+            "a {rows} x {cols} matrix is empty: there is nothing to launch"
+        )));
     }
     if rows > MAX_SIDE || cols > MAX_SIDE {
         return Err(GpuError::BadInput(format!(
-            "a {rows} x {cols} matrix: each side must be at most {MAX_SIDE} (2^31 - 1), for the kernels' 32-bit tile arithmetic"
+            "a {rows} x {cols} matrix: each side must be at most {MAX_SIDE} (2^31 - 1), for the \
+             kernels' 32-bit tile arithmetic"
         )));
     }
     let side = tile as usize;
     let (across, down) = (cols.div_ceil(side), rows.div_ceil(side));
     if turned && across > MAX_TILES_DOWN {
         return Err(GpuError::BadInput(format!(
-            "{kernel}: a matrix of {cols} columns needs {across} tiles of {tile} columns, more than a grid's \
-             {MAX_TILES_DOWN} (at most {} columns here: the grid is turned); step 6 (wide-tiles), whose grid \
+            "{kernel}: a matrix of {cols} columns needs {across} tiles of {tile} columns, more \
+             than a grid's \
+             {MAX_TILES_DOWN} (at most {} columns here: the grid is turned); step 6 (wide-tiles), \
+             whose grid \
              is not, takes it",
             MAX_TILES_DOWN * side
         )));
     }
     if !turned && down > MAX_TILES_DOWN {
         return Err(GpuError::BadInput(format!(
-            "{kernel}: a matrix of {rows} rows needs {down} tiles of {tile} rows, more than a grid's {MAX_TILES_DOWN} \
+            "{kernel}: a matrix of {rows} rows needs {down} tiles of {tile} rows, more than a \
+             grid's {MAX_TILES_DOWN} \
              (at most {} rows here); transpose it in bands of rows",
             MAX_TILES_DOWN * side
         )));
     }
     let (x, y) = if turned { (down, across) } else { (across, down) };
-    let config = LaunchConfig { grid: (x as u32, y as u32, 1), block: (block.0, block.1, 1), shared_bytes: 0 };
+    let config = LaunchConfig {
+        grid: (x as u32, y as u32, 1),
+        block: (block.0, block.1, 1),
+        shared_bytes: 0,
+    };
     Ok(TransposePlan { kernel, tile, config })
 }
 
 /// The number of elements of a `rows x cols` matrix, or an error if `input` or `output` holds
 /// another number.
-fn check_lengths(what: &str, rows: usize, cols: usize, input: usize, output: usize) -> Result<usize> {
+fn check_lengths(
+    what: &str,
+    rows: usize,
+    cols: usize,
+    input: usize,
+    output: usize,
+) -> Result<usize> {
     let n = rows.checked_mul(cols).ok_or_else(|| {
-        GpuError::BadInput(format!("{what}: a {rows} x {cols} matrix has more elements than a usize holds"))
+        GpuError::BadInput(format!(
+            "{what}: a {rows} x {cols} matrix has more elements than a usize holds"
+        ))
     })?;
     if input != n {
         return Err(GpuError::BadInput(format!(
-            "{what} of a {rows} x {cols} matrix: the input holds {input} elements, not {rows} x {cols} = {n}"
+            "{what} of a {rows} x {cols} matrix: the input holds {input} elements, not {rows} x \
+             {cols} = {n}"
         )));
     }
     if output != n {
         return Err(GpuError::BadInput(format!(
-            "{what} of a {rows} x {cols} matrix: the output holds {output} elements, not the {n} of the result"
+            "{what} of a {rows} x {cols} matrix: the output holds {output} elements, not the {n} \
+             of the result"
         )));
     }
     Ok(n)
@@ -232,7 +254,13 @@ fn launch<T: Word>(
     if check_lengths(what, rows, cols, input.len(), output.len())? == 0 {
         return Ok(());
     }
-    device.launch(kernel, plan()?.config).arg(input).arg(output).arg(rows as u32).arg(cols as u32).run()
+    device
+        .launch(kernel, plan()?.config)
+        .arg(input)
+        .arg(output)
+        .arg(rows as u32)
+        .arg(cols as u32)
+        .run()
 }
 
 /// Transposes matrices with one step's kernel.
@@ -245,7 +273,11 @@ pub struct Transposer {
 impl Transposer {
     /// Compiles (or takes from the cache) the step's kernel.
     pub fn new(device: &Device, step: Step) -> Result<Self> {
-        Ok(Transposer { device: device.clone(), step, kernel: device.kernel(&SOURCE, step.kernel())? })
+        Ok(Transposer {
+            device: device.clone(),
+            step,
+            kernel: device.kernel(&SOURCE, step.kernel())?,
+        })
     }
 
     pub fn step(&self) -> Step {
@@ -262,7 +294,15 @@ impl Transposer {
         cols: usize,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        launch(&self.device, &self.kernel, "transpose", || self.step.plan(rows, cols), input, (rows, cols), output)
+        launch(
+            &self.device,
+            &self.kernel,
+            "transpose",
+            || self.step.plan(rows, cols),
+            input,
+            (rows, cols),
+            output,
+        )
     }
 
     /// The transpose of a host matrix, through the device: uploads it, transposes it, downloads the
@@ -308,13 +348,26 @@ impl TileCopy {
         cols: usize,
         output: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        launch(&self.device, &self.kernel, "copy", || Self::plan(rows, cols), input, (rows, cols), output)
+        launch(
+            &self.device,
+            &self.kernel,
+            "copy",
+            || Self::plan(rows, cols),
+            input,
+            (rows, cols),
+            output,
+        )
     }
 }
 
 /// The transpose on the CPU: the reference the tests and the tour compare with.
 pub fn transpose_cpu<T: Copy>(input: &[T], rows: usize, cols: usize) -> Vec<T> {
-    assert_eq!(input.len(), rows * cols, "transpose_cpu: a {rows} x {cols} matrix needs {} elements", rows * cols);
+    assert_eq!(
+        input.len(),
+        rows * cols,
+        "transpose_cpu: a {rows} x {cols} matrix needs {} elements",
+        rows * cols
+    );
     let mut out = Vec::with_capacity(input.len());
     for c in 0..cols {
         out.extend((0..rows).map(|r| input[r * cols + c]));
@@ -325,7 +378,12 @@ pub fn transpose_cpu<T: Copy>(input: &[T], rows: usize, cols: usize) -> Vec<T> {
 /// The first element where `transposed` is not the transpose of the `rows x cols` matrix `input`,
 /// comparing bits (so NaN, -0.0 and integers compare exactly): `(row, column)` of the input, with
 /// what was expected and what came back. Walks both in 64 x 64 blocks, so it is quick on 1 GiB.
-pub fn first_mismatch<T: Word>(input: &[T], transposed: &[T], rows: usize, cols: usize) -> Option<Mismatch<T>> {
+pub fn first_mismatch<T: Word>(
+    input: &[T],
+    transposed: &[T],
+    rows: usize,
+    cols: usize,
+) -> Option<Mismatch<T>> {
     let bits = |value: &T| -> u32 {
         // Words are 4-byte plain numeric types.
         unsafe { std::mem::transmute_copy::<T, u32>(value) }
@@ -340,7 +398,12 @@ pub fn first_mismatch<T: Word>(input: &[T], transposed: &[T], rows: usize, cols:
                 for r in r0..(r0 + BLOCK).min(rows) {
                     let (expected, got) = (input[r * cols + c], transposed[c * rows + r]);
                     if bits(&expected) != bits(&got) {
-                        return Some(Mismatch { row: r, col: c, expected: Some(expected), got: Some(got) });
+                        return Some(Mismatch {
+                            row: r,
+                            col: c,
+                            expected: Some(expected),
+                            got: Some(got),
+                        });
                     }
                 }
             }
@@ -366,7 +429,8 @@ impl<T: fmt::Debug> fmt::Display for Mismatch<T> {
         match (&self.expected, &self.got) {
             (Some(expected), Some(got)) => write!(
                 f,
-                "element ({}, {}) should be at ({}, {}) of the output: expected {expected:?}, got {got:?}",
+                "element ({}, {}) should be at ({}, {}) of the output: expected {expected:?}, got \
+                 {got:?}",
                 self.row, self.col, self.col, self.row
             ),
             _ => write!(f, "the output's length differs from the input's"),

@@ -21,7 +21,9 @@ pub fn steps() -> Vec<StepEntry> {
     let step = |name, step| {
         StepEntry::new(CRATE, name, move |d, c, s| {
             let transposer = Transposer::new(d, step)?;
-            measure(d, c, s, true, |_, _| Ok(Box::new(move |i, r, c, o| transposer.transpose(i, r, c, o))))
+            measure(d, c, s, true, |_, _| {
+                Ok(Box::new(move |i, r, c, o| transposer.transpose(i, r, c, o)))
+            })
         })
     };
     let copy = StepEntry::new(CRATE, "copy", |d, c, s| {
@@ -46,32 +48,47 @@ fn measure(
     make: impl FnOnce(&Input<f32>, &DeviceBuffer<f32>) -> Result<Run>,
 ) -> Result<Measured<f32>> {
     let input = uniform_f32_input(device, case, seed)?;
-    let (rows, cols, output) = (case.rows() as usize, case.cols() as usize, device.alloc::<f32>(input.host.len())?);
+    let (rows, cols, output) =
+        (case.rows() as usize, case.cols() as usize, device.alloc::<f32>(input.host.len())?);
     let (mut run, data) = (make(&input, &output)?, input.clone());
     let compare = move |got: &[f32]| {
         let wrong = if transposes {
             first_mismatch(&input.host, got, rows, cols).map(|m| m.to_string())
         } else {
-            let same =
-                got.len() == input.host.len() && got.iter().zip(&input.host).all(|(a, b)| a.to_bits() == b.to_bits());
+            let same = got.len() == input.host.len()
+                && got.iter().zip(&input.host).all(|(a, b)| a.to_bits() == b.to_bits());
             (!same).then(|| "the copy differs from its input".to_string())
         };
         input.outcome(if transposes { "transpose" } else { "copy" }, wrong)
     };
-    Ok(Measured::new(output, POISON, move |output| run(data.device.as_view(), rows, cols, output), compare))
+    Ok(Measured::new(
+        output,
+        POISON,
+        move |output| run(data.device.as_view(), rows, cols, output),
+        compare,
+    ))
 }
 
 /// `(input, output, rows, cols, stream)`: the transpose of the row-major `rows x cols` input.
 type Geam = unsafe extern "C" fn(*const f32, *mut f32, i64, i64, *mut c_void) -> c_int;
 
-fn geam(device: &Device, case: &Case, input: &Input<f32>, output: &DeviceBuffer<f32>) -> Result<Run> {
+fn geam(
+    device: &Device,
+    case: &Case,
+    input: &Input<f32>,
+    output: &DeviceBuffer<f32>,
+) -> Result<Run> {
     const SYMBOL: &str = "cublas_transpose_f32";
     // The library exports this symbol with this signature (scripts/peers/transpose.cu).
     let function: Geam = unsafe { peer_function(SYMBOL)? };
-    let (from, to, stream) =
-        (input.device.as_view().raw_address(), output.as_view().raw_address(), peer_stream(device)?);
+    let (from, to, stream) = (
+        input.device.as_view().raw_address(),
+        output.as_view().raw_address(),
+        peer_stream(device)?,
+    );
     let (rows, cols) = (case.rows() as i64, case.cols() as i64);
-    let mut call =
-        PeerCall::new(device, SYMBOL, move |_, _| unsafe { function(from as _, to as _, rows, cols, stream) })?;
+    let mut call = PeerCall::new(device, SYMBOL, move |_, _| unsafe {
+        function(from as _, to as _, rows, cols, stream)
+    })?;
     Ok(Box::new(move |_, _, _, _| call.queue()))
 }

@@ -13,7 +13,9 @@
 use gpu_harness::{Device, DeviceBuffer, DeviceView};
 use gpu_test::props::proptest::prelude::*;
 use gpu_test::props::proptest::strategy::BoxedStrategy;
-use gpu_test::props::{self, F32Mix, Guarded, Input, Word, expect_bad_input, f32_specials, f32_value_mixes};
+use gpu_test::props::{
+    self, F32Mix, Guarded, Input, Word, expect_bad_input, f32_specials, f32_value_mixes,
+};
 use gpu_test::{TestResult, TestSuite, test_size};
 use transpose::{Step, TileCopy, Transposer, first_mismatch};
 
@@ -91,50 +93,73 @@ fn check<T: transpose::Word + Word>(
         // The copy: the same matrix.
         return match values.iter().zip(&got).position(|(a, b)| !a.same_bits(*b)) {
             None => Ok(()),
-            Some(i) => {
-                Err(format!("{name} {rows} x {cols}: element {i} is {:?}, expected {:?}", got[i], values[i]).into())
-            }
+            Some(i) => Err(format!(
+                "{name} {rows} x {cols}: element {i} is {:?}, expected {:?}",
+                got[i], values[i]
+            )
+            .into()),
         };
     }
-    first_mismatch(values, &got, rows, cols).map_or(Ok(()), |m| Err(format!("{name} {rows} x {cols}: {m}").into()))
+    first_mismatch(values, &got, rows, cols)
+        .map_or(Ok(()), |m| Err(format!("{name} {rows} x {cols}: {m}").into()))
 }
 
 fn main() -> std::process::ExitCode {
     TestSuite::new()
         .gpu("properties::f32_words_are_transposed_bit_for_bit", |device| {
             let kernels = Kernels::new(device)?;
-            let words =
-                (any::<u64>(), f32_value_mixes(), prop::collection::vec((any::<usize>(), f32_specials()), 0..=6));
+            let words = (
+                any::<u64>(),
+                f32_value_mixes(),
+                prop::collection::vec((any::<usize>(), f32_specials()), 0..=6),
+            );
             props::check(
                 device,
                 CASES,
                 (0..kernels.count(), shapes(device), 0..8usize, words),
                 |(which, shape, offset, (seed, mix, specials))| {
-                    let input: Input<F32Mix, f32> = Input { len: shape.0 * shape.1, offset, mix, seed, specials };
+                    let input: Input<F32Mix, f32> =
+                        Input { len: shape.0 * shape.1, offset, mix, seed, specials };
                     check(device, &kernels, which, &input.values(), offset, shape)
                 },
             )
         })
         .gpu("properties::each_element_lands_in_its_place", |device| {
             let kernels = Kernels::new(device)?;
-            props::check(device, CASES, (0..kernels.count(), shapes(device), 0..8usize), |(which, shape, offset)| {
-                let values: Vec<u32> = (0..(shape.0 * shape.1) as u32).collect();
-                check(device, &kernels, which, &values, offset, shape)
-            })
+            props::check(
+                device,
+                CASES,
+                (0..kernels.count(), shapes(device), 0..8usize),
+                |(which, shape, offset)| {
+                    let values: Vec<u32> = (0..(shape.0 * shape.1) as u32).collect();
+                    check(device, &kernels, which, &values, offset, shape)
+                },
+            )
         })
         .gpu("properties::lengths_that_do_not_fit_the_shape_are_errors", |device| {
             let kernels = Kernels::new(device)?;
             let lengths = (0..kernels.count(), 0..40usize, 0..40usize, 0..1700usize, 0..1700usize);
-            props::check(device, (256, 64), lengths, |(which, rows, cols, input_len, output_len)| {
-                let n = rows * cols;
-                let (input_len, output_len) =
-                    if input_len == n && output_len == n { (n + 1, n) } else { (input_len, output_len) };
-                let input = Guarded::input(device, &vec![1.0f32; input_len], 0)?;
-                let mut output = Guarded::output_with(device, 0, output_len, 0)?;
-                let result = kernels.run(which, input.view()?, (rows, cols), output.buffer());
-                expect_bad_input(&format!("{rows} x {cols} from {input_len} into {output_len}"), result)?;
-                output.check_unchanged("the output of a refused transpose")
-            })
+            props::check(
+                device,
+                (256, 64),
+                lengths,
+                |(which, rows, cols, input_len, output_len)| {
+                    let n = rows * cols;
+                    let (input_len, output_len) = if input_len == n && output_len == n {
+                        (n + 1, n)
+                    } else {
+                        (input_len, output_len)
+                    };
+                    let input = Guarded::input(device, &vec![1.0f32; input_len], 0)?;
+                    let mut output = Guarded::output_with(device, 0, output_len, 0)?;
+                    let result = kernels.run(which, input.view()?, (rows, cols), output.buffer());
+                    expect_bad_input(
+                        &format!("{rows} x {cols} from {input_len} into {output_len}"),
+                        result,
+                    )?;
+                    output.check_unchanged("the output of a refused transpose")
+                },
+            )
         })
         .run()
 }

@@ -8,9 +8,13 @@
 use std::fmt::Write as _;
 
 use gpu_harness::{Device, DeviceBuffer, GpuError};
-use gpu_test::{TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, too_large_here};
+use gpu_test::{
+    TestResult, TestRng, TestSuite, counters_comparable, fits_test_time, on_threads, too_large_here,
+};
 use rand::RngExt;
-use transpose::{MAX_SIDE, Step, TileCopy, TransposePlan, Transposer, Word, first_mismatch, transpose_cpu};
+use transpose::{
+    MAX_SIDE, Step, TileCopy, TransposePlan, Transposer, Word, first_mismatch, transpose_cpu,
+};
 
 /// Shapes every step is tested on: the issue's, and sides at the tiles' edges (31, 32, 33, 63, 64,
 /// 65) in both directions.
@@ -136,7 +140,16 @@ fn every_shape<T: TestWord>(device: &Device, step: Step) -> TestResult {
 
 /// Plans of every step (and the copy) at the shapes and the measured ones.
 fn plan_snapshot() -> Result<String, GpuError> {
-    let shapes = [(1, 1), (1, 1000), (1000, 1), (33, 65), (1000, 3000), (4097, 31), (16384, 16384), (1 << 20, 256)];
+    let shapes = [
+        (1, 1),
+        (1, 1000),
+        (1000, 1),
+        (33, 65),
+        (1000, 3000),
+        (4097, 31),
+        (16384, 16384),
+        (1 << 20, 256),
+    ];
     let mut text = String::new();
     for &(rows, cols) in &shapes {
         let _ = writeln!(text, "{rows} x {cols}:");
@@ -168,7 +181,8 @@ fn counters(
     let input = device.upload(&host)?;
     let mut output = device.alloc::<f32>(rows * cols)?;
     run(&device, &input, &mut output)?;
-    let counters = device.last_launch_counters().ok_or_else(|| GpuError::Unsupported("no counters".into()))?;
+    let counters =
+        device.last_launch_counters().ok_or_else(|| GpuError::Unsupported("no counters".into()))?;
     Ok(format!("a 64 x 64 matrix of f32\n{counters}"))
 }
 
@@ -191,7 +205,11 @@ fn main() -> std::process::ExitCode {
                     Err(GpuError::BadInput(message)) => {
                         let _ = writeln!(text, "{} {rows} x {cols}: {message}", step.name());
                     }
-                    other => return Err(format!("{rows} x {cols}: expected BadInput, got {other:?}").into()),
+                    other => {
+                        return Err(
+                            format!("{rows} x {cols}: expected BadInput, got {other:?}").into()
+                        );
+                    }
                 }
             }
             // The largest shapes the grid holds are accepted; the turned grid of step 7 takes any
@@ -214,12 +232,16 @@ fn main() -> std::process::ExitCode {
                 return Err("transpose_cpu of a 2 x 3 matrix".into());
             }
             let back = transpose_cpu(&transpose_cpu(&matrix, 2, 3), 3, 2);
-            if back != matrix || first_mismatch(&matrix, &transpose_cpu(&matrix, 2, 3), 2, 3).is_some() {
+            if back != matrix
+                || first_mismatch(&matrix, &transpose_cpu(&matrix, 2, 3), 2, 3).is_some()
+            {
                 return Err("transposing twice on the CPU".into());
             }
             match first_mismatch(&matrix, &matrix, 2, 3) {
                 Some(m) if (m.row, m.col) == (1, 0) => Ok(()),
-                other => Err(format!("first_mismatch missed the untransposed matrix: {other:?}").into()),
+                other => {
+                    Err(format!("first_mismatch missed the untransposed matrix: {other:?}").into())
+                }
             }
         });
 
@@ -239,21 +261,33 @@ fn main() -> std::process::ExitCode {
                     for offset in 1..=3 {
                         let mut out = device.alloc::<f32>(n)?;
                         out.fill_words(POISON)?;
-                        transposer.transpose(buffer.view(offset..offset + n)?, rows, cols, &mut out)?;
-                        if let Some(m) = first_mismatch(&host[offset..offset + n], &out.to_host()?, rows, cols) {
-                            return Err(rng.fail(format!("{name}: {rows} x {cols} at offset {offset}: {m}")));
+                        transposer.transpose(
+                            buffer.view(offset..offset + n)?,
+                            rows,
+                            cols,
+                            &mut out,
+                        )?;
+                        if let Some(m) =
+                            first_mismatch(&host[offset..offset + n], &out.to_host()?, rows, cols)
+                        {
+                            return Err(rng
+                                .fail(format!("{name}: {rows} x {cols} at offset {offset}: {m}")));
                         }
                     }
                 }
                 Ok(())
             })
-            .nvrtc_if(format!("illustration::{name}::simulator_counters"), counters_comparable, move || {
-                let counted = counters(|device, input, output| {
-                    Transposer::new(device, step)?.transpose(input.as_view(), 64, 64, output)
-                })?;
-                insta::assert_snapshot!(format!("{name}_simulator_counters"), counted);
-                Ok(())
-            })
+            .nvrtc_if(
+                format!("illustration::{name}::simulator_counters"),
+                counters_comparable,
+                move || {
+                    let counted = counters(|device, input, output| {
+                        Transposer::new(device, step)?.transpose(input.as_view(), 64, 64, output)
+                    })?;
+                    insta::assert_snapshot!(format!("{name}_simulator_counters"), counted);
+                    Ok(())
+                },
+            )
             .gpu(format!("{name}::host_slices"), move |device| {
                 let mut rng = TestRng::new();
                 let transposer = Transposer::new(device, step)?;
@@ -261,7 +295,9 @@ fn main() -> std::process::ExitCode {
                 let host = random_words::<i32>(&mut rng, rows * cols);
                 let got = transposer.transpose_host(&host, rows, cols)?;
                 if got != transpose_cpu(&host, rows, cols) {
-                    return Err(rng.fail(format!("{name}: transpose_host of a {rows} x {cols} matrix")));
+                    return Err(
+                        rng.fail(format!("{name}: transpose_host of a {rows} x {cols} matrix"))
+                    );
                 }
                 Ok(())
             });
@@ -281,7 +317,8 @@ fn main() -> std::process::ExitCode {
                 out.fill_words(POISON)?;
                 copy.copy(input.as_view(), rows, cols, &mut out)?;
                 if out.to_host()? != host {
-                    return Err(rng.fail(format!("copy of a {rows} x {cols} matrix differs from its input")));
+                    return Err(rng
+                        .fail(format!("copy of a {rows} x {cols} matrix differs from its input")));
                 }
             }
             Ok(())
@@ -289,18 +326,28 @@ fn main() -> std::process::ExitCode {
         .gpu("worked_example", |device| {
             let (rows, cols) = (3, 5);
             let matrix: Vec<u32> = (0..(rows * cols) as u32).collect();
-            let mut text = format!("a {rows} x {cols} matrix, row-major:\n{}\n", grid(&matrix, rows, cols));
+            let mut text =
+                format!("a {rows} x {cols} matrix, row-major:\n{}\n", grid(&matrix, rows, cols));
             let mut first: Option<Vec<u32>> = None;
             for step in Step::ALL {
                 let got = Transposer::new(device, step)?.transpose_host(&matrix, rows, cols)?;
                 match &first {
                     None => {
-                        let _ = write!(text, "\nits transpose, {cols} x {rows}:\n{}\n", grid(&got, cols, rows));
+                        let _ = write!(
+                            text,
+                            "\nits transpose, {cols} x {rows}:\n{}\n",
+                            grid(&got, cols, rows)
+                        );
                         let _ = write!(text, "\nin memory: {got:?}\n");
                         first = Some(got);
                     }
                     Some(expected) if *expected != got => {
-                        return Err(format!("{} differs from {}: {got:?}", step.name(), Step::ALL[0].name()).into());
+                        return Err(format!(
+                            "{} differs from {}: {got:?}",
+                            step.name(),
+                            Step::ALL[0].name()
+                        )
+                        .into());
                     }
                     Some(_) => {}
                 }
@@ -317,18 +364,30 @@ fn main() -> std::process::ExitCode {
                 match transposer.transpose(input.as_view(), rows, cols, &mut out) {
                     Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
                     other => {
-                        return Err(format!("{rows} x {cols} into {out_len}: expected BadInput, got {other:?}").into());
+                        return Err(format!(
+                            "{rows} x {cols} into {out_len}: expected BadInput, got {other:?}"
+                        )
+                        .into());
                     }
                 }
             }
             match transposer.transpose_host(&[1u32; 7], 2, 3) {
                 Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
-                other => return Err(format!("transpose_host of 7 as 2 x 3: expected BadInput, got {other:?}").into()),
+                other => {
+                    return Err(format!(
+                        "transpose_host of 7 as 2 x 3: expected BadInput, got {other:?}"
+                    )
+                    .into());
+                }
             }
             let mut out = device.alloc::<f32>(15)?;
             match TileCopy::new(device)?.copy(input.view(1..)?, 3, 5, &mut out) {
                 Err(GpuError::BadInput(message)) => text += &format!("{message}\n"),
-                other => return Err(format!("copy of 14 as 3 x 5: expected BadInput, got {other:?}").into()),
+                other => {
+                    return Err(
+                        format!("copy of 14 as 3 x 5: expected BadInput, got {other:?}").into()
+                    );
+                }
             }
             insta::assert_snapshot!("wrong_lengths", text);
             Ok(())
@@ -341,9 +400,11 @@ fn main() -> std::process::ExitCode {
                     let mut out = device.alloc::<f32>(0)?;
                     transposer.transpose(empty.as_view(), rows, cols, &mut out)?;
                     if !transposer.transpose_host::<u32>(&[], rows, cols)?.is_empty() {
-                        return Err(
-                            format!("{}: the transpose of a {rows} x {cols} matrix is not empty", step.name()).into()
-                        );
+                        return Err(format!(
+                            "{}: the transpose of a {rows} x {cols} matrix is not empty",
+                            step.name()
+                        )
+                        .into());
                     }
                 }
             }
@@ -384,13 +445,21 @@ fn main() -> std::process::ExitCode {
                 // Step 6 and step 7: the same offsets from a grid the other way round.
                 for step in [Step::WideTiles, Step::ColumnOrder] {
                     out.fill_words(POISON)?;
-                    Transposer::new(device, step)?.transpose(input.as_view(), rows, cols, &mut out)?;
+                    Transposer::new(device, step)?.transpose(
+                        input.as_view(),
+                        rows,
+                        cols,
+                        &mut out,
+                    )?;
                     let got = out.to_host()?;
                     for c in 0..cols {
                         for r in 0..rows {
                             if got[c * rows + r] != word(r * cols + c) {
                                 let name = step.name();
-                                return Err(format!("{name}: {rows} x {cols}: element ({r}, {c}) is wrong").into());
+                                return Err(format!(
+                                    "{name}: {rows} x {cols}: element ({r}, {c}) is wrong"
+                                )
+                                .into());
                             }
                         }
                     }
@@ -399,8 +468,9 @@ fn main() -> std::process::ExitCode {
             },
         )
         .nvrtc_if("copy::simulator_counters", counters_comparable, || {
-            let counted =
-                counters(|device, input, output| TileCopy::new(device)?.copy(input.as_view(), 64, 64, output))?;
+            let counted = counters(|device, input, output| {
+                TileCopy::new(device)?.copy(input.as_view(), 64, 64, output)
+            })?;
             insta::assert_snapshot!("copy_simulator_counters", counted);
             Ok(())
         })

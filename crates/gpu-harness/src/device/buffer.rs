@@ -14,7 +14,10 @@ use crate::error::{GpuError, Result};
 
 /// Element types that can live in a [`DeviceBuffer`]. Sealed: implemented for the plain numeric
 /// types the kernels use.
-pub trait Element: DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + 'static + sealed::Sealed {}
+pub trait Element:
+    DeviceRepr + ValidAsZeroBits + Copy + Default + Send + Sync + 'static + sealed::Sealed
+{
+}
 mod sealed {
     pub trait Sealed {}
 }
@@ -26,7 +29,9 @@ elements!(f32, f64, i32, u32, i64, u64, u8, u16);
 /// The bytes of a slice of plain numeric elements.
 pub(super) fn as_bytes<T: Element>(values: &[T]) -> &[u8] {
     // Elements are sealed plain numeric types: no padding, every byte initialised.
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
 }
 
 /// Elements from their bytes (`bytes.len()` a multiple of the element size).
@@ -56,7 +61,9 @@ enum Storage<T> {
 
 impl<T: Element> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if let (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) = (&self.storage, &self.device.inner.backend) {
+        if let (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) =
+            (&self.storage, &self.device.inner.backend)
+        {
             // A failed free only leaks simulated memory; there is nothing better to do in drop.
             let _ = lock(&cpu.machine).free(*address);
         }
@@ -98,7 +105,10 @@ impl<T: Element> DeviceBuffer<T> {
             Bound::Unbounded => self.len(),
         };
         if start > end || end > self.len() {
-            return Err(GpuError::BadInput(format!("view {start}..{end} of a buffer of {} elements", self.len())));
+            return Err(GpuError::BadInput(format!(
+                "view {start}..{end} of a buffer of {} elements",
+                self.len()
+            )));
         }
         Ok(DeviceView { buffer: self, offset: start, len: end - start })
     }
@@ -121,36 +131,42 @@ impl<T: Element> DeviceBuffer<T> {
             return Ok(());
         }
         match (&mut self.storage, &self.device.inner.backend) {
-            (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
-                cuda.stream.memcpy_htod(host, slice).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
-            }
-            (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => {
-                lock(&cpu.machine).write(*address, as_bytes(host)).map_err(|e| sim_error("copy to device", e))
-            }
+            (Storage::Cuda(slice), Backend::Cuda(cuda)) => cuda
+                .stream
+                .memcpy_htod(host, slice)
+                .map_err(|e| GpuError::driver("cuMemcpyHtoD", e)),
+            (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => lock(&cpu.machine)
+                .write(*address, as_bytes(host))
+                .map_err(|e| sim_error("copy to device", e)),
             _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
         }
     }
 
     /// Overwrites `host.len()` elements starting at element `offset` with `host`.
     pub fn write_at(&mut self, offset: usize, host: &[T]) -> Result<()> {
-        let end = offset.checked_add(host.len()).filter(|&end| end <= self.len()).ok_or_else(|| {
-            GpuError::BadInput(format!(
-                "a write of {} elements at {offset} into a buffer of {}",
-                host.len(),
-                self.len()
-            ))
-        })?;
+        let end =
+            offset.checked_add(host.len()).filter(|&end| end <= self.len()).ok_or_else(|| {
+                GpuError::BadInput(format!(
+                    "a write of {} elements at {offset} into a buffer of {}",
+                    host.len(),
+                    self.len()
+                ))
+            })?;
         if host.is_empty() {
             return Ok(());
         }
         match (&mut self.storage, &self.device.inner.backend) {
             (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
                 let mut view = slice.slice_mut(offset..end);
-                cuda.stream.memcpy_htod(host, &mut view).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
+                cuda.stream
+                    .memcpy_htod(host, &mut view)
+                    .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))
             }
             (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => {
                 let at = *address + (offset * std::mem::size_of::<T>()) as u64;
-                lock(&cpu.machine).write(at, as_bytes(host)).map_err(|e| sim_error("copy to device", e))
+                lock(&cpu.machine)
+                    .write(at, as_bytes(host))
+                    .map_err(|e| sim_error("copy to device", e))
             }
             _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
         }
@@ -169,14 +185,17 @@ impl<T: Element> DeviceBuffer<T> {
         let words = self.len() * size / 4;
         match (&mut self.storage, &self.device.inner.backend) {
             (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
-                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                cuda.context
+                    .bind_to_thread()
+                    .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
                 let (address, _write) = slice.device_ptr_mut(&cuda.stream);
                 unsafe { sys::cuMemsetD32Async(address, word, words, cuda.stream.cu_stream()) }
                     .result()
                     .map_err(|e| GpuError::driver("cuMemsetD32Async", e))
             }
             (Storage::Cpu { address, .. }, Backend::Cpu(cpu)) => {
-                let bytes: Vec<u8> = std::iter::repeat_n(word.to_le_bytes(), words).flatten().collect();
+                let bytes: Vec<u8> =
+                    std::iter::repeat_n(word.to_le_bytes(), words).flatten().collect();
                 lock(&cpu.machine).write(*address, &bytes).map_err(|e| sim_error("fill", e))
             }
             _ => Err(GpuError::BadInput("a buffer used with another device's backend".into())),
@@ -225,8 +244,12 @@ impl<'a, T: Element> DeviceView<'a, T> {
             (Storage::Cuda(slice), Backend::Cuda(cuda)) => {
                 let mut host = vec![T::default(); self.len];
                 let view = slice.slice(self.offset..self.offset + self.len);
-                cuda.stream.memcpy_dtoh(&view, &mut host).map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
-                cuda.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))?;
+                cuda.stream
+                    .memcpy_dtoh(&view, &mut host)
+                    .map_err(|e| GpuError::driver("cuMemcpyDtoH", e))?;
+                cuda.stream
+                    .synchronize()
+                    .map_err(|e| GpuError::driver("cuStreamSynchronize", e))?;
                 Ok(host)
             }
             (Storage::Cpu { .. }, Backend::Cpu(cpu)) => {
@@ -251,7 +274,8 @@ impl<'a, T: Element> DeviceView<'a, T> {
         let base = match (&self.buffer.storage, &self.buffer.device.inner.backend) {
             (Storage::Cuda(slice), Backend::Cuda(cuda)) => slice.device_ptr(&cuda.stream).0,
             (Storage::Cpu { address, .. }, _) => *address,
-            (Storage::Cuda(_), Backend::Cpu(_)) => 0, // cannot happen: buffers come from their device
+            // Cannot happen: buffers come from their device.
+            (Storage::Cuda(_), Backend::Cpu(_)) => 0,
         };
         base + (self.offset * std::mem::size_of::<T>()) as u64
     }
@@ -272,9 +296,9 @@ impl Device {
                     .map_err(|e| GpuError::driver("cuMemAlloc", e))?,
             ),
             Backend::Cpu(cpu) => {
-                let bytes = len
-                    .checked_mul(std::mem::size_of::<T>())
-                    .ok_or_else(|| GpuError::BadInput(format!("a buffer of {len} elements does not fit in memory")))?;
+                let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+                    GpuError::BadInput(format!("a buffer of {len} elements does not fit in memory"))
+                })?;
                 let address = lock(&cpu.machine).alloc(bytes).map_err(|e| sim_error("alloc", e))?;
                 Storage::Cpu { address, len, element: PhantomData }
             }
@@ -286,7 +310,10 @@ impl Device {
     pub fn upload<T: Element>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
         if let Backend::Cuda(cuda) = &self.inner.backend {
             if !host.is_empty() {
-                let slice = cuda.stream.clone_htod(host).map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
+                let slice = cuda
+                    .stream
+                    .clone_htod(host)
+                    .map_err(|e| GpuError::driver("cuMemcpyHtoD", e))?;
                 return Ok(DeviceBuffer { storage: Storage::Cuda(slice), device: self.clone() });
             }
         }
@@ -296,13 +323,22 @@ impl Device {
     }
 
     /// Copies `src` into the start of `dst` on the device (device-to-device, asynchronous).
-    pub fn copy<T: Element>(&self, src: DeviceView<'_, T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
+    pub fn copy<T: Element>(
+        &self,
+        src: DeviceView<'_, T>,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
         self.copy_into(src, dst, 0)
     }
 
     /// Copies `src` into `dst` starting at element `at`, queued on this handle's stream. `src` and
     /// `dst` may live on different GPUs (a peer-to-peer copy); this device must hold one of them.
-    pub fn copy_into<T: Element>(&self, src: DeviceView<'_, T>, dst: &mut DeviceBuffer<T>, at: usize) -> Result<()> {
+    pub fn copy_into<T: Element>(
+        &self,
+        src: DeviceView<'_, T>,
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+    ) -> Result<()> {
         if at.checked_add(src.len()).is_none_or(|end| end > dst.len()) {
             return Err(GpuError::BadInput(format!(
                 "copy of {} elements at {at} into a buffer of {}",
@@ -312,7 +348,9 @@ impl Device {
         }
         let (from_device, to_device) = (&src.buffer.device, &dst.device);
         if !self.shares_memory_with(from_device) && !self.shares_memory_with(to_device) {
-            return Err(GpuError::BadInput("a copy queued on a device that holds neither of its buffers".into()));
+            return Err(GpuError::BadInput(
+                "a copy queued on a device that holds neither of its buffers".into(),
+            ));
         }
         if src.is_empty() {
             return Ok(());
@@ -324,11 +362,22 @@ impl Device {
             (Backend::Cuda(cuda), Backend::Cuda(source), Backend::Cuda(target))
                 if Arc::ptr_eq(&source.context, &target.context) =>
             {
-                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
-                unsafe { cudarc::driver::result::memcpy_dtod_async(to, from, bytes, cuda.stream.cu_stream()) }
-                    .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
+                cuda.context
+                    .bind_to_thread()
+                    .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                unsafe {
+                    cudarc::driver::result::memcpy_dtod_async(
+                        to,
+                        from,
+                        bytes,
+                        cuda.stream.cu_stream(),
+                    )
+                }
+                .map_err(|e| GpuError::driver("cuMemcpyDtoDAsync", e))
             }
-            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target)) if source.is_same_device(target) => {
+            (Backend::Cpu(_), Backend::Cpu(source), Backend::Cpu(target))
+                if source.is_same_device(target) =>
+            {
                 lock(&source.machine).copy(from, to, bytes).map_err(|e| sim_error("copy", e))
             }
             // Two devices' memories (or two backends, an error): multi_gpu.rs.

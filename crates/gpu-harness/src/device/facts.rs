@@ -40,7 +40,8 @@ pub struct GpuShape {
 
 impl GpuShape {
     /// An H100 SXM or H200: 132 SMs of 2048 threads. Launch-plan snapshots use this shape.
-    pub const HOPPER_132_SMS: GpuShape = GpuShape { multiprocessors: 132, max_threads_per_multiprocessor: 2048 };
+    pub const HOPPER_132_SMS: GpuShape =
+        GpuShape { multiprocessors: 132, max_threads_per_multiprocessor: 2048 };
 
     /// Blocks of `threads` that fill every SM once: the grid of a grid-stride kernel.
     pub fn resident_blocks(&self, threads: u32) -> u32 {

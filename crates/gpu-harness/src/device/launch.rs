@@ -97,7 +97,13 @@ impl<T: Element> From<&mut DeviceBuffer<T>> for KernelArg {
     }
 }
 macro_rules! scalar_args {
-    ($($t:ty => $v:ident),*) => { $(impl From<$t> for KernelArg { fn from(x: $t) -> Self { KernelArg(ArgValue::$v(x)) } })* };
+    ($($t:ty => $v:ident),*) => {
+        $(impl From<$t> for KernelArg {
+            fn from(x: $t) -> Self {
+                KernelArg(ArgValue::$v(x))
+            }
+        })*
+    };
 }
 scalar_args!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32);
 
@@ -120,14 +126,21 @@ impl Launch<'_> {
         if sizes.len() != self.args.len() {
             return Err(GpuError::Arguments {
                 kernel,
-                problem: format!("it takes {} parameter(s), the launch passes {}", sizes.len(), self.args.len()),
+                problem: format!(
+                    "it takes {} parameter(s), the launch passes {}",
+                    sizes.len(),
+                    self.args.len()
+                ),
             });
         }
         for (index, (&size, KernelArg(value))) in sizes.iter().zip(&self.args).enumerate() {
             if size != value.size() {
                 return Err(GpuError::Arguments {
                     kernel,
-                    problem: format!("parameter {index} is {size} bytes, the launch passes {}", value.describe()),
+                    problem: format!(
+                        "parameter {index} is {size} bytes, the launch passes {}",
+                        value.describe()
+                    ),
                 });
             }
         }
@@ -166,7 +179,8 @@ impl Launch<'_> {
     pub fn run(self) -> Result<()> {
         let LaunchConfig { grid, block, shared_bytes } = self.config;
         let fail = |message: String| GpuError::Launch { kernel: self.kernel.name.clone(), message };
-        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || block.0 == 0 || block.1 == 0 || block.2 == 0 {
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || block.0 == 0 || block.1 == 0 || block.2 == 0
+        {
             return Err(fail(format!("empty launch: grid {grid:?}, block {block:?}")));
         }
         self.check_arguments()?;
@@ -183,13 +197,23 @@ impl Launch<'_> {
                         ArgValue::F32(x) => builder.arg(x),
                     };
                 }
-                let config =
-                    cudarc::driver::LaunchConfig { grid_dim: grid, block_dim: block, shared_mem_bytes: shared_bytes };
+                let config = cudarc::driver::LaunchConfig {
+                    grid_dim: grid,
+                    block_dim: block,
+                    shared_mem_bytes: shared_bytes,
+                };
                 unsafe { builder.launch(config) }.map(|_| ()).map_err(|e| fail(e.to_string()))
             }
             (KernelBackend::Cpu(module), Backend::Cpu(cpu)) => {
                 let counters = lock(&cpu.machine)
-                    .launch(module, &self.kernel.name, grid, block, shared_bytes, &self.sim_params())
+                    .launch(
+                        module,
+                        &self.kernel.name,
+                        grid,
+                        block,
+                        shared_bytes,
+                        &self.sim_params(),
+                    )
                     .map_err(|e| fail(e.to_string()))?;
                 self.record(cpu, counters);
                 Ok(())
@@ -213,7 +237,9 @@ impl Launch<'_> {
 pub fn launch_together(launches: Vec<Launch<'_>>) -> Result<()> {
     let Some(first) = launches.first() else { return Ok(()) };
     if launches.iter().any(|l| l.config != first.config || l.kernel.name != first.kernel.name) {
-        return Err(GpuError::BadInput("launches run together must be of one kernel, grid and block".into()));
+        return Err(GpuError::BadInput(
+            "launches run together must be of one kernel, grid and block".into(),
+        ));
     }
     if launches.iter().any(|l| matches!(l.device.inner.backend, Backend::Cpu(_))) {
         return launch_together_simulated(&launches);
@@ -227,23 +253,30 @@ fn launch_together_simulated(launches: &[Launch<'_>]) -> Result<()> {
     let first = &launches[0];
     let fail = |message: String| GpuError::Launch { kernel: first.kernel.name.clone(), message };
     let Backend::Cpu(world) = &first.device.inner.backend else {
-        return Err(GpuError::BadInput("launches run together on GPUs and on the CPU simulator at once".into()));
+        return Err(GpuError::BadInput(
+            "launches run together on GPUs and on the CPU simulator at once".into(),
+        ));
     };
     let mut simulated = Vec::with_capacity(launches.len());
     for launch in launches {
-        let (KernelBackend::Cpu(module), Backend::Cpu(cpu)) = (&launch.kernel.backend, &launch.device.inner.backend)
+        let (KernelBackend::Cpu(module), Backend::Cpu(cpu)) =
+            (&launch.kernel.backend, &launch.device.inner.backend)
         else {
             return Err(GpuError::BadInput(
-                "launches run together on GPUs and on the CPU simulator at once, or a kernel used with another \
+                "launches run together on GPUs and on the CPU simulator at once, or a kernel used \
+                 with another \
                  device's backend"
                     .into(),
             ));
         };
         if !cpu.shares_machine_with(world) {
             return Err(GpuError::Unsupported(
-                "kernels that wait for each other across simulated devices need devices of one simulated world \
-                 (Device::simulated_world, which World::simulated uses), whose memory is shared and whose launches \
-                 run interleaved: these are separate simulators, each running its launch to completion before the \
+                "kernels that wait for each other across simulated devices need devices of one \
+                 simulated world \
+                 (Device::simulated_world, which World::simulated uses), whose memory is shared \
+                 and whose launches \
+                 run interleaved: these are separate simulators, each running its launch to \
+                 completion before the \
                  next"
                     .into(),
             ));
@@ -254,7 +287,9 @@ fn launch_together_simulated(launches: &[Launch<'_>]) -> Result<()> {
     let module = simulated[0].0;
     if simulated.iter().any(|(other, ..)| !Arc::ptr_eq(module, other) && module != *other) {
         return Err(GpuError::BadInput(
-            "launches run together must be of one kernel: these devices compiled different PTX for it".into(),
+            "launches run together must be of one kernel: these devices compiled different PTX \
+             for it"
+                .into(),
         ));
     }
     let LaunchConfig { grid, block, shared_bytes } = first.config;

@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::sys;
 
 use super::{
-    Backend, CpuBackend, CudaBackend, Device, Inner, catch_driver_panic, driver_gpu_count, lock, open_cpu_on,
-    open_uncaught, sim_error,
+    Backend, CpuBackend, CudaBackend, Device, Inner, catch_driver_panic, driver_gpu_count, lock,
+    open_cpu_on, open_uncaught, sim_error,
 };
 use crate::error::{GpuError, Result};
 
@@ -83,7 +83,10 @@ impl Device {
         let backend = match &self.inner.backend {
             Backend::Cuda(cuda) => Backend::Cuda(CudaBackend {
                 context: cuda.context.clone(),
-                stream: cuda.context.new_stream().map_err(|e| GpuError::driver("cuStreamCreate", e))?,
+                stream: cuda
+                    .context
+                    .new_stream()
+                    .map_err(|e| GpuError::driver("cuStreamCreate", e))?,
                 target: cuda.target,
                 modules: cuda.modules.clone(),
             }),
@@ -98,7 +101,13 @@ impl Device {
                 clock: Arc::new(Mutex::new(*lock(&cpu.clock))),
             }),
         };
-        Ok(Device { inner: Arc::new(Inner { facts: self.inner.facts.clone(), ordinal: self.inner.ordinal, backend }) })
+        Ok(Device {
+            inner: Arc::new(Inner {
+                facts: self.inner.facts.clone(),
+                ordinal: self.inner.ordinal,
+                backend,
+            }),
+        })
     }
 
     /// The GPU's ordinal (0 for the first); on the simulator, its index in a simulated world.
@@ -131,15 +140,22 @@ impl Device {
             return Ok(true);
         }
         let mut can = 0;
-        unsafe { sys::cuDeviceCanAccessPeer(&mut can, cuda.context.cu_device(), other.context.cu_device()) }
-            .result()
-            .map_err(|e| GpuError::driver("cuDeviceCanAccessPeer", e))?;
+        unsafe {
+            sys::cuDeviceCanAccessPeer(
+                &mut can,
+                cuda.context.cu_device(),
+                other.context.cu_device(),
+            )
+        }
+        .result()
+        .map_err(|e| GpuError::driver("cuDeviceCanAccessPeer", e))?;
         if can == 0 {
             return Ok(false);
         }
         cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
         match unsafe { sys::cuCtxEnablePeerAccess(other.context.cu_ctx(), 0) } {
-            sys::cudaError_enum::CUDA_SUCCESS | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            sys::cudaError_enum::CUDA_SUCCESS
+            | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
             error => return Err(GpuError::driver("cuCtxEnablePeerAccess", format!("{error:?}"))),
         }
         // Buffers come from the peer's memory pool (cuMemAllocAsync), which peer access does not
@@ -229,7 +245,9 @@ impl Device {
     ) -> Result<()> {
         match (&self.inner.backend, &from_device.inner.backend, &to_device.inner.backend) {
             (Backend::Cuda(cuda), Backend::Cuda(source), Backend::Cuda(target)) => {
-                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                cuda.context
+                    .bind_to_thread()
+                    .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
                 unsafe {
                     cudarc::driver::result::memcpy_peer_async(
                         target.context.cu_ctx(),
@@ -244,7 +262,8 @@ impl Device {
             }
             (Backend::Cpu(stream), Backend::Cpu(source), Backend::Cpu(target)) => {
                 // One lock at a time: the two devices may share one machine (a simulated world).
-                let data = lock(&source.machine).read(from, bytes).map_err(|e| sim_error("copy", e))?;
+                let data =
+                    lock(&source.machine).read(from, bytes).map_err(|e| sim_error("copy", e))?;
                 lock(&target.machine).write(to, &data).map_err(|e| sim_error("copy", e))?;
                 // The model: one tick per byte on the stream the copy is queued on.
                 let end = {

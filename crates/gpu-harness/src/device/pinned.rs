@@ -45,9 +45,9 @@ impl Device {
     /// `len` zeroed elements of new page-locked host memory (`cuMemHostAlloc`, cached and not
     /// write-combined, so the host reads it at full speed too). On the simulator, a `Vec`.
     pub fn alloc_pinned<T: Element>(&self, len: usize) -> Result<PinnedBuffer<T>> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| GpuError::BadInput(format!("a host buffer of {len} elements does not fit in memory")))?;
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            GpuError::BadInput(format!("a host buffer of {len} elements does not fit in memory"))
+        })?;
         let Backend::Cuda(cuda) = &self.inner.backend else {
             return Ok(unpinned(self, vec![T::default(); len]));
         };
@@ -89,7 +89,12 @@ impl Device {
     /// separate). From pinned memory the copy runs on a copy engine while the host goes on, so
     /// several handles' copies and kernels overlap; from pageable memory the driver first stages
     /// `host` into its own pinned buffer and returns once it has (the host waits for that).
-    pub fn copy_from_host<T: Element>(&self, host: &[T], dst: &mut DeviceBuffer<T>, at: usize) -> Result<()> {
+    pub fn copy_from_host<T: Element>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+    ) -> Result<()> {
         if at.checked_add(host.len()).is_none_or(|end| end > dst.len()) {
             return Err(GpuError::BadInput(format!(
                 "a copy of {} host elements at {at} into a buffer of {}",
@@ -108,13 +113,17 @@ impl Device {
         let to = dst.as_view().device_address() + (at * std::mem::size_of::<T>()) as u64;
         match &self.inner.backend {
             Backend::Cuda(cuda) => {
-                cuda.context.bind_to_thread().map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
-                unsafe { cudarc::driver::result::memcpy_htod_async(to, host, cuda.stream.cu_stream()) }
-                    .map_err(|e| GpuError::driver("cuMemcpyHtoDAsync", e))
+                cuda.context
+                    .bind_to_thread()
+                    .map_err(|e| GpuError::driver("cuCtxSetCurrent", e))?;
+                unsafe {
+                    cudarc::driver::result::memcpy_htod_async(to, host, cuda.stream.cu_stream())
+                }
+                .map_err(|e| GpuError::driver("cuMemcpyHtoDAsync", e))
             }
-            Backend::Cpu(cpu) => {
-                lock(&cpu.machine).write(to, as_bytes(host)).map_err(|e| sim_error("copy to device", e))
-            }
+            Backend::Cpu(cpu) => lock(&cpu.machine)
+                .write(to, as_bytes(host))
+                .map_err(|e| sim_error("copy to device", e)),
         }
     }
 }

@@ -10,7 +10,9 @@ impl Device {
     /// Waits for all queued work; reports a kernel fault that happened meanwhile.
     pub fn synchronize(&self) -> Result<()> {
         match &self.inner.backend {
-            Backend::Cuda(cuda) => cuda.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e)),
+            Backend::Cuda(cuda) => {
+                cuda.stream.synchronize().map_err(|e| GpuError::driver("cuStreamSynchronize", e))
+            }
             Backend::Cpu(_) => Ok(()), // the simulator runs each launch to completion
         }
     }
@@ -19,7 +21,9 @@ impl Device {
     /// recorded before and after it on the device's stream.
     pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
         let Backend::Cuda(cuda) = &self.inner.backend else {
-            return Err(GpuError::Unsupported("timing needs a GPU: the CPU simulator counts, it does not time".into()));
+            return Err(GpuError::Unsupported(
+                "timing needs a GPU: the CPU simulator counts, it does not time".into(),
+            ));
         };
         let context = &cuda.context;
         let event = || {

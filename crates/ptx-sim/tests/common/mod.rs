@@ -26,8 +26,9 @@ pub fn kernel_files() -> Vec<String> {
 pub fn ptx_of(file: &str) -> String {
     let code = std::fs::read_to_string(cuda_dir().join(file)).expect("kernel source is readable");
     let source = KernelSource { file: file.to_string().leak(), code: code.leak() };
-    let image = compile(&source, Target::Ptx { major: 9, minor: 0 }, &[("BLOCK_SIZE", "256".to_string())])
-        .expect("kernel compiles");
+    let image =
+        compile(&source, Target::Ptx { major: 9, minor: 0 }, &[("BLOCK_SIZE", "256".to_string())])
+            .expect("kernel compiles");
     String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string()
 }
 
@@ -104,8 +105,9 @@ pub fn run_partials_traced(
 
 /// PTX for `compute_90` of an inline CUDA snippet (`name` is the file name NVRTC reports).
 pub fn ptx_of_source(name: &'static str, code: &'static str) -> String {
-    let image = compile(&KernelSource { file: name, code }, Target::Ptx { major: 9, minor: 0 }, &[])
-        .unwrap_or_else(|e| panic!("{name} compiles: {e}"));
+    let image =
+        compile(&KernelSource { file: name, code }, Target::Ptx { major: 9, minor: 0 }, &[])
+            .unwrap_or_else(|e| panic!("{name} compiles: {e}"));
     String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string()
 }
 

@@ -26,8 +26,8 @@ use gpu_test::props::proptest::prelude::*;
 use gpu_test::props::proptest::sample::select;
 use gpu_test::props::proptest::strategy::BoxedStrategy;
 use gpu_test::props::{
-    self, Drawn, F32Mix, Guarded, Input, expect_bad_input, f32_arith_specials, f32_specials, f32_sum_mixes,
-    f32_value_mixes, order_free_sum, same_value,
+    self, Drawn, F32Mix, Guarded, Input, expect_bad_input, f32_arith_specials, f32_specials,
+    f32_sum_mixes, f32_value_mixes, order_free_sum, same_value,
 };
 use gpu_test::{TestSuite, short_type_name};
 
@@ -56,7 +56,24 @@ const FEWER_CASES: (u32, u32) = (128, 16);
 pub fn reduction_sizes(device: &Device, boundaries: &[usize]) -> BoxedStrategy<usize> {
     let wave = device.facts().shape().threads_in_one_wave(256);
     let hopper = GpuShape::HOPPER_132_SMS.threads_in_one_wave(256);
-    let mut edges = vec![1, 3, 4, 5, 8, 32, 64, 256, 512, 1024, 4096, wave, 4 * wave, 4 * wave + 4, hopper, 4 * hopper];
+    let mut edges = vec![
+        1,
+        3,
+        4,
+        5,
+        8,
+        32,
+        64,
+        256,
+        512,
+        1024,
+        4096,
+        wave,
+        4 * wave,
+        4 * wave + 4,
+        hopper,
+        4 * hopper,
+    ];
     edges.extend_from_slice(boundaries);
     props::sizes(&edges, props::max_len(device))
 }
@@ -68,7 +85,8 @@ pub fn f32_sum_mismatch(values: &[f32], got: f32, chain: u64) -> Option<String> 
     match order_free_sum(values) {
         Some(want) if same_value(got, want) => None,
         Some(want) => Some(format!(
-            "the sum of {} values is {got}, expected exactly {want} (every order of additions gives it)",
+            "the sum of {} values is {got}, expected exactly {want} (every order of additions \
+             gives it)",
             values.len()
         )),
         None => {
@@ -76,7 +94,10 @@ pub fn f32_sum_mismatch(values: &[f32], got: f32, chain: u64) -> Option<String> 
             let bound = sum_bound(chain, values.iter().map(|&x| f64::from(x).abs()).sum());
             let error = (f64::from(got) - want).abs();
             (error.is_nan() || error > bound).then(|| {
-                format!("the sum of {} values is {got}, expected {want} ± {bound:e} (chain of {chain})", values.len())
+                format!(
+                    "the sum of {} values is {got}, expected {want} ± {bound:e} (chain of {chain})",
+                    values.len()
+                )
             })
         }
     }
@@ -153,8 +174,11 @@ fn op_mismatch<T: ReduceElement>(op: ReduceOp, values: &[T], got: T, chain: u64)
         return f32_sum_mismatch(&as_f32, got.to_f64() as f32, chain);
     }
     let want = reference(op, values);
-    let same = if T::ROUNDS { same_value(got.to_f64() as f32, want.to_f64() as f32) } else { got == want };
-    (!same).then(|| format!("the {} of {} values is {got:?}, expected {want:?}", op.name(), values.len()))
+    let same =
+        if T::ROUNDS { same_value(got.to_f64() as f32, want.to_f64() as f32) } else { got == want };
+    (!same).then(|| {
+        format!("the {} of {} values is {got:?}, expected {want:?}", op.name(), values.len())
+    })
 }
 
 /// Why `got` is not the mean of `values`: for f32 the f32 sum's expectation (by a step whose
@@ -166,13 +190,15 @@ fn mean_mismatch<T: ReduceElement>(values: &[T], got: f64, chain: u64) -> Option
         let as_f32: Vec<f32> = values.iter().map(|&x| x.to_f64() as f32).collect();
         if let Some(sum) = order_free_sum(&as_f32) {
             let want = f64::from(sum) / n;
-            return (!(got == want || (got.is_nan() && want.is_nan())))
-                .then(|| format!("the mean of {} values is {got}, expected exactly {want}", values.len()));
+            return (!(got == want || (got.is_nan() && want.is_nan()))).then(|| {
+                format!("the mean of {} values is {got}, expected exactly {want}", values.len())
+            });
         }
         let want = as_f32.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
         let tolerance = sum_bound(chain, as_f32.iter().map(|&x| f64::from(x).abs()).sum()) / n;
-        return ((got - want).abs() > tolerance || got.is_nan())
-            .then(|| format!("the mean of {} values is {got}, expected {want} ± {tolerance:e}", values.len()));
+        return ((got - want).abs() > tolerance || got.is_nan()).then(|| {
+            format!("the mean of {} values is {got}, expected {want} ± {tolerance:e}", values.len())
+        });
     }
     // The exact sum (an f64 sum of 2^21 values near 2^32 already rounds), rounded once, over n.
     let want = values.iter().map(|&x| x.to_f64() as i128).sum::<i128>() as f64 / n;
@@ -220,42 +246,67 @@ fn all_ops<T: PropertyElement, L: FullReduction<T>>(
     Ok((answers, mean))
 }
 
-fn typed_full_properties<F: FullReductionFamily, T: PropertyElement>(suite: TestSuite) -> TestSuite {
+fn typed_full_properties<F: FullReductionFamily, T: PropertyElement>(
+    suite: TestSuite,
+) -> TestSuite {
     let (tag, t) = (short_type_name::<F>(), T::SUFFIX);
     suite
         .gpu(format!("properties::{tag}::{t}::sum_min_max_mean_match_the_reference"), |device| {
             let launcher = RefCell::new(F::For::<T>::create(device)?);
-            let inputs = props::input(reduction_sizes(device, &[]), 7, T::sum_mixes(), T::arith_specials(), 3);
+            let inputs = props::input(
+                reduction_sizes(device, &[]),
+                7,
+                T::sum_mixes(),
+                T::arith_specials(),
+                3,
+            );
             props::check(device, CASES, inputs, |input: Input<T::Mix, T>| {
-                all_ops(device, &mut *launcher.borrow_mut(), &input.values(), input.offset).map(drop)
+                all_ops(device, &mut *launcher.borrow_mut(), &input.values(), input.offset)
+                    .map(drop)
             })
         })
         .gpu(format!("properties::{tag}::{t}::same_answers_at_any_offset"), |device| {
             let launcher = RefCell::new(F::For::<T>::create(device)?);
-            let inputs = props::input(reduction_sizes(device, &[]), 7, T::sum_mixes(), T::arith_specials(), 3);
-            props::check(device, FEWER_CASES, (inputs, 0..8usize), |(input, other): (Input<T::Mix, T>, usize)| {
-                let values = input.values();
-                let mut launcher = launcher.borrow_mut();
-                let (a, mean_a) = all_ops(device, &mut *launcher, &values, input.offset)?;
-                let (b, mean_b) = all_ops(device, &mut *launcher, &values, other)?;
-                // Integer answers, f32 min and max, and f32 sums that every order gives alike must
-                // agree bit for bit (a rounded f32 sum may differ within its tolerance, checked).
-                let as_f32: Vec<f32> = values.iter().map(|&x| x.to_f64() as f32).collect();
-                let exact = !T::ROUNDS || order_free_sum(&as_f32).is_some();
-                let agree = a.iter().zip(&b).enumerate().all(|(i, (x, y))| {
-                    (T::ROUNDS && same_value(x.to_f64() as f32, y.to_f64() as f32)) || x == y || (i == 0 && !exact)
-                });
-                let means_agree =
-                    mean_a == mean_b || !exact || mean_a.zip(mean_b).is_some_and(|(x, y)| x.is_nan() && y.is_nan());
-                if !agree || !means_agree {
-                    return Err(format!(
-                        "offset {}: sum, min, max {a:?}, mean {mean_a:?}; offset {other}: {b:?}, mean {mean_b:?}",
+            let inputs = props::input(
+                reduction_sizes(device, &[]),
+                7,
+                T::sum_mixes(),
+                T::arith_specials(),
+                3,
+            );
+            props::check(
+                device,
+                FEWER_CASES,
+                (inputs, 0..8usize),
+                |(input, other): (Input<T::Mix, T>, usize)| {
+                    let values = input.values();
+                    let mut launcher = launcher.borrow_mut();
+                    let (a, mean_a) = all_ops(device, &mut *launcher, &values, input.offset)?;
+                    let (b, mean_b) = all_ops(device, &mut *launcher, &values, other)?;
+                    // Integer answers, f32 min and max, and f32 sums that every order gives alike
+                    // must agree bit for bit (a rounded f32 sum may differ within its tolerance,
+                    // checked).
+                    let as_f32: Vec<f32> = values.iter().map(|&x| x.to_f64() as f32).collect();
+                    let exact = !T::ROUNDS || order_free_sum(&as_f32).is_some();
+                    let agree = a.iter().zip(&b).enumerate().all(|(i, (x, y))| {
+                        (T::ROUNDS && same_value(x.to_f64() as f32, y.to_f64() as f32))
+                            || x == y
+                            || (i == 0 && !exact)
+                    });
+                    let means_agree = mean_a == mean_b
+                        || !exact
+                        || mean_a.zip(mean_b).is_some_and(|(x, y)| x.is_nan() && y.is_nan());
+                    if !agree || !means_agree {
+                        return Err(format!(
+                        "offset {}: sum, min, max {a:?}, mean {mean_a:?}; offset {other}: {b:?}, \
+                         mean {mean_b:?}",
                         input.offset
                     )
                     .into());
-                }
-                Ok(())
-            })
+                    }
+                    Ok(())
+                },
+            )
         })
 }
 
@@ -275,11 +326,15 @@ fn dot_mixes() -> BoxedStrategy<F32Mix> {
 fn full_properties<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
     let tag = short_type_name::<F>();
     let suite =
-        typed_full_properties::<F, u32>(typed_full_properties::<F, i32>(typed_full_properties::<F, f32>(suite)));
+        typed_full_properties::<F, u32>(typed_full_properties::<F, i32>(typed_full_properties::<
+            F,
+            f32,
+        >(suite)));
     suite
         .gpu(format!("properties::{tag}::f32::min_max_of_extreme_values"), |device| {
             let launcher = RefCell::new(F::For::<f32>::create(device)?);
-            let inputs = props::input(reduction_sizes(device, &[]), 7, f32_value_mixes(), f32_specials(), 4);
+            let inputs =
+                props::input(reduction_sizes(device, &[]), 7, f32_value_mixes(), f32_specials(), 4);
             props::check(device, CASES, inputs, |input| {
                 let values = input.values();
                 let guarded = Guarded::input(device, &values, input.offset)?;
@@ -308,30 +363,62 @@ fn full_properties<F: FullReductionFamily>(suite: TestSuite) -> TestSuite {
                 0..4u8,
                 0..100usize,
             );
-            props::check(device, FEWER_CASES, vectors, |(a, b_mix, b_seed, b_offset, same_length, other_length)| {
-                let x = a.values();
-                // One case in four, the second vector has another length: an error.
-                let b_len = if same_length == 0 && other_length != x.len() { other_length } else { x.len() };
-                let y = Input { len: b_len, offset: b_offset, mix: b_mix, seed: b_seed, specials: vec![] }.values();
-                let (ga, gb) = (Guarded::input(device, &x, a.offset)?, Guarded::input(device, &y, b_offset)?);
-                let result = F::dot(&mut launcher.borrow_mut(), ga.view()?, gb.view()?);
-                ga.check_unchanged("the first vector")?;
-                gb.check_unchanged("the second vector")?;
-                if x.len() != y.len() {
-                    return expect_bad_input(&format!("a dot product of lengths {} and {}", x.len(), y.len()), result);
-                }
-                let got = result?;
-                let want: f64 = x.iter().zip(&y).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum();
-                if want.is_nan() {
-                    return if got.is_nan() { Ok(()) } else { Err(format!("dot product {got}, expected NaN").into()) };
-                }
-                let tolerance = dot_tolerance(&x, &y, launcher.borrow().addition_chain(x.len()));
-                let error = (f64::from(got) - want).abs();
-                if error.is_nan() || error > tolerance {
-                    return Err(format!("dot product of {} {got}, expected {want} ± {tolerance:e}", x.len()).into());
-                }
-                Ok(())
-            })
+            props::check(
+                device,
+                FEWER_CASES,
+                vectors,
+                |(a, b_mix, b_seed, b_offset, same_length, other_length)| {
+                    let x = a.values();
+                    // One case in four, the second vector has another length: an error.
+                    let b_len = if same_length == 0 && other_length != x.len() {
+                        other_length
+                    } else {
+                        x.len()
+                    };
+                    let y = Input {
+                        len: b_len,
+                        offset: b_offset,
+                        mix: b_mix,
+                        seed: b_seed,
+                        specials: vec![],
+                    }
+                    .values();
+                    let (ga, gb) = (
+                        Guarded::input(device, &x, a.offset)?,
+                        Guarded::input(device, &y, b_offset)?,
+                    );
+                    let result = F::dot(&mut launcher.borrow_mut(), ga.view()?, gb.view()?);
+                    ga.check_unchanged("the first vector")?;
+                    gb.check_unchanged("the second vector")?;
+                    if x.len() != y.len() {
+                        return expect_bad_input(
+                            &format!("a dot product of lengths {} and {}", x.len(), y.len()),
+                            result,
+                        );
+                    }
+                    let got = result?;
+                    let want: f64 =
+                        x.iter().zip(&y).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum();
+                    if want.is_nan() {
+                        return if got.is_nan() {
+                            Ok(())
+                        } else {
+                            Err(format!("dot product {got}, expected NaN").into())
+                        };
+                    }
+                    let tolerance =
+                        dot_tolerance(&x, &y, launcher.borrow().addition_chain(x.len()));
+                    let error = (f64::from(got) - want).abs();
+                    if error.is_nan() || error > tolerance {
+                        return Err(format!(
+                            "dot product of {} {got}, expected {want} ± {tolerance:e}",
+                            x.len()
+                        )
+                        .into());
+                    }
+                    Ok(())
+                },
+            )
         })
 }
 
