@@ -361,12 +361,22 @@ fn count_command(crates: &[String], json: &Path) -> Result<bool, String> {
     Ok(true)
 }
 
-/// CI's contract: with every crate's stubs in place the workspace builds and every kernel
-/// compiles; with one crate's stubs in place (the others solved), that crate's graded tests fail.
-/// (That they pass with the solutions is the workspace's own `cargo test`.)
+/// CI's contract: every chapter with steps to grade has solution regions; with every crate's stubs
+/// in place the workspace builds and every kernel compiles; with one crate's stubs in place (the
+/// others solved), that crate's graded tests fail. (That they pass with the solutions is the
+/// workspace's own `cargo test`.) A chapter that lists no step (reduce-host: its bench times the
+/// answer on the host, which neither the tour nor the grader measures) has nothing to grade.
 fn check(root: &Path, crates: &[String]) -> Result<bool, String> {
     let crates = with_regions(root, crates)?;
-    let registry: Vec<&str> = course::registry().crates().collect();
+    let course = course::registry();
+    let graded = |c: &&str| {
+        course
+            .families
+            .iter()
+            .filter_map(|f| f.chapter(c))
+            .any(|chapter| !(chapter.steps.is_empty() && chapter.world_steps.is_empty()))
+    };
+    let registry: Vec<&str> = course.crates().filter(graded).collect();
     let missing: Vec<&&str> =
         registry.iter().filter(|c| !crates.contains(&c.to_string())).collect();
     if crates.len() == assigned_crates(root)?.len() && !missing.is_empty() {
