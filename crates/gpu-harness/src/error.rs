@@ -64,6 +64,16 @@ pub enum GpuError {
     #[error("kernel `{kernel}` failed: {message}")]
     Launch { kernel: String, message: String },
 
+    /// `GPU_PROFILE` names a GPU this device or this NVRTC cannot stand in for.
+    #[error("GPU_PROFILE={profile}: {problem}")]
+    Profile { profile: String, problem: String },
+
+    /// A launch asks for more than the GPU of `GPU_PROFILE` allows (`limit` says what and how much).
+    #[error(
+        "kernel `{kernel}` asks for more than a {profile} allows (GPU_PROFILE={profile}): {limit}"
+    )]
+    ExceedsProfile { kernel: String, profile: String, limit: String },
+
     /// The input is larger than this kernel's indexing can address.
     #[error("{what}: {n} elements is more than this kernel can index (at most {max})")]
     TooLarge { what: String, n: u64, max: u64 },

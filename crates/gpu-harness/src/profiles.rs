@@ -136,8 +136,9 @@ pub const PROFILES: &[GpuProfile] = &[
     gpu("A100", AMPERE_100, 108, 40, 2039.0, 80),
     // NVIDIA H100 datasheet (SXM): 132 SMs (H100 whitepaper), 50 MiB L2, 3350 GB/s, 80 GB HBM3.
     gpu("H100", HOPPER, 132, 50, 3350.0, 80),
-    // NVIDIA H200 datasheet (SXM): 132 SMs, 50 MiB L2 (as the H100), 4800 GB/s, 141 GB HBM3e.
-    gpu("H200", HOPPER, 132, 50, 4800.0, 141),
+    // NVIDIA H200 datasheet (SXM): 4800 GB/s, 141 GB HBM3e; 132 SMs and 60 MiB of L2 as the
+    // driver reports them (book/src/data/nvidia-h200).
+    gpu("H200", HOPPER, 132, 60, 4800.0, 141),
     // NVIDIA DGX B200 datasheet (per GPU: 1440 GB and 64 TB/s over 8): 180 GB, 8000 GB/s. Not on
     // the datasheet: 148 SMs and 126 MiB of L2, as the CUDA driver reports them on a B200.
     gpu("B200", BLACKWELL_100, 148, 126, 8000.0, 180),
@@ -177,6 +178,24 @@ impl GpuProfile {
     /// architecture is compiled forward by the driver, never backward.
     pub fn runs_on(&self, device: (u32, u32)) -> bool {
         self.compute_capability <= device
+    }
+
+    /// [`GpuProfile::runs_on`] as a result: an error naming both GPUs when `device` (a GPU called
+    /// `device_name`) cannot run this profile's code.
+    pub fn check_runs_on(&self, device_name: &str, device: (u32, u32)) -> Result<()> {
+        if self.runs_on(device) {
+            return Ok(());
+        }
+        let ((major, minor), (pmajor, pminor)) = (device, self.compute_capability);
+        Err(GpuError::Profile {
+            profile: self.name.into(),
+            problem: format!(
+                "a {} (compute capability {pmajor}.{pminor}) is newer than this {device_name} \
+                 ({major}.{minor}), which cannot run its code: pick a profile of {major}.{minor} \
+                 or older",
+                self.name
+            ),
+        })
     }
 }
 
@@ -234,5 +253,13 @@ mod tests {
         assert!(t4.runs_on((7, 5)) && t4.runs_on((9, 0)) && !t4.runs_on((7, 0)));
         let b200 = GpuProfile::named("B200").unwrap();
         assert!(!b200.runs_on((9, 0)) && b200.runs_on((12, 0)));
+        assert_eq!(t4.check_runs_on("NVIDIA H200", (9, 0)), Ok(()));
+        let refused = b200.check_runs_on("NVIDIA H200", (9, 0)).unwrap_err();
+        assert!(matches!(refused, GpuError::Profile { .. }), "{refused:?}");
+        assert_eq!(
+            refused.to_string(),
+            "GPU_PROFILE=B200: a B200 (compute capability 10.0) is newer than this NVIDIA H200 \
+             (9.0), which cannot run its code: pick a profile of 9.0 or older"
+        );
     }
 }
