@@ -286,10 +286,11 @@ impl Device {
                         Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
                         Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
                     };
-                    let module = cuda
-                        .context
-                        .load_module(loadable)
-                        .map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                    let module = cuda.context.load_module(loadable).map_err(|e| {
+                        let facts = &self.inner.facts;
+                        let (driver, nvrtc) = (&facts.driver_cuda_version, &facts.nvrtc_version);
+                        GpuError::module_load(e.0, e.to_string(), driver, nvrtc)
+                    })?;
                     Ok((module, image.ptx_text().map(Arc::new)))
                 })?;
                 let function = module.load_function(name).map_err(|_| missing())?;
