@@ -95,7 +95,7 @@ pub enum GpuError {
     #[error("GPU_PROFILE={profile}: {problem}")]
     Profile { profile: String, problem: String },
 
-    /// A launch asks for more than the GPU of `GPU_PROFILE` allows (`limit` says what and how much).
+    /// A launch asks for more than the GPU of `GPU_PROFILE` allows (`limit`: what, and how much).
     #[error(
         "kernel `{kernel}` asks for more than a {profile} allows (GPU_PROFILE={profile}): {limit}"
     )]
@@ -129,9 +129,9 @@ impl GpuError {
     }
 
     /// The error of a module load that failed with `code` (`message`, the driver's words), on a
-    /// driver of CUDA `driver_cuda` with NVRTC `nvrtc` (both "major.minor"): [`GpuError::DriverTooOld`]
-    /// for a PTX version the driver does not know, or for a PTX or machine code it cannot load from
-    /// an NVRTC newer than it; otherwise a plain [`GpuError::Driver`] error.
+    /// driver of CUDA `driver_cuda` with NVRTC `nvrtc` (both "major.minor"):
+    /// [`GpuError::DriverTooOld`] for a PTX version the driver does not know, or for a PTX or
+    /// machine code it cannot load from an NVRTC newer than it; otherwise [`GpuError::Driver`].
     pub fn module_load(
         code: cudarc::driver::sys::CUresult,
         message: String,

@@ -210,6 +210,26 @@ fn main() -> std::process::ExitCode {
                 .run()?;
             Ok(())
         })
+        .nvrtc("a_profile_compiles_its_architectures_code", || {
+            // softmax.cu compiles its cluster kernels from compute capability 9.0 only.
+            const SOFTMAX: KernelSource = kernel_source!("softmax.cu");
+            let cluster_kernel = |profile| -> gpu_harness::Result<bool> {
+                let device = Device::simulator_as(GpuProfile::named(profile)?)?;
+                match device.kernel(&SOFTMAX, "softmax_cluster_4x256x32") {
+                    Ok(_) => Ok(true),
+                    Err(GpuError::MissingKernel { .. }) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            };
+            let found = ["T4", "A100", "RTX4090", "H200", "B200"].map(cluster_kernel);
+            if !matches!(found, [Ok(false), Ok(false), Ok(false), Ok(true), Ok(true)]) {
+                return Err(format!(
+                    "cluster kernel found for T4, A100, RTX4090, H200, B200: {found:?}"
+                )
+                .into());
+            }
+            Ok(())
+        })
         .nvrtc("the_simulator_records_the_kernels_it_launches", || {
             let device = Device::simulator()?;
             launch_roof(&device, "read_roof_unroll4")?;
