@@ -51,48 +51,24 @@ struct Arch {
     shared_per_block: u32,
 }
 
-const TURING: Arch = Arch {
-    compute_capability: (7, 5),
-    threads_per_sm: 1024,
-    shared_per_sm: 64 * KIB,
-    shared_per_block: 64 * KIB,
-};
-const AMPERE_100: Arch = Arch {
-    compute_capability: (8, 0),
-    threads_per_sm: 2048,
-    shared_per_sm: 164 * KIB,
-    shared_per_block: 163 * KIB,
-};
-const AMPERE_102: Arch = Arch {
-    compute_capability: (8, 6),
-    threads_per_sm: 1536,
-    shared_per_sm: 100 * KIB,
-    shared_per_block: 99 * KIB,
-};
-const ADA: Arch = Arch {
-    compute_capability: (8, 9),
-    threads_per_sm: 1536,
-    shared_per_sm: 100 * KIB,
-    shared_per_block: 99 * KIB,
-};
-const HOPPER: Arch = Arch {
-    compute_capability: (9, 0),
-    threads_per_sm: 2048,
-    shared_per_sm: 228 * KIB,
-    shared_per_block: 227 * KIB,
-};
-const BLACKWELL_100: Arch = Arch {
-    compute_capability: (10, 0),
-    threads_per_sm: 2048,
-    shared_per_sm: 228 * KIB,
-    shared_per_block: 227 * KIB,
-};
-const BLACKWELL_120: Arch = Arch {
-    compute_capability: (12, 0),
-    threads_per_sm: 1536,
-    shared_per_sm: 100 * KIB,
-    shared_per_block: 99 * KIB,
-};
+/// An architecture of compute capability `cc` with `threads` per SM, and `sm_kib` and `block_kib`
+/// of shared memory per SM and per block.
+const fn arch(cc: (u32, u32), threads: u32, sm_kib: u32, block_kib: u32) -> Arch {
+    Arch {
+        compute_capability: cc,
+        threads_per_sm: threads,
+        shared_per_sm: sm_kib * KIB,
+        shared_per_block: block_kib * KIB,
+    }
+}
+
+const TURING: Arch = arch((7, 5), 1024, 64, 64);
+const AMPERE_100: Arch = arch((8, 0), 2048, 164, 163);
+const AMPERE_102: Arch = arch((8, 6), 1536, 100, 99);
+const ADA: Arch = arch((8, 9), 1536, 100, 99);
+const HOPPER: Arch = arch((9, 0), 2048, 228, 227);
+const BLACKWELL_100: Arch = arch((10, 0), 2048, 228, 227);
+const BLACKWELL_120: Arch = arch((12, 0), 1536, 100, 99);
 
 /// A profile of `arch` with the GPU's own SM count, L2 (MiB), bandwidth (GB/s) and memory (GiB).
 const fn gpu(
