@@ -9,7 +9,7 @@
 //! We ask NVRTC for CUBIN (machine code) for the device's own `sm_XY`: PTX from an NVRTC newer than
 //! the driver would not load, while CUBIN needs no JIT step in the driver. Only when this NVRTC
 //! does not know the device's architecture do we fall back to PTX for the newest virtual one it
-//! knows.
+//! knows, and under `GPU_PROFILE` we ask for PTX for the profile's (`crate::profiles`).
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int};

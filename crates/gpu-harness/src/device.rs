@@ -27,6 +27,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::compile::{self, KernelSource, OwnedDefines, Target};
 use crate::error::{GpuError, Result};
+use crate::profiles::GpuProfile;
 
 mod buffer;
 mod facts;
@@ -37,8 +38,8 @@ mod timing;
 
 pub use buffer::{DeviceBuffer, DeviceView, Element};
 pub use facts::{DeviceFacts, GpuShape};
-use launch::KernelBackend;
 pub use launch::{Kernel, KernelArg, Launch, LaunchConfig, launch_together};
+use launch::{KernelBackend, KernelFootprint};
 pub use multi_gpu::{Event, Transfers};
 pub use pinned::PinnedBuffer;
 
@@ -53,6 +54,9 @@ struct Inner {
     facts: DeviceFacts,
     /// The GPU's ordinal (0 for the first), or the simulator's index in its world.
     ordinal: usize,
+    /// The GPU `GPU_PROFILE` named, which this device stands in for: its architecture is what the
+    /// kernels compile for, its shape is in `facts`, its limits are checked at every launch.
+    profile: Option<&'static GpuProfile>,
     backend: Backend,
 }
 
@@ -94,6 +98,8 @@ struct CpuBackend {
     /// This handle's stream on the model of those copies' time (multi_gpu.rs): its own, not its
     /// forks' (each fork is another stream); clones share it.
     clock: Arc<Mutex<u64>>,
+    /// What the kernels compile to: PTX for compute_90, or for the architecture of `GPU_PROFILE`.
+    target: Target,
 }
 
 /// What the CPU simulator counted during one launch: warp instructions, divergence, barriers,
@@ -171,6 +177,12 @@ impl Device {
         open_cpu()
     }
 
+    /// A fresh CPU simulator standing in for `profile`'s GPU, whatever `GPU_PROFILE` says: kernels
+    /// compile for its architecture and launches are checked against its limits.
+    pub fn simulator_as(profile: &'static GpuProfile) -> Result<Device> {
+        open_cpu_as(Arc::new(Mutex::new(ptx_sim::Machine::new())), 0, Some(profile))
+    }
+
     /// Opens GPU 0 (never the simulator). Other GPUs: [`Device::open_gpu_ordinal`].
     pub fn open_gpu() -> Result<Device> {
         catch_driver_panic(|| open_uncaught(0))
@@ -188,6 +200,12 @@ impl Device {
     /// Facts about this GPU and its software.
     pub fn facts(&self) -> &DeviceFacts {
         &self.inner.facts
+    }
+
+    /// The GPU this device stands in for (`GPU_PROFILE`), if any: its architecture, shape and
+    /// limits are this device's (see [`crate::profiles`]).
+    pub fn profile(&self) -> Option<&'static GpuProfile> {
+        self.inner.profile
     }
 
     /// Whether `other` is a handle to this same device (buffers of one can be used on the other).
@@ -268,36 +286,45 @@ impl Device {
                         Target::Cubin { .. } => Ptx::from_binary(image.bytes.clone()),
                         Target::Ptx { .. } => Ptx::from_src(ptx_text(&image.bytes)),
                     };
-                    let module = cuda
-                        .context
-                        .load_module(loadable)
-                        .map_err(|e| GpuError::driver("cuModuleLoadData", e))?;
+                    let module = cuda.context.load_module(loadable).map_err(|e| {
+                        let facts = &self.inner.facts;
+                        let (driver, nvrtc) = (&facts.driver_cuda_version, &facts.nvrtc_version);
+                        GpuError::module_load(e.0, e.to_string(), driver, nvrtc)
+                    })?;
                     Ok((module, image.ptx_text().map(Arc::new)))
                 })?;
                 let function = module.load_function(name).map_err(|_| missing())?;
                 let sizes = ptx.and_then(|ptx| compile::ptx_param_sizes(&ptx, name));
-                (KernelBackend::Cuda(function), sizes)
+                let footprint = KernelFootprint {
+                    registers_per_thread: function.num_regs().ok().map(|r| r.max(0) as u32),
+                    static_shared_bytes: function
+                        .get_attribute(
+                            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                        )
+                        .ok()
+                        .map(|b| b.max(0) as u32),
+                };
+                (KernelBackend::Cuda(function), sizes, footprint)
             }
             Backend::Cpu(cpu) => {
                 let module = cached(&cpu.modules, key, || {
-                    let image =
-                        compile::compile(source, Target::Ptx { major: 9, minor: 0 }, defines)?;
+                    let image = compile::compile(source, cpu.target, defines)?;
                     let module = ptx_sim::parse(&ptx_text(&image.bytes))
                         .map_err(|e| sim_error(source.file, e))?;
                     Ok(Arc::new(module))
                 })?;
-                let sizes = module
-                    .kernel(name)
-                    .ok_or_else(missing)?
-                    .params
-                    .iter()
-                    .map(|p| p.size as usize)
-                    .collect();
-                (KernelBackend::Cpu(module), Some(sizes))
+                let kernel = module.kernel(name).ok_or_else(missing)?;
+                let sizes = kernel.params.iter().map(|p| p.size as usize).collect();
+                // PTX's registers are virtual: how many a thread gets is the driver's choice.
+                let footprint = KernelFootprint {
+                    registers_per_thread: None,
+                    static_shared_bytes: Some(kernel.static_shared_bytes),
+                };
+                (KernelBackend::Cpu(module), Some(sizes), footprint)
             }
         };
-        let (backend, param_sizes) = backend;
-        Ok(Kernel { backend, name: name.to_string(), param_sizes })
+        let (backend, param_sizes, footprint) = backend;
+        Ok(Kernel { backend, name: name.to_string(), param_sizes, footprint })
     }
 }
 
@@ -377,10 +404,18 @@ fn open_uncaught(ordinal: usize) -> Result<Device> {
         driver_release: driver_release(),
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
-    let target = compile::target_for_device(major, minor)?;
+    let profile = GpuProfile::from_env()?;
+    let (facts, target) = match profile {
+        None => (facts, compile::target_for_device(major, minor)?),
+        Some(profile) => {
+            profile.check_runs_on(&facts.name, (major, minor))?;
+            (as_profile(facts, profile, false), profile_target(profile)?)
+        }
+    };
     let cuda =
         CudaBackend { context, stream, target, modules: Arc::new(Mutex::new(HashMap::new())) };
-    Ok(Device { inner: Arc::new(Inner { facts, ordinal, backend: Backend::Cuda(cuda) }) })
+    let backend = Backend::Cuda(cuda);
+    Ok(Device { inner: Arc::new(Inner { facts, ordinal, profile, backend }) })
 }
 
 /// The CPU simulator as a device with its own memory: [`open_cpu_on`] a new machine.
@@ -390,8 +425,17 @@ fn open_cpu() -> Result<Device> {
 
 /// The CPU simulator as device `ordinal`, its buffers in `machine`'s memory: it needs NVRTC (for
 /// PTX) but no GPU. Its shape is a small GPU (4 SMs of 2048 threads), so grid-stride plans stay
-/// short; its memory is capped at 8 GiB.
+/// short; its memory is capped at 8 GiB. Under `GPU_PROFILE` it is the profile's GPU with 4 SMs.
 fn open_cpu_on(machine: Arc<Mutex<ptx_sim::Machine>>, ordinal: usize) -> Result<Device> {
+    open_cpu_as(machine, ordinal, GpuProfile::from_env()?)
+}
+
+/// [`open_cpu_on`], standing in for `profile`'s GPU where there is one.
+fn open_cpu_as(
+    machine: Arc<Mutex<ptx_sim::Machine>>,
+    ordinal: usize,
+    profile: Option<&'static GpuProfile>,
+) -> Result<Device> {
     let (nvrtc_major, nvrtc_minor) = compile::nvrtc_version()?;
     let facts = DeviceFacts {
         name: "ptx-sim (CPU simulator)".into(),
@@ -406,6 +450,10 @@ fn open_cpu_on(machine: Arc<Mutex<ptx_sim::Machine>>, ordinal: usize) -> Result<
         driver_release: None,
         nvrtc_version: format!("{nvrtc_major}.{nvrtc_minor}"),
     };
+    let (facts, target) = match profile {
+        None => (facts, Target::Ptx { major: 9, minor: 0 }),
+        Some(profile) => (as_profile(facts, profile, true), profile_target(profile)?),
+    };
     let cpu = CpuBackend {
         machine,
         identity: Arc::new(()),
@@ -414,8 +462,43 @@ fn open_cpu_on(machine: Arc<Mutex<ptx_sim::Machine>>, ordinal: usize) -> Result<
         launched: Arc::new(Mutex::new(Vec::new())),
         transfers: Arc::new(Mutex::new(Transfers::default())),
         clock: Arc::new(Mutex::new(0)),
+        target,
     };
-    Ok(Device { inner: Arc::new(Inner { facts, ordinal, backend: Backend::Cpu(cpu) }) })
+    Ok(Device { inner: Arc::new(Inner { facts, ordinal, profile, backend: Backend::Cpu(cpu) }) })
+}
+
+/// `facts` of a device standing in for `profile`: its architecture, threads per SM and memory
+/// (no more than the device has), and its SMs, but on the simulator, which keeps its 4 (so
+/// grid-stride plans stay as short as without a profile). The L2 stays the device's: it is what
+/// a measurement must flush.
+fn as_profile(facts: DeviceFacts, profile: &GpuProfile, simulated: bool) -> DeviceFacts {
+    DeviceFacts {
+        name: format!("{} (GPU_PROFILE={})", facts.name, profile.name),
+        compute_capability: profile.compute_capability,
+        multiprocessors: if simulated { facts.multiprocessors } else { profile.multiprocessors },
+        max_threads_per_multiprocessor: profile.max_threads_per_multiprocessor,
+        memory_bytes: facts.memory_bytes.min(profile.memory_bytes),
+        ..facts
+    }
+}
+
+/// PTX for the profile's virtual architecture (`compute_XY`): the code under `__CUDA_ARCH__ < 900`
+/// for a GPU before Hopper, compiled forward by the driver on a newer GPU. An error when this
+/// NVRTC does not know the architecture.
+fn profile_target(profile: &GpuProfile) -> Result<Target> {
+    let (major, minor) = profile.compute_capability;
+    if !compile::supported_archs()?.contains(&(major * 10 + minor)) {
+        let (nvrtc_major, nvrtc_minor) = compile::nvrtc_version()?;
+        return Err(GpuError::Profile {
+            profile: profile.name.into(),
+            problem: format!(
+                "NVRTC {nvrtc_major}.{nvrtc_minor} cannot compile for compute_{major}{minor}; a \
+                 newer NVRTC can (`{}`)",
+                crate::PIP_INSTALL_NVRTC
+            ),
+        });
+    }
+    Ok(Target::Ptx { major, minor })
 }
 
 /// PTX text from NVRTC's NUL-terminated bytes.

@@ -16,6 +16,8 @@
 //! - [`inputs`]: the random inputs steps are measured on, made once per type, case and seed.
 //! - [`peer`]: the shared library of peers (CUB, the seeds' kernels) loaded at run time, and calls
 //!   into it with CUB's scratch protocol ([`peer::PeerCall`]).
+//! - [`profiles`]: GPUs as data ([`GpuProfile`]: architecture, shape, limits), and `GPU_PROFILE`,
+//!   which runs an older GPU's code path and limits on a newer GPU or on the simulator.
 //! - [`bf16`]: bfloat16 on the host, for the families that take f32 and bf16: the element trait
 //!   [`bf16::Value`] and the conversions (the kernels' are in `cuda/bf16.cuh`).
 //!
@@ -30,6 +32,7 @@ mod error;
 pub mod inputs;
 pub mod measure;
 pub mod peer;
+pub mod profiles;
 mod steps;
 pub mod workload;
 
@@ -39,4 +42,5 @@ pub use device::{
     Launch, LaunchConfig, LaunchCounters, PinnedBuffer, Transfers, launch_together,
 };
 pub use error::{GpuError, PIP_INSTALL_NVRTC, Result};
+pub use profiles::GpuProfile;
 pub use workload::{Case, Checked, Measured, Prepared, Shape, Stateful, StepEntry};

@@ -1,6 +1,7 @@
 //! Compiles every kernel source in `cuda/` with NVRTC, for Hopper (sm_90) and for every other
-//! architecture from Turing (sm_75, a T4) that the NVRTC in use lists. Needs the NVRTC library but
-//! no GPU, so it runs in CI.
+//! architecture from Turing (sm_75, a T4) that the NVRTC in use lists, the PTX of each checked for
+//! instructions its architecture does not have (an inline `asm` outside its `__CUDA_ARCH__`
+//! guard). Needs the NVRTC library but no GPU, so it runs in CI.
 
 use std::path::PathBuf;
 
@@ -37,8 +38,52 @@ fn compile_all(target: Target) -> TestResult {
     for source in &sources {
         let image = compile::compile(source, target, &[])?;
         println!("{} -> {} bytes for {target:?}", source.file, image.bytes.len());
+        if let Target::Ptx { major, minor } = target {
+            let ptx = image.ptx_text().unwrap_or_default();
+            if let Some(problem) = newer_instruction(&ptx, major * 10 + minor) {
+                return Err(format!("{} for compute_{major}{minor}: {problem}", source.file).into());
+            }
+        }
     }
     Ok(())
+}
+
+/// Instructions (as PTX spells their start) of a newer architecture than some GPUs have, with the
+/// first one that has them (the PTX ISA's target requirements): what the kernels use, and kin.
+const NEWER_INSTRUCTIONS: &[(&str, u32)] = &[
+    ("max.NaN", 80),
+    ("min.NaN", 80),
+    ("cvt.rn.bf16", 80),
+    ("cvt.rn.relu", 80),
+    ("redux.sync", 80),
+    ("cp.async.", 80),
+    ("mbarrier.", 80),
+    ("cp.async.bulk", 90),
+    ("mbarrier.try_wait", 90),
+    ("mbarrier.arrive.expect_tx", 90),
+    ("fence.mbarrier_init", 90),
+    ("barrier.cluster", 90),
+    ("mapa.", 90),
+    ("shared::cluster", 90),
+    ("elect.sync", 90),
+    ("setmaxnreg", 90),
+    ("multimem.", 90),
+];
+
+/// The first instruction in `ptx` that an architecture `arch` (e.g. 75) does not have, if any.
+/// NVRTC passes inline `asm` into PTX unchecked, so an instruction outside its `__CUDA_ARCH__`
+/// guard compiles to PTX for an older GPU and only fails when that GPU's driver loads it.
+fn newer_instruction(ptx: &str, arch: u32) -> Option<String> {
+    let code =
+        ptx.lines().map(str::trim).filter(|l| !l.starts_with("//") && !l.starts_with(".loc"));
+    code.flat_map(|line| line.split_whitespace().map(move |word| (line, word))).find_map(
+        |(line, word)| {
+            let (start, from) = NEWER_INSTRUCTIONS
+                .iter()
+                .find(|(start, from)| *from > arch && word.contains(start))?;
+            Some(format!("`{line}` uses {start}, which needs sm_{from}: is it under its guard?"))
+        },
+    )
 }
 
 fn main() -> std::process::ExitCode {
@@ -77,6 +122,24 @@ fn main() -> std::process::ExitCode {
                     .collect()
             });
             if failures.is_empty() { Ok(()) } else { Err(failures.join("\n").into()) }
+        })
+        .nvrtc("an_instruction_outside_its_guard_is_found", || {
+            // NVRTC compiles sm_80's max.NaN, unguarded, to PTX for compute_75 without a word.
+            let unguarded = KernelSource {
+                file: "unguarded.cu",
+                code: "extern \"C\" __global__ void k(float* x) {\n    float m;\n    \
+                       asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(m) : \"f\"(x[0]), \
+                       \"f\"(x[1]));\n    x[2] = m;\n}\n",
+            };
+            let ptx = |major, minor| -> gpu_harness::Result<String> {
+                let image = compile::compile(&unguarded, Target::Ptx { major, minor }, &[])?;
+                Ok(image.ptx_text().unwrap_or_default())
+            };
+            let found = (newer_instruction(&ptx(7, 5)?, 75), newer_instruction(&ptx(8, 0)?, 80));
+            match found {
+                (Some(problem), None) if problem.contains("max.NaN") => Ok(()),
+                other => Err(format!("max.NaN for compute_75, compute_80: {other:?}").into()),
+            }
         })
         .nvrtc("nvrtc_knows_hopper", || {
             let archs = compile::supported_archs()?;

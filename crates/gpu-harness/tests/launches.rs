@@ -5,7 +5,9 @@
 //! times (on a model) the copies between simulated devices, separate ones or those of a simulated
 //! world (one memory), where kernels launched together reach each other's buffers.
 
-use gpu_harness::{Device, GpuError, KernelSource, LaunchConfig, kernel_source, launch_together};
+use gpu_harness::{
+    Device, GpuError, GpuProfile, KernelSource, LaunchConfig, kernel_source, launch_together,
+};
 use gpu_test::{TestResult, TestSuite};
 
 const ROOFS: KernelSource = kernel_source!("roofs.cu");
@@ -173,6 +175,59 @@ fn main() -> std::process::ExitCode {
                 .arg(f32::NAN)
                 .run()?;
             device.synchronize()?;
+            Ok(())
+        })
+        .nvrtc("a_profile_is_the_simulators_architecture_shape_and_limits", || {
+            let t4 = GpuProfile::named("T4")?;
+            let device = Device::simulator_as(t4)?;
+            let facts = device.facts();
+            let shape = (facts.compute_capability, facts.max_threads_per_multiprocessor);
+            if shape != ((7, 5), 1024) || device.profile() != Some(t4) {
+                return Err(format!("a simulated T4 has {shape:?}, {:?}", device.profile()).into());
+            }
+            let kernel = device.kernel(&ROOFS, "read_roof_unroll4")?;
+            let (input, sink) = (device.upload(&[1.0f32; 16])?, device.alloc::<f32>(1)?);
+            let run = |config| {
+                device.launch(&kernel, config).arg(&input).arg(&sink).arg(4i64).arg(0.0f32).run()
+            };
+            let refused = |config| match run(config) {
+                Err(e @ GpuError::ExceedsProfile { .. }) => Ok(e.to_string()),
+                other => Err(format!("{config:?} on a T4: {other:?}, expected ExceedsProfile")),
+            };
+            let big_block = LaunchConfig { grid: (1, 1, 1), block: (512, 4, 1), shared_bytes: 0 };
+            let messages = [refused(big_block)?, refused(LaunchConfig::linear(1, 32, 65 << 10))?];
+            insta::assert_snapshot!("profile_limits", messages.join("\n"));
+            // At the limits, it runs; the H200's 227 KiB a block are more than the T4's 64.
+            run(LaunchConfig::linear(1, 1024, 64 << 10))?;
+            let h200 = Device::simulator_as(GpuProfile::named("H200")?)?;
+            let kernel = h200.kernel(&ROOFS, "read_roof_unroll4")?;
+            let (input, sink) = (h200.upload(&[1.0f32; 16])?, h200.alloc::<f32>(1)?);
+            h200.launch(&kernel, LaunchConfig::linear(1, 32, 65 << 10))
+                .arg(&input)
+                .arg(&sink)
+                .arg(4i64)
+                .arg(0.0f32)
+                .run()?;
+            Ok(())
+        })
+        .nvrtc("a_profile_compiles_its_architectures_code", || {
+            // softmax.cu compiles its cluster kernels from compute capability 9.0 only.
+            const SOFTMAX: KernelSource = kernel_source!("softmax.cu");
+            let cluster_kernel = |profile| -> gpu_harness::Result<bool> {
+                let device = Device::simulator_as(GpuProfile::named(profile)?)?;
+                match device.kernel(&SOFTMAX, "softmax_cluster_4x256x32") {
+                    Ok(_) => Ok(true),
+                    Err(GpuError::MissingKernel { .. }) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            };
+            let found = ["T4", "A100", "RTX4090", "H200", "B200"].map(cluster_kernel);
+            if !matches!(found, [Ok(false), Ok(false), Ok(false), Ok(true), Ok(true)]) {
+                return Err(format!(
+                    "cluster kernel found for T4, A100, RTX4090, H200, B200: {found:?}"
+                )
+                .into());
+            }
             Ok(())
         })
         .nvrtc("the_simulator_records_the_kernels_it_launches", || {

@@ -266,8 +266,20 @@ pub fn short_type_name<T: ?Sized>() -> String {
 /// so other counts: CI installs this version (`.ci/run`), and elsewhere those tests are ignored.
 pub const COUNTERS_NVRTC: (u32, u32) = (13, 5);
 
-/// `None` when this NVRTC is [`COUNTERS_NVRTC`], else why counter snapshots cannot be compared.
+/// `None` when this NVRTC is [`COUNTERS_NVRTC`] and no `GPU_PROFILE` is set, else why counter
+/// snapshots cannot be compared.
 pub fn counters_comparable() -> Option<String> {
+    match gpu_harness::GpuProfile::from_env() {
+        Ok(Some(profile)) => {
+            return Some(format!(
+                "counter snapshots were recorded for the simulator's own compute_90 and shape; \
+                 GPU_PROFILE={} compiles other PTX and plans for another shape",
+                profile.name
+            ));
+        }
+        Err(e) => return Some(e.to_string()),
+        Ok(None) => {}
+    }
     match gpu_harness::compile::nvrtc_version() {
         Ok(version) if version == COUNTERS_NVRTC => None,
         Ok((major, minor)) => Some(format!(

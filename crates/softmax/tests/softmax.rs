@@ -527,6 +527,38 @@ fn main() -> std::process::ExitCode {
             }
             Ok(())
         })
+        .gpu("cluster-rows::runs_on_chip_before_hopper", |device| {
+            // Before compute capability 9.0 (a GPU, or GPU_PROFILE=T4) the cluster step's kernels
+            // are not compiled, and the step runs step 6's kernel; from 9.0 on, its own. On the
+            // simulator, a device of its own, whose launches no other test adds to.
+            let own;
+            let device = if device.is_simulated() {
+                own = Device::simulator()?;
+                &own
+            } else {
+                device
+            };
+            let clusters = device.facts().compute_capability >= (9, 0);
+            let mut softmax = Softmax::new(device, Step::ClusterRows)?;
+            let expected = if clusters { Step::ClusterRows } else { Step::OnChip }.kernels(false);
+            let mut rng = TestRng::new();
+            let (rows, cols) = (2, 1 << 15);
+            let host = logits::<f32>(&mut rng, rows * cols);
+            check(device, &mut softmax, &rng, &host, (rows, cols))?;
+            let launched = device.take_launched_kernels();
+            // On a GPU nothing is recorded: there, the results checked above are the test.
+            if device.is_simulated()
+                && (launched.is_empty() || !launched.iter().all(|k| expected.contains(&k.as_str())))
+            {
+                let cc = device.facts().compute_capability;
+                return Err(format!(
+                    "compute capability {cc:?}: launched {launched:?}, expected some of \
+                     {expected:?}"
+                )
+                .into());
+            }
+            Ok(())
+        })
         .gpu("cluster-rows::torch_semantics_across_a_cluster", |device| {
             // Special values in one block's part of a row of 2^16: f32 on a cluster of 8 blocks
             // (8192 elements each), bf16 on one of 4 (16,384 each).

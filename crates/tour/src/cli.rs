@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 /// the same run. Writes the results into the book's data folder and redraws the book's tables and
 /// charts. Without a GPU, runs every step on the CPU simulator and prints what each launch did.
 #[derive(Debug, Clone, PartialEq, Parser)]
-#[command(name = "tour", version, args_conflicts_with_subcommands = true)]
+#[command(name = "tour", version, args_conflicts_with_subcommands = true, after_help = ENVIRONMENT)]
 pub struct Options {
     /// Course mode (also `cargo course <command>`): starter copies and grading.
     #[command(subcommand)]
@@ -56,6 +56,15 @@ pub struct Options {
     #[arg(long, conflicts_with_all = ["families", "cases", "no_charts", "charts", "out"])]
     pub pictures: bool,
 }
+
+/// The variables the tour (and every test and bench) reads, shown after `--help`.
+const ENVIRONMENT: &str = "Environment:
+  GPU_BACKEND=cpu|cuda  the CPU simulator or the GPU, whatever is present
+  CUDA_REQUIRED=1       insist on the GPU
+  GPU_PROFILE=<gpu>     run as that GPU: its architecture's code path (PTX for its compute_XY), its
+                        SMs and threads per SM, its limits checked at every launch; on a GPU no
+                        older than it, or on the simulator. One of T4, A10, RTX3090, L4, RTX4090,
+                        A100, H100, H200, B200, RTX5090; results go to <gpu>-gpu-profile-<name>/";
 
 /// Course mode: hand out the kernels with the technique removed, and grade them with the same
 /// tests.
@@ -157,6 +166,13 @@ impl Options {
 mod tests {
     use super::*;
     use clap::error::ErrorKind;
+
+    #[test]
+    fn the_help_names_every_gpu_profile() {
+        for profile in gpu_harness::profiles::PROFILES {
+            assert!(ENVIRONMENT.contains(profile.name), "--help leaves out {}", profile.name);
+        }
+    }
 
     fn parse(args: &[&str]) -> Result<Options, clap::Error> {
         Options::try_parse_from(std::iter::once("tour").chain(args.iter().copied()))

@@ -17,6 +17,17 @@ pub struct Kernel {
     /// The size in bytes of each parameter, in order, from the kernel's PTX (always there on the
     /// simulator; beside the CUBIN where this NVRTC keeps it): launches are checked against it.
     pub(super) param_sizes: Option<Vec<usize>>,
+    /// What one thread and one block of the kernel take, where the backend knows it: launches are
+    /// checked against the limits of `GPU_PROFILE`'s GPU with it.
+    pub(super) footprint: KernelFootprint,
+}
+
+/// The registers a thread of a kernel takes (from the loaded machine code: on a GPU only) and its
+/// statically declared shared memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct KernelFootprint {
+    pub(super) registers_per_thread: Option<u32>,
+    pub(super) static_shared_bytes: Option<u32>,
 }
 
 pub(super) enum KernelBackend {
@@ -147,6 +158,51 @@ impl Launch<'_> {
         Ok(())
     }
 
+    /// Checks the launch against the limits of the GPU the device stands in for (`GPU_PROFILE`):
+    /// threads per block, shared memory per block (static and dynamic), and the registers of a
+    /// block (per thread x threads) where the compiled kernel says how many a thread takes.
+    fn check_profile(&self) -> Result<()> {
+        let Some(profile) = self.device.inner.profile else { return Ok(()) };
+        let LaunchConfig { block, shared_bytes, .. } = self.config;
+        let threads = u64::from(block.0) * u64::from(block.1) * u64::from(block.2);
+        let exceeds = |limit: String| GpuError::ExceedsProfile {
+            kernel: self.kernel.name.clone(),
+            profile: profile.name.to_string(),
+            limit,
+        };
+        if threads > u64::from(profile.max_threads_per_block) {
+            return Err(exceeds(format!(
+                "a block of {threads} threads, where it allows at most {} a block",
+                profile.max_threads_per_block
+            )));
+        }
+        let footprint = self.kernel.footprint;
+        let static_shared = u64::from(footprint.static_shared_bytes.unwrap_or(0));
+        let shared = static_shared + u64::from(shared_bytes);
+        if shared > u64::from(profile.max_shared_bytes_per_block) {
+            return Err(exceeds(format!(
+                "{shared} bytes of shared memory a block ({static_shared} static, {shared_bytes} \
+                 dynamic), where it allows at most {} ({} KiB) a block",
+                profile.max_shared_bytes_per_block,
+                profile.max_shared_bytes_per_block >> 10
+            )));
+        }
+        if let Some(registers) = footprint.registers_per_thread {
+            let block_registers = u64::from(registers) * threads;
+            if registers > profile.max_registers_per_thread
+                || block_registers > u64::from(profile.registers_per_multiprocessor)
+            {
+                return Err(exceeds(format!(
+                    "{registers} registers a thread x {threads} threads = {block_registers} \
+                     registers a block, where it allows at most {} a thread and {} a block (an \
+                     SM's)",
+                    profile.max_registers_per_thread, profile.registers_per_multiprocessor
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The arguments as the simulator takes them.
     fn sim_params(&self) -> Vec<ptx_sim::ParamValue> {
         self.args
@@ -184,6 +240,7 @@ impl Launch<'_> {
             return Err(fail(format!("empty launch: grid {grid:?}, block {block:?}")));
         }
         self.check_arguments()?;
+        self.check_profile()?;
         match (&self.kernel.backend, &self.device.inner.backend) {
             (KernelBackend::Cuda(function), Backend::Cuda(cuda)) => {
                 let mut builder = cuda.stream.launch_builder(function);
@@ -282,6 +339,7 @@ fn launch_together_simulated(launches: &[Launch<'_>]) -> Result<()> {
             ));
         }
         launch.check_arguments()?;
+        launch.check_profile()?;
         simulated.push((module, cpu, launch.sim_params()));
     }
     let module = simulated[0].0;

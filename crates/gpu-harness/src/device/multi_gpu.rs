@@ -97,6 +97,7 @@ impl Device {
                 last_counters: cpu.last_counters.clone(),
                 launched: cpu.launched.clone(),
                 transfers: cpu.transfers.clone(),
+                target: cpu.target,
                 // A new stream: nothing queued on it yet, so it starts where its parent is now.
                 clock: Arc::new(Mutex::new(*lock(&cpu.clock))),
             }),
@@ -105,6 +106,7 @@ impl Device {
             inner: Arc::new(Inner {
                 facts: self.inner.facts.clone(),
                 ordinal: self.inner.ordinal,
+                profile: self.inner.profile,
                 backend,
             }),
         })
