@@ -174,6 +174,30 @@ pub struct Step {
     /// The chapter's section that teaches the step's technique (a heading of its page), named in
     /// the grader's advice.
     pub section: Option<String>,
+    /// A feature of compute capability 9.0 (Hopper) the step's kernel uses, and what runs in its
+    /// place on an older GPU (or under an older `GPU_PROFILE`).
+    pub hopper: Option<HopperFeature>,
+}
+
+/// What a step needs Hopper for, and its fallback before compute capability 9.0.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HopperFeature {
+    /// The feature, in a few words (thread block clusters, bulk copies).
+    pub uses: String,
+    /// The kernel the launcher runs before 9.0 where it is not the step's own (whose older code
+    /// path then does without the feature).
+    pub kernel_before: Option<String>,
+}
+
+impl HopperFeature {
+    /// The kernel a device of `compute_capability` launches for a step of `kernel`.
+    pub fn kernel_on<'a>(&'a self, kernel: &'a str, compute_capability: (u32, u32)) -> &'a str {
+        match &self.kernel_before {
+            Some(before) if compute_capability < (9, 0) => before,
+            _ => kernel,
+        }
+    }
 }
 
 /// A library call or a reference kernel that steps are compared with.
@@ -539,6 +563,23 @@ pub fn kernel_written_out(source: &str, kernel: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_that_needs_hopper_names_its_fallback_kernel_before_9_0() {
+        let split = HopperFeature { uses: "clusters".into(), kernel_before: Some("split".into()) };
+        assert_eq!(split.kernel_on("cluster", (9, 0)), "cluster");
+        assert_eq!(split.kernel_on("cluster", (10, 0)), "cluster");
+        assert_eq!(split.kernel_on("cluster", (8, 9)), "split");
+        assert_eq!(split.kernel_on("cluster", (7, 5)), "split");
+        let loads = HopperFeature { uses: "bulk copies".into(), kernel_before: None };
+        assert_eq!(loads.kernel_on("bulk", (8, 0)), "bulk");
+        let cluster = registry().steps().find(|s| s.name() == "cluster-rows");
+        let cluster = cluster.and_then(|s| s.step.hopper.clone());
+        assert_eq!(
+            cluster.map(|h| h.kernel_on("x", (8, 0)).to_string()).as_deref(),
+            Some("softmax_split_partial")
+        );
+    }
 
     /// A family of one step and a peer measured by the torch script (`peer` is the peer's lines).
     fn registry_with_peer(peer: &str) -> String {

@@ -50,13 +50,16 @@ fn main() -> std::process::ExitCode {
                 let path = root().join("cuda").join(&file);
                 let source = std::fs::read_to_string(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                let kernel = &step.step.kernel;
-                if !course::kernel_written_out(&source, kernel) {
-                    problems.push(format!(
-                        "{}/{}: no `extern \"C\"` kernel `{kernel}` written out in cuda/{file}",
-                        step.crate_name,
-                        step.name()
-                    ));
+                let before_hopper =
+                    step.step.hopper.as_ref().and_then(|h| h.kernel_before.as_ref());
+                for kernel in std::iter::once(&step.step.kernel).chain(before_hopper) {
+                    if !course::kernel_written_out(&source, kernel) {
+                        problems.push(format!(
+                            "{}/{}: no `extern \"C\"` kernel `{kernel}` written out in cuda/{file}",
+                            step.crate_name,
+                            step.name()
+                        ));
+                    }
                 }
             }
             if problems.is_empty() { Ok(()) } else { Err(problems.join("\n").into()) }

@@ -12,7 +12,7 @@ use course::{Course, Family};
 use gpu_harness::{Case, GpuError};
 
 use crate::charts::{ChartError, chapter_chart, summary_chart};
-use crate::data::{ACCURACY, FRAGMENTS, MULTI_GPU, load_results_by_gpu};
+use crate::data::{ACCURACY, FRAGMENTS, HOPPER, MULTI_GPU, load_results_by_gpu};
 use crate::headline::{self, GpuResults};
 use measuring::results::Results;
 use measuring::tables::{chapter_table, find_record, peers_table, share_of_roof, summary_table};
@@ -65,6 +65,7 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
     outputs.extend(accuracy_files(&data)?);
     outputs.extend(multi_gpu_files(&data)?);
     outputs.extend(host_files(&data)?);
+    outputs.extend(hopper_files(course, &data)?);
     outputs.extend(headline_files(course, &gpus, &data)?);
     outputs.push((
         root.join("book/src/SUMMARY.md"),
@@ -279,6 +280,33 @@ fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     let borrowed: Vec<(&Gpu, String)> =
         tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((data.join(FRAGMENTS).join("reduce-host.md"), tabbed("reduce-host", &borrowed)));
+    Ok(files)
+}
+
+/// What Hopper buys ([`crate::hopper`]): each GPU's chart (`what-hopper-buys/<gpu>.svg`) and the
+/// fragment that shows it with its table, one tab per GPU (`measured/what-hopper-buys.md`, included
+/// by `your-gpu.md` at the top of the book: its links start from there).
+fn hopper_files(course: &Course, data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+    let mut files = Vec::new();
+    let mut tabs = Vec::new();
+    for comparison in crate::hopper::load(data)? {
+        let chart = format!("{}.svg", comparison.slug);
+        files.push((data.join(HOPPER).join(&chart), crate::hopper::chart(course, &comparison)?));
+        let body = format!(
+            "{}\n![What Hopper's features buy on the {name}](data/{HOPPER}/{chart})\n",
+            crate::hopper::table(course, &comparison),
+            name = comparison.native[0].device.name,
+        );
+        let name = comparison.native[0].device.name.clone();
+        let gpu = Gpu { slug: comparison.slug, name, folder: PathBuf::new(), results: Vec::new() };
+        tabs.push((gpu, body));
+    }
+    let borrowed: Vec<(&Gpu, String)> =
+        tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
+    files.push((
+        data.join(FRAGMENTS).join("what-hopper-buys.md"),
+        tabbed("what-hopper-buys", &borrowed),
+    ));
     Ok(files)
 }
 

@@ -13,6 +13,8 @@ pub const FRAGMENTS: &str = "measured";
 pub const ACCURACY: &str = "accuracy";
 /// The folder of the multi-GPU measurements, under the book's data folder.
 pub const MULTI_GPU: &str = "multi-gpu";
+/// The folder of a GPU's steps timed natively and under an older profile ([`crate::hopper`]).
+pub const HOPPER: &str = "what-hopper-buys";
 
 /// Every results file under `data_dir` (`<gpu>/<crate>.json`), with its path, sorted by path.
 pub fn load_results(data_dir: &Path) -> Result<Vec<(PathBuf, Results)>> {
@@ -56,10 +58,11 @@ fn files_with_extension(dir: &Path, extension: &str) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for gpu in std::fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
         let gpu = gpu.map_err(|e| io_error(dir, e))?.path();
-        // The generated fragments, the accuracy studies and the multi-GPU sessions have folders of
-        // their own.
-        let not_a_gpu =
-            gpu.file_name().is_some_and(|n| n == FRAGMENTS || n == ACCURACY || n == MULTI_GPU);
+        // The generated fragments, the accuracy studies, the multi-GPU sessions and the runs under
+        // a profile have folders of their own.
+        let not_a_gpu = gpu
+            .file_name()
+            .is_some_and(|n| n == FRAGMENTS || n == ACCURACY || n == MULTI_GPU || n == HOPPER);
         if !gpu.is_dir() || not_a_gpu {
             continue;
         }

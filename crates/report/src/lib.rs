@@ -19,6 +19,7 @@ pub mod book;
 pub mod charts;
 pub mod data;
 pub mod headline;
+pub mod hopper;
 pub mod host;
 pub mod multi_gpu;
 pub mod pictures;

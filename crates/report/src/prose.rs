@@ -16,11 +16,13 @@
 //! <kind>/<method> <gpus> <bytes> <value>`, `<value>` one of `busbw`, `algbw` (GB/s), `ms`, `us`,
 //! `ratio:<method>` (this bus bandwidth over that method's) or `speedup` (one GPU's time over this
 //! one's). reduce-host's come from `data/<gpu>/reduce-host.txt`: `data host <gpu> <method> <bytes>
-//! <value>` ([`crate::host::lookup`]). The rendered page does not show the comment; [`check_book`]
-//! checks that the number before it, rounded as written, equals the data. A number written as a
-//! measurement (followed by `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`) must carry
-//! such a comment, or `<!-- not measured here -->` when it is quoted from elsewhere (a paper, the
-//! seeds).
+//! <value>` ([`crate::host::lookup`]). A step timed under an older GPU's profile
+//! ([`crate::hopper`]) is `data hopper <gpu>-gpu-profile-<name> <crate>/<step> <case> <value>`, and
+//! natively in the same run `data hopper <gpu> ...`. The rendered page does not show the comment;
+//! [`check_book`] checks that the number before it, rounded as written, equals the data. A number
+//! written as a measurement (followed by `GB/s`, `TB/s`, `% of copy`, `% of its roof`, `% of read`)
+//! must carry such a comment, or `<!-- not measured here -->` when it is quoted from elsewhere (a
+//! paper, the seeds).
 
 use std::path::{Path, PathBuf};
 
@@ -198,6 +200,11 @@ fn lookup(
     let words: Vec<&str> = spec.split_whitespace().collect();
     if let Some(("multi-gpu", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
         return lookup_multi_gpu(rest, machines);
+    }
+    if let Some(("hopper", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
+        let folder = crate::data::book_data_dir().join(crate::data::HOPPER);
+        let runs = crate::data::load_results(&folder).map_err(|e| e.to_string())?;
+        return lookup(&rest.join(" "), &crate::data::results_by_gpu(&runs), machines);
     }
     if let Some(("host", rest)) = words.split_first().map(|(first, rest)| (*first, rest)) {
         let sessions =
