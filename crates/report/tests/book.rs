@@ -229,6 +229,68 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     }
 }
 
+/// Every measured section opens on the tab of the GPU (or machine) that the prose around it quotes
+/// most: counted here from the `<!-- data <gpu> ...` comments of the pages that include it, so that
+/// the figures a reader reads are the ones the table shows.
+#[test]
+fn every_measured_section_opens_on_the_gpu_its_page_quotes_most() {
+    let src = workspace_root().join("book/src");
+    let mut pages = Vec::new();
+    let mut folders = vec![src.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.ends_with("data") {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                pages.push(std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let quotes = |text: &str, slug: &str| {
+        [format!("<!-- data {slug} "), format!("multi-gpu {slug} "), format!("host {slug} ")]
+            .iter()
+            .map(|marker| text.matches(marker.as_str()).count())
+            .sum::<usize>()
+    };
+    let mut checked = 0;
+    for entry in std::fs::read_dir(src.join("data/measured")).unwrap().flatten() {
+        let fragment = std::fs::read_to_string(entry.path()).unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let slugs: Vec<(String, bool)> = fragment
+            .lines()
+            .filter(|l| l.starts_with("<input type=\"radio\""))
+            .map(|l| {
+                let id = l.split("id=\"").nth(1).unwrap().split('"').next().unwrap();
+                let stem = name.trim_end_matches(".md");
+                let slug = id.strip_prefix(&format!("gpu-{stem}-")).unwrap().to_string();
+                (slug, l.contains(" checked"))
+            })
+            .collect();
+        if slugs.len() < 2 {
+            continue;
+        }
+        let shown: Vec<&String> = slugs.iter().filter(|s| s.1).map(|s| &s.0).collect();
+        assert_eq!(shown.len(), 1, "{name}: not one tab open at first");
+        let prose: String = pages
+            .iter()
+            .filter(|page| page.contains(&format!("data/measured/{name}}}}}")))
+            .cloned()
+            .collect();
+        for (slug, _) in &slugs {
+            assert!(
+                quotes(&prose, shown[0]) >= quotes(&prose, slug),
+                "{name} opens on {} ({} quotes in its pages) though they quote {slug} {} times",
+                shown[0],
+                quotes(&prose, shown[0]),
+                quotes(&prose, slug)
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} measured sections with tabs found");
+}
+
 /// The widest a line in `cuda/` and `crates/` may be: the book shows kernels and launchers in
 /// listings this wide (book/css/listings.css), and a longer line runs off the right edge.
 const BOOK_WIDTH: usize = 100;
