@@ -300,7 +300,7 @@ pub(crate) fn size_lines_chart(
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        draw_lines(&mut chart, series, SeriesLabelPosition::UpperLeft)?;
+        draw_lines(&mut chart, series)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)
