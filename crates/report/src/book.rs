@@ -138,7 +138,8 @@ fn fragments(
                         "Effective bandwidth of each {} step at {} on an {}",
                         chapter.crate_name, case.label, gpu.name
                     );
-                    let _ = writeln!(body, "![{alt}](../data/{}/{file})\n", gpu.slug);
+                    let path = format!("../data/{}/{file}", gpu.slug);
+                    let _ = writeln!(body, "{}\n", chart_image(&alt, &path));
                 }
             }
             body += &folded_by_case(&table, &family.summary_case.label);
@@ -151,10 +152,12 @@ fn fragments(
     }
     let tabs = every_gpu(gpus, |gpu| {
         let table = summary_table(family, &gpu.results)?;
-        let mut body = format!(
-            "![{} at {}, every step, on an {}](../data/{}/{}-summary.svg)\n\n",
-            family.title, family.summary_case.label, gpu.name, gpu.slug, family.id
+        let alt = format!(
+            "{} at {}, every step, on an {}",
+            family.title, family.summary_case.label, gpu.name
         );
+        let path = format!("../data/{}/{}-summary.svg", gpu.slug, family.id);
+        let mut body = format!("{}\n\n", chart_image(&alt, &path));
         body += &table.markdown();
         Some(body)
     });
@@ -216,6 +219,12 @@ fn folded_by_case(table: &Table, open: &str) -> String {
     out
 }
 
+/// A chart in a page: the image, scaled to the column, as a link to itself, so that a reader on a
+/// phone opens it at its full size with a tap.
+pub(crate) fn chart_image(alt: &str, path: &str) -> String {
+    format!("[![{alt}]({path})]({path})")
+}
+
 /// A tab for every GPU measured where any of them has `body`: a GPU without it says so in its tab
 /// (a chapter measured on one GPU still shows the other's tab, with what to run there). None where
 /// no GPU has it.
@@ -259,13 +268,15 @@ fn accuracy_files(data: &Path, quotes: &Quotes) -> Result<Vec<(PathBuf, String)>
                 data.join(ACCURACY).join(&name),
                 crate::accuracy::study_chart(study, &file.device)?,
             ));
+            let alt = format!(
+                "Relative error of each way of summing {} against n on an {}",
+                study.dataset, file.device
+            );
+            let path = format!("../data/{ACCURACY}/{name}");
             let _ = write!(
                 body,
-                "![Relative error of each way of summing {} against n on an \
-                 {}](../data/{}/{name})\n\n{}\n",
-                study.dataset,
-                file.device,
-                ACCURACY,
+                "{}\n\n{}\n",
+                chart_image(&alt, &path),
                 crate::accuracy::study_table(study)
             );
         }
@@ -350,21 +361,27 @@ fn headline_files(
     let table = headline::headline_table(&measured, &all_reduces);
     let folder = data.join(FRAGMENTS);
     let mut files = Vec::new();
-    let chart = headline::headline_chart(&measured)?;
-    if let Some(svg) = chart.as_ref() {
-        files.push((folder.join(HEADLINE_CHART), svg.clone()));
+    let chart = headline::headline_chart(&measured, crate::charts::SIZE.0)?;
+    let narrow = headline::headline_chart(&measured, headline::NARROW)?;
+    if let (Some(wide), Some(narrow)) = (chart.as_ref(), narrow) {
+        files.push((folder.join(HEADLINE_CHART), wide.clone()));
+        files.push((folder.join(HEADLINE_CHART_NARROW), narrow));
     }
-    let chart_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART}");
-    let fragment =
-        headline::headline_fragment(chart.as_ref().map(|_| chart_path.as_str()), table.as_ref());
+    let wide_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART}");
+    let narrow_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART_NARROW}");
+    let fragment = headline::headline_fragment(
+        chart.as_ref().map(|_| (wide_path.as_str(), narrow_path.as_str())),
+        table.as_ref(),
+    );
     files.push((folder.join(HEADLINE), fragment));
     Ok(files)
 }
 
 /// The front page's fragment, in the fragments' folder.
 pub const HEADLINE: &str = "headline.md";
-/// The front page's chart, beside its fragment.
+/// The front page's chart, beside its fragment, and the one it shows on a phone.
 pub const HEADLINE_CHART: &str = "headline.svg";
+pub const HEADLINE_CHART_NARROW: &str = "headline-narrow.svg";
 
 /// Tabs, one per GPU, with CSS alone (`book/css/gpu-tabs.css`): radio buttons and labels, then
 /// one panel per GPU. The panel shown until another label is clicked is the GPU the prose beside

@@ -482,16 +482,24 @@ const SHARE_BAR_PX: i32 = 15;
 const SHARE_GAP_PX: i32 = 8;
 const SHARE_HEADING_PX: i32 = 22;
 const SHARE_LABEL_PX: u32 = 11;
+/// The width under which a [`share_chart`] is laid out for a phone's column.
+pub const SHARE_NARROW: u32 = 600;
+/// The label of the roof's line.
+const ROOF_LABEL: &str = "its roof: 100%";
 /// The dashed line of the roof, at 100%.
 const ROOF_LINE: RGBColor = RGBColor(0x33, 0x33, 0x33);
 
 /// A horizontal bar chart of shares of roofs: per group (a family), per GPU, a bar for the course's
 /// step and one per peer, each labelled with its share and its name, a dashed line at 100%, and a
-/// legend of the two colours (`legend`: ours, the peers'). The canvas is as tall as its bars need.
+/// legend of the two colours (`legend`: ours, the peers'). The canvas is `width` pixels wide and
+/// as tall as its bars need. On a narrow one (a phone's: under [`SHARE_NARROW`] pixels) each
+/// label goes above its bar, the bars get the plot's whole width, and the title wraps, so that it
+/// reads at its own size in a column that narrow.
 pub fn share_chart(
     title: &str,
     groups: &[Group],
     legend: &[String; 2],
+    width: u32,
 ) -> Result<String, ChartError> {
     let bars = || groups.iter().flat_map(|g| g.gpus.iter().flat_map(|gpu| gpu.bars.iter()));
     if bars().next().is_none() {
@@ -515,50 +523,68 @@ pub fn share_chart(
         .flat_map(|g| g.gpus.iter().map(|gpu| text_width(&gpu.gpu, SHARE_LABEL_PX)))
         .fold(0.0, f64::max)
         .ceil() as i32;
+    let narrow = width < SHARE_NARROW;
     let left = MARGIN as i32 + name_width + 8;
-    let right = (SIZE.0 - MARGIN) as i32;
+    let right = (width - MARGIN) as i32;
     let x_max = bars().filter_map(|b| b.percent).fold(100.0, f64::max);
-    // The plot's width: the longest label after its bar ends inside the canvas.
+    // The plot's width: room right of the roof for half its label, and the longest label after
+    // its bar ending inside the canvas (above its bar on a narrow canvas: the whole width).
+    let reserve = (text_width(ROOF_LABEL, 12) / 2.0).ceil() + 2.0;
     let plot_width = bars()
+        .filter(|_| !narrow)
         .map(|b| {
             let room = f64::from(right - left) - text_width(&label(b), SHARE_LABEL_PX) - 6.0;
             room * x_max / b.percent.unwrap_or(0.0).max(x_max * 0.05)
         })
-        .fold(f64::from(right - left), f64::min)
+        .fold(f64::from(right - left) - reserve, f64::min)
         .floor();
+    // A bar's row: its label above it on a narrow canvas.
+    let label_row = if narrow { 14 } else { 0 };
+    let row_px = SHARE_BAR_PX + label_row;
     let px = |percent: f64| left + (percent / x_max * plot_width).round() as i32;
 
     // Down: the title, the legend, the roof's label, then the groups, then the axis' labels.
-    let (title_px, legend_top) = {
-        let title_px = TITLE_SIZES
-            .into_iter()
-            .find(|&px| text_width(title, px) <= f64::from(SIZE.0 - 2 * MARGIN))
-            .unwrap_or(14);
-        (title_px, MARGIN as i32 + (f64::from(title_px) * 1.25).round() as i32 + 8)
-    };
-    let top = legend_top + SWATCH + 26;
+    let room = f64::from(width - 2 * MARGIN);
+    let (title_px, title_lines) =
+        match TITLE_SIZES.into_iter().find(|&px| text_width(title, px) <= room) {
+            Some(px) => (px, vec![title.to_string()]),
+            None => (TITLE_SIZES[2], wrap_words(title, |t| text_width(t, TITLE_SIZES[2]), room)),
+        };
+    let title_line = (f64::from(title_px) * 1.25).round() as i32;
+    let legend_top = MARGIN as i32 + title_line * title_lines.len() as i32 + 8;
+    let entries = [(BAR, legend[0].clone(), false), (PEER_BAR, legend[1].clone(), true)];
+    let legend_texts = [legend[0].as_str(), legend[1].as_str()];
+    let top = legend_top + legend_height(&legend_texts, width) + 26;
     let mut height = top;
     for group in groups {
         height += SHARE_HEADING_PX;
         for gpu in &group.gpus {
-            height += SHARE_BAR_PX * gpu.bars.len() as i32 + SHARE_GAP_PX;
+            height += row_px * gpu.bars.len() as i32 + SHARE_GAP_PX;
         }
     }
     let bottom = height;
+    let axis_name = "share of its own roof (the read roof for a step that only reads, the copy \
+                     roof for one that writes)";
+    let axis_name = if text_width(axis_name, 10) <= f64::from(right - left) {
+        axis_name
+    } else {
+        "share of its own roof"
+    };
     let canvas_height = (bottom + 12 + 20 + MARGIN as i32) as u32;
 
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (SIZE.0, canvas_height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, canvas_height)).into_drawing_area();
         root.fill(&BACKGROUND).map_err(drawing)?;
-        let centre = (SIZE.0 / 2) as i32;
-        root.draw(&Text::new(
-            title,
-            (centre, MARGIN as i32),
-            font(title_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(drawing)?;
-        let entries = [(BAR, legend[0].clone(), false), (PEER_BAR, legend[1].clone(), true)];
+        let centre = (width / 2) as i32;
+        for (i, line) in title_lines.iter().enumerate() {
+            root.draw(&Text::new(
+                line.as_str(),
+                (centre, MARGIN as i32 + i as i32 * title_line),
+                font(title_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(drawing)?;
+        }
         draw_legend(&root, &entries, legend_top)?;
 
         // The grid and the axis: a line every 20%, labelled under the plot.
@@ -579,8 +605,6 @@ pub fn share_chart(
         .map_err(drawing)?;
         root.draw(&PathElement::new(vec![(left, top - 6), (left, bottom)], AXIS.stroke_width(1)))
             .map_err(drawing)?;
-        let axis_name = "share of its own roof (the read roof for a step that only reads, the \
-                         copy roof for one that writes)";
         let axis_px = if text_width(axis_name, 12) <= f64::from(right - left) { 12 } else { 10 };
         let axis_style = font(axis_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
         root.draw(&Text::new(axis_name, ((left + right) / 2, bottom + 24), axis_style))
@@ -596,7 +620,7 @@ pub fn share_chart(
         ))
         .map_err(drawing)?;
         let style = font(12, ROOF_LINE).pos(Pos::new(HPos::Center, VPos::Bottom));
-        root.draw(&Text::new("its roof: 100%", (roof, top - 8), style)).map_err(drawing)?;
+        root.draw(&Text::new(ROOF_LABEL, (roof, top - 8), style)).map_err(drawing)?;
 
         // Each group: its heading, then each GPU's bars, the GPU's name left of them.
         let mut y = top;
@@ -617,16 +641,17 @@ pub fn share_chart(
                 .map_err(drawing)?;
             y += SHARE_HEADING_PX;
             for gpu in &group.gpus {
-                let span = SHARE_BAR_PX * gpu.bars.len() as i32;
+                let span = row_px * gpu.bars.len() as i32;
                 let style = font(SHARE_LABEL_PX, TEXT).pos(Pos::new(HPos::Right, VPos::Center));
                 root.draw(&Text::new(gpu.gpu.as_str(), (left - 6, y + span / 2), style))
                     .map_err(drawing)?;
                 for bar in &gpu.bars {
                     let color = if bar.peer { PEER_BAR } else { BAR };
                     let end = px(bar.percent.unwrap_or(0.0));
+                    let (bar_top, bar_bottom) = (y + label_row + 2, y + row_px - 2);
                     if end > left {
                         root.draw(&Rectangle::new(
-                            [(left + 1, y + 2), (end, y + SHARE_BAR_PX - 2)],
+                            [(left + 1, bar_top), (end, bar_bottom)],
                             color.filled(),
                         ))
                         .map_err(drawing)?;
@@ -638,14 +663,17 @@ pub fn share_chart(
                     }
                     .pos(Pos::new(HPos::Left, VPos::Center));
                     let width = text_width(&label(bar), SHARE_LABEL_PX).ceil() as i32;
+                    // After the bar, or above it from the plot's left on a narrow canvas.
+                    let (x, label_top) = if narrow { (left + 4, y) } else { (end + 6, y) };
+                    let label_height = if narrow { label_row } else { SHARE_BAR_PX };
                     root.draw(&Rectangle::new(
-                        [(end + 3, y + 1), (end + 8 + width, y + SHARE_BAR_PX - 1)],
+                        [(x - 3, label_top + 1), (x + 2 + width, label_top + label_height - 1)],
                         BACKGROUND.filled(),
                     ))
                     .map_err(drawing)?;
-                    root.draw(&Text::new(label(bar), (end + 6, y + SHARE_BAR_PX / 2), style))
+                    root.draw(&Text::new(label(bar), (x, label_top + label_height / 2), style))
                         .map_err(drawing)?;
-                    y += SHARE_BAR_PX;
+                    y += row_px;
                 }
                 y += SHARE_GAP_PX;
             }
@@ -1145,6 +1173,22 @@ fn wrap(label: &str, width: impl Fn(&str) -> f64, max: f64) -> Vec<String> {
                 }
                 lines.push(line);
             }
+        }
+    }
+    lines
+}
+
+/// Splits `text` at spaces into lines no wider than `max` by `width` (a word wider than that
+/// stays whole on its line).
+fn wrap_words(text: &str, width: impl Fn(&str) -> f64, max: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if width(&format!("{line} {word}")) <= max => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
         }
     }
     lines

@@ -126,8 +126,9 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     );
     let page = std::fs::read_to_string(root.join("book/src/data/measured/headline.md")).unwrap();
     assert!(
-        page.contains("![") && page.contains("(data/measured/headline.svg)"),
-        "no headline chart:\n{page}"
+        page.contains("src=\"data/measured/headline.svg\"")
+            && page.contains("srcset=\"data/measured/headline-narrow.svg\""),
+        "no headline chart, wide and for a phone:\n{page}"
     );
 
     // The table's rows, an empty cell repeating the one above it.
