@@ -337,9 +337,9 @@ fn validate_dtype(step: &StepRef) -> Result<(), String> {
         }
     }
     match step.torch().and_then(|torch| torch.split(' ').nth(1)) {
-        Some(timed) if timed != dtype => Err(format!(
-            "peer `{name}`: timed as {timed} (`torch`), but its dtype is {dtype}"
-        )),
+        Some(timed) if timed != dtype => {
+            Err(format!("peer `{name}`: timed as {timed} (`torch`), but its dtype is {dtype}"))
+        }
         _ => Ok(()),
     }
 }

@@ -776,11 +776,14 @@ where
     let stroke = color.stroke_width(2);
     match dash {
         Dash::Solid => area.draw(&PathElement::new(points, stroke)),
-        Dash::Long => area.draw(&DashedPathElement::new(points.into_iter(), 8, 4, stroke)),
-        Dash::Short => area.draw(&DashedPathElement::new(points.into_iter(), 3, 3, stroke)),
+        Dash::Long => area.draw(&DashedPathElement::new(points, 8, 4, stroke)),
+        Dash::Short => area.draw(&DashedPathElement::new(points, 3, 3, stroke)),
     }
     .map_err(drawing)
 }
+
+/// A point of a line chart: x and y in the chart's coordinates.
+type Point = (f64, f64);
 
 /// Height of a line of the line charts' legend, and the length of its stretch of each line.
 const LINE_LEGEND_ROW: i32 = 17;
@@ -800,13 +803,16 @@ where
 {
     let area = chart.plotting_area();
     let styles = LINE_COLORS.iter().zip(LINE_STYLES.iter()).cycle();
-    let mut drawn: Vec<(&Vec<(f64, f64)>, RGBColor, Marker, Dash)> =
-        series.iter().zip(styles.clone()).map(|((_, l), (&c, &(m, d)))| (l, c, m, d)).collect();
+    let mut drawn: Vec<(&[Point], RGBColor, Marker, Dash)> = series
+        .iter()
+        .zip(styles.clone())
+        .map(|((_, line), (&color, &(mark, dash)))| (line.as_slice(), color, mark, dash))
+        .collect();
     // Where two lines lie on each other both show: the solid strokes first, the dashed ones over
     // them; then the filled markers, the outlined ones (crosses, rings) over them.
     drawn.sort_by_key(|&(_, _, _, dash)| dash != Dash::Solid);
     for &(line, color, _, dash) in &drawn {
-        draw_stroke(area, line.clone(), dash, color)?;
+        draw_stroke(area, line.to_vec(), dash, color)?;
     }
     let outlined = |mark: Marker| matches!(mark, Marker::Cross | Marker::Ring | Marker::Plus);
     drawn.sort_by_key(|&(_, _, mark, _)| outlined(mark));
