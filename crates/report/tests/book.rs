@@ -53,24 +53,30 @@ fn numbers_quoted_in_the_prose_are_the_measured_ones() {
     );
 }
 
-/// Every `{{#include path}}` and `{{#include path:anchor}}` in the book names a file that exists
-/// and, where given, an anchor that file marks (mdbook itself includes nothing, silently, for a
-/// missing anchor).
-#[test]
-fn every_include_names_an_existing_file_and_anchor() {
-    let src = workspace_root().join("book/src");
-    let mut chapters = Vec::new();
-    let mut folders = vec![src.clone()];
+/// Every `.md` file under `src`, in every folder.
+fn markdown_files(src: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![src.to_path_buf()];
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).expect("readable book folder") {
             let path = entry.expect("readable entry").path();
             if path.is_dir() {
                 folders.push(path);
             } else if path.extension().is_some_and(|e| e == "md") {
-                chapters.push(path);
+                files.push(path);
             }
         }
     }
+    files
+}
+
+/// Every `{{#include path}}` and `{{#include path:anchor}}` in the book names a file that exists
+/// and, where given, an anchor that file marks (mdbook itself includes nothing, silently, for a
+/// missing anchor).
+#[test]
+fn every_include_names_an_existing_file_and_anchor() {
+    let src = workspace_root().join("book/src");
+    let chapters = markdown_files(&src);
     let mut problems = Vec::new();
     let mut includes = 0;
     for chapter in &chapters {
@@ -236,18 +242,8 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
 #[test]
 fn every_measured_section_opens_on_the_gpu_its_page_quotes_most() {
     let src = workspace_root().join("book/src");
-    let mut pages = Vec::new();
-    let mut folders = vec![src.clone()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() && !path.ends_with("data") {
-                folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                pages.push(std::fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
+    let pages: Vec<String> =
+        markdown_files(&src).iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
     let quotes = |text: &str, slug: &str| {
         [format!("<!-- data {slug} "), format!("multi-gpu {slug} "), format!("host {slug} ")]
             .iter()
