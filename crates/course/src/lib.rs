@@ -79,6 +79,10 @@ pub struct Family {
     pub simulator_case: Case,
     /// Bytes of a case's input, on which the roofs are measured.
     pub input_bytes: Formula,
+    /// The element type of its input (`f32` unless named: `u8` for the histogram's bytes); a step
+    /// of another type names its own. Charts tell the types apart.
+    #[serde(default = "f32")]
+    pub dtype: String,
     /// The family's summary page, after its chapters.
     pub summary: Option<Page>,
     #[serde(rename = "chapter")]
@@ -162,6 +166,9 @@ pub struct Step {
     /// The bytes of its input, where they are not the family's `input_bytes` (an f32 variant of a
     /// family of byte inputs): the roofs are measured on this many bytes.
     pub input_bytes: Option<Formula>,
+    /// The element type of its input, where not the family's (`bf16` rows in an f32 family): as
+    /// wide as its input bytes per element say, and a PyTorch peer's the type it is timed at.
+    pub dtype: Option<String>,
     /// What the step's technique exists to reduce, counted on the CPU simulator: `cargo course
     /// grade` compares a student's counts with the reference solution's (optimisation points).
     #[serde(default)]
@@ -274,6 +281,11 @@ impl<'a> StepRef<'a> {
         self.torch().is_none()
     }
 
+    /// The element type of its input: its own `dtype`, else the family's.
+    pub fn dtype(&self) -> &'a str {
+        self.step.dtype.as_deref().unwrap_or(&self.family.dtype)
+    }
+
     /// The file under `cuda/` that defines the step's kernel: its chapter's, or that of the chapter
     /// named by `kernel_from`. `None` for a peer, whose kernel is a C function in `scripts/peers/`.
     pub fn kernel_file(&self) -> Option<String> {
@@ -319,6 +331,40 @@ impl<'a> StepRef<'a> {
             .bytes
             .eval(value)
             .map_err(|e| format!("{}/{}: {e}", self.crate_name, self.step.name))
+    }
+}
+
+fn f32() -> String {
+    "f32".to_string()
+}
+
+/// The bytes of one element of each type a `dtype` may name.
+const DTYPES: [(&str, u64); 8] =
+    [("f64", 8), ("f32", 4), ("i32", 4), ("u32", 4), ("f16", 2), ("bf16", 2), ("u8", 1), ("i8", 1)];
+
+/// A step's `dtype`: a type [`DTYPES`] knows, as wide as the step's input is per element at its
+/// first case, and for a PyTorch peer the type of its `torch`.
+fn validate_dtype(step: &StepRef) -> Result<(), String> {
+    let name = step.name();
+    let dtype = step.dtype();
+    let Some(&(_, width)) = DTYPES.iter().find(|(known, _)| *known == dtype) else {
+        return Err(format!("step `{name}`: unknown dtype `{dtype}`"));
+    };
+    if let Some(case) = step.cases().first() {
+        let bytes = step.input_bytes(case);
+        if bytes != width * case.n() {
+            return Err(format!(
+                "step `{name}`: its input is {bytes} bytes at {}, not {width} per element as \
+                 {dtype} (name its `dtype`, or correct its `input_bytes`)",
+                case.label
+            ));
+        }
+    }
+    match step.torch().and_then(|torch| torch.split(' ').nth(1)) {
+        Some(timed) if timed != dtype => {
+            Err(format!("peer `{name}`: timed as {timed} (`torch`), but its dtype is {dtype}"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -397,6 +443,7 @@ impl Course {
                 if let Some(formula) = &step.step.input_bytes {
                     formula.eval(|name| ["n", "rows", "cols"].contains(&name).then_some(1))?;
                 }
+                validate_dtype(&step)?;
                 for improvement in &step.step.improves {
                     improvement.validate().map_err(|e| format!("step `{}`: {e}", step.name()))?;
                 }
@@ -654,5 +701,25 @@ bytes = "8*n"
                moves = \"read\"\nbytes = \"4*n\"\ntorch = \"rows f32\"\n";
         let error = Course::parse(&twice).map(|_| ()).unwrap_err();
         assert!(error.contains("peer `torch-again`: `torch = \"rows f32\"` twice"), "{error}");
+    }
+
+    #[test]
+    fn a_steps_dtype_is_its_own_or_the_familys_and_agrees_with_its_bytes() {
+        let half = "torch = \"rows bf16\"\ndtype = \"bf16\"\ninput_bytes = \"2*n\"";
+        let course = Course::parse(&registry_with_peer(half)).unwrap();
+        let family = course.family("rows").unwrap();
+        assert_eq!(family.step("fast").unwrap().dtype(), "f32");
+        assert_eq!(family.step("torch-rows").unwrap().dtype(), "bf16");
+        for (peer, error) in [
+            ("torch = \"rows f32\"\ndtype = \"bf17\"", "unknown dtype `bf17`"),
+            ("torch = \"rows f32\"\ndtype = \"bf16\"", "not 2 per element as bf16"),
+            ("torch = \"rows f32\"\ninput_bytes = \"2*n\"", "not 4 per element as f32"),
+            ("torch = \"rows f32\"\ndtype = \"bf16\"\ninput_bytes = \"2*n\"", "timed as f32"),
+        ] {
+            match Course::parse(&registry_with_peer(peer)) {
+                Err(e) => assert!(e.contains(error), "{peer:?}: {e}"),
+                Ok(_) => panic!("{peer:?} was accepted"),
+            }
+        }
     }
 }

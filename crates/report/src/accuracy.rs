@@ -142,7 +142,7 @@ pub fn study_chart(study: &Study, device: &str) -> Result<String, ChartError> {
                 (series.method.clone(), points)
             })
             .collect();
-        draw_lines(&mut chart, &lines, SeriesLabelPosition::UpperLeft)?;
+        draw_lines(&mut chart, &lines)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)

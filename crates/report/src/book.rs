@@ -5,6 +5,7 @@
 //! the README's status table. `cargo run --release -- --charts` writes them; a test checks that the
 //! committed files are what the committed registry and data render.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,9 @@ use crate::charts::{ChartError, chapter_chart, summary_chart};
 use crate::data::{ACCURACY, FRAGMENTS, HOPPER, MULTI_GPU, load_results_by_gpu};
 use crate::headline::{self, GpuResults};
 use measuring::results::Results;
-use measuring::tables::{chapter_table, find_record, peers_table, share_of_roof, summary_table};
+use measuring::tables::{
+    Table, chapter_table, find_record, peers_table, share_of_roof, summary_table,
+};
 
 /// Why the book could not be rendered.
 #[derive(Debug, thiserror::Error)]
@@ -55,17 +58,18 @@ pub fn render_book(course: &Course, root: &Path) -> Result<Vec<(PathBuf, String)
             results,
         })
         .collect();
+    let quotes = Quotes::of_book(&root.join("book/src"));
     let mut outputs = Vec::new();
     for family in &course.families {
         for gpu in &gpus {
             outputs.extend(gpu_files(family, gpu)?);
         }
-        outputs.extend(fragments(family, &gpus, &data.join(FRAGMENTS))?);
+        outputs.extend(fragments(family, &gpus, &data.join(FRAGMENTS), &quotes)?);
     }
-    outputs.extend(accuracy_files(&data)?);
-    outputs.extend(multi_gpu_files(&data)?);
-    outputs.extend(host_files(&data)?);
-    outputs.extend(hopper_files(course, &data)?);
+    outputs.extend(accuracy_files(&data, &quotes)?);
+    outputs.extend(multi_gpu_files(&data, &quotes)?);
+    outputs.extend(host_files(&data, &quotes)?);
+    outputs.extend(hopper_files(course, &data, &quotes)?);
     outputs.extend(headline_files(course, &gpus, &data)?);
     outputs.push((
         root.join("book/src/SUMMARY.md"),
@@ -119,6 +123,7 @@ fn fragments(
     family: &Family,
     gpus: &[Gpu],
     folder: &Path,
+    quotes: &Quotes,
 ) -> Result<Vec<(PathBuf, String)>, BookError> {
     let mut files = Vec::new();
     // A chapter with no steps here is measured by its own bench (reduce-multi-gpu:
@@ -134,38 +139,91 @@ fn fragments(
                         "Effective bandwidth of each {} step at {} on an {}",
                         chapter.crate_name, case.label, gpu.name
                     );
-                    let _ = writeln!(body, "![{alt}](../data/{}/{file})\n", gpu.slug);
+                    let path = format!("../data/{}/{file}", gpu.slug);
+                    let _ = writeln!(body, "{}\n", chart_image(&alt, &path));
                 }
             }
-            body += &table.markdown();
+            body += &folded_by_case(&table, &family.summary_case.label);
             Some(body)
         });
         files.push((
             folder.join(format!("{}.md", chapter.crate_name)),
-            tabbed(&chapter.crate_name, &tabs),
+            tabbed(&chapter.crate_name, &tabs, quotes),
         ));
     }
     let tabs = every_gpu(gpus, |gpu| {
         let table = summary_table(family, &gpu.results)?;
-        let mut body = format!(
-            "![{} at {}, every step, on an {}](../data/{}/{}-summary.svg)\n\n",
-            family.title, family.summary_case.label, gpu.name, gpu.slug, family.id
+        let alt = format!(
+            "{} at {}, every step, on an {}",
+            family.title, family.summary_case.label, gpu.name
         );
+        let path = format!("../data/{}/{}-summary.svg", gpu.slug, family.id);
+        let mut body = format!("{}\n\n", chart_image(&alt, &path));
         body += &table.markdown();
         Some(body)
     });
     files.push((
         folder.join(format!("{}-summary.md", family.id)),
-        tabbed(&format!("{}-summary", family.id), &tabs),
+        tabbed(&format!("{}-summary", family.id), &tabs, quotes),
     ));
     let tabs = every_gpu(gpus, |gpu| Some(peers_table(family, &gpu.results)?.markdown()));
     if !tabs.is_empty() {
         files.push((
             folder.join(format!("{}-peers.md", family.id)),
-            tabbed(&format!("{}-peers", family.id), &tabs),
+            tabbed(&format!("{}-peers", family.id), &tabs, quotes),
         ));
     }
     Ok(files)
+}
+
+/// A chapter's table split by case, so that a long one reads a case at a time: its caption, then
+/// per case a `<details>` whose summary names the case and what it holds, and whose table has the
+/// case's rows without the case column; the family's summary case (else the first) is open. A
+/// table of one case stays whole.
+fn folded_by_case(table: &Table, open: &str) -> String {
+    let mut cases: Vec<(&str, Vec<Vec<String>>)> = Vec::new();
+    for row in &table.rows {
+        let Some((case, cells)) = row.split_first() else { continue };
+        match cases.iter_mut().find(|(c, _)| c == case) {
+            Some((_, rows)) => rows.push(cells.to_vec()),
+            None => cases.push((case, vec![cells.to_vec()])),
+        }
+    }
+    if table.columns.first().is_none_or(|(name, _)| *name != "case") || cases.len() < 2 {
+        return table.markdown();
+    }
+    let open = if cases.iter().any(|(case, _)| *case == open) { open } else { cases[0].0 };
+    let mut out = format!("{}\n\n", table.caption);
+    for (case, rows) in cases {
+        let count = |peer: bool| {
+            let kind = |step: &String| match (step.starts_with("**"), step.starts_with('*')) {
+                (true, _) => Some(false),
+                (false, true) => Some(true),
+                _ => None,
+            };
+            rows.iter().filter(|row| kind(&row[0]) == Some(peer)).count()
+        };
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let what = match count(true) {
+            0 => plural(count(false), "step"),
+            peers => format!("{}, {}", plural(peers, "peer"), plural(count(false), "step")),
+        };
+        let part = Table { caption: String::new(), columns: table.columns[1..].to_vec(), rows };
+        let _ = write!(
+            out,
+            "<details{}>\n<summary>At <strong>{case}</strong>: the roofs, {what}</summary>\n\n{}\n\
+             </details>\n\n",
+            if case == open { " open" } else { "" },
+            part.markdown().trim_start()
+        );
+    }
+    out
+}
+
+/// A chart in a page: the image, scaled to the column, as a link to itself, so that a reader on a
+/// phone opens it at its full size with a tap.
+pub(crate) fn chart_image(alt: &str, path: &str) -> String {
+    format!("[![{alt}]({path})]({path})")
 }
 
 /// A tab for every GPU measured where any of them has `body`: a GPU without it says so in its tab
@@ -196,7 +254,7 @@ fn has_chart(family: &Family, chapter: &course::Chapter, gpu: &Gpu, case: &Case)
 
 /// The accuracy studies' charts (`accuracy/<gpu>-<dataset>.svg`) and the fragment that shows them
 /// with their tables, one tab per GPU (`measured/accuracy.md`).
-fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+fn accuracy_files(data: &Path, quotes: &Quotes) -> Result<Vec<(PathBuf, String)>, BookError> {
     let studies = crate::accuracy::load_accuracy(data)?;
     if studies.is_empty() {
         return Ok(Vec::new());
@@ -211,13 +269,15 @@ fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
                 data.join(ACCURACY).join(&name),
                 crate::accuracy::study_chart(study, &file.device)?,
             ));
+            let alt = format!(
+                "Relative error of each way of summing {} against n on an {}",
+                study.dataset, file.device
+            );
+            let path = format!("../data/{ACCURACY}/{name}");
             let _ = write!(
                 body,
-                "![Relative error of each way of summing {} against n on an \
-                 {}](../data/{}/{name})\n\n{}\n",
-                study.dataset,
-                file.device,
-                ACCURACY,
+                "{}\n\n{}\n",
+                chart_image(&alt, &path),
                 crate::accuracy::study_table(study)
             );
         }
@@ -231,13 +291,13 @@ fn accuracy_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         .collect();
     let borrowed: Vec<(&Gpu, String)> =
         tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
-    files.push((data.join(FRAGMENTS).join("accuracy.md"), tabbed("accuracy", &borrowed)));
+    files.push((data.join(FRAGMENTS).join("accuracy.md"), tabbed("accuracy", &borrowed, quotes)));
     Ok(files)
 }
 
 /// reduce-multi-gpu's charts (`multi-gpu/<machine>-<gpus>gpus.svg`) and the fragment that shows
 /// them with their tables, one tab per machine (`measured/reduce-multi-gpu.md`).
-fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+fn multi_gpu_files(data: &Path, quotes: &Quotes) -> Result<Vec<(PathBuf, String)>, BookError> {
     let machines = crate::multi_gpu::load_machines(data)?;
     let mut files = Vec::new();
     let mut tabs = Vec::new();
@@ -258,14 +318,14 @@ fn multi_gpu_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
         tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((
         data.join(FRAGMENTS).join("reduce-multi-gpu.md"),
-        tabbed("reduce-multi-gpu", &borrowed),
+        tabbed("reduce-multi-gpu", &borrowed, quotes),
     ));
     Ok(files)
 }
 
 /// reduce-host's chart in each GPU's folder (`<gpu>/reduce-host.svg`) and the fragment that shows
 /// it with its tables, one tab per GPU (`measured/reduce-host.md`).
-fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+fn host_files(data: &Path, quotes: &Quotes) -> Result<Vec<(PathBuf, String)>, BookError> {
     let mut files = Vec::new();
     let mut tabs = Vec::new();
     for session in crate::host::load_sessions(data)? {
@@ -279,14 +339,21 @@ fn host_files(data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
     }
     let borrowed: Vec<(&Gpu, String)> =
         tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
-    files.push((data.join(FRAGMENTS).join("reduce-host.md"), tabbed("reduce-host", &borrowed)));
+    files.push((
+        data.join(FRAGMENTS).join("reduce-host.md"),
+        tabbed("reduce-host", &borrowed, quotes),
+    ));
     Ok(files)
 }
 
 /// What Hopper buys ([`crate::hopper`]): each GPU's chart (`what-hopper-buys/<gpu>.svg`) and the
 /// fragment that shows it with its table, one tab per GPU (`measured/what-hopper-buys.md`, included
 /// by `your-gpu.md` at the top of the book: its links start from there).
-fn hopper_files(course: &Course, data: &Path) -> Result<Vec<(PathBuf, String)>, BookError> {
+fn hopper_files(
+    course: &Course,
+    data: &Path,
+    quotes: &Quotes,
+) -> Result<Vec<(PathBuf, String)>, BookError> {
     let mut files = Vec::new();
     let mut tabs = Vec::new();
     for comparison in crate::hopper::load(data)? {
@@ -305,7 +372,7 @@ fn hopper_files(course: &Course, data: &Path) -> Result<Vec<(PathBuf, String)>, 
         tabs.iter().map(|(gpu, body)| (gpu, body.clone())).collect();
     files.push((
         data.join(FRAGMENTS).join("what-hopper-buys.md"),
-        tabbed("what-hopper-buys", &borrowed),
+        tabbed("what-hopper-buys", &borrowed, quotes),
     ));
     Ok(files)
 }
@@ -326,32 +393,41 @@ fn headline_files(
     let table = headline::headline_table(&measured, &all_reduces);
     let folder = data.join(FRAGMENTS);
     let mut files = Vec::new();
-    let chart = headline::headline_chart(&measured)?;
-    if let Some(svg) = chart.as_ref() {
-        files.push((folder.join(HEADLINE_CHART), svg.clone()));
+    let chart = headline::headline_chart(&measured, crate::charts::SIZE.0)?;
+    let narrow = headline::headline_chart(&measured, headline::NARROW)?;
+    if let (Some(wide), Some(narrow)) = (chart.as_ref(), narrow) {
+        files.push((folder.join(HEADLINE_CHART), wide.clone()));
+        files.push((folder.join(HEADLINE_CHART_NARROW), narrow));
     }
-    let chart_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART}");
-    let fragment =
-        headline::headline_fragment(chart.as_ref().map(|_| chart_path.as_str()), table.as_ref());
+    let wide_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART}");
+    let narrow_path = format!("data/{FRAGMENTS}/{HEADLINE_CHART_NARROW}");
+    let fragment = headline::headline_fragment(
+        chart.as_ref().map(|_| (wide_path.as_str(), narrow_path.as_str())),
+        table.as_ref(),
+    );
     files.push((folder.join(HEADLINE), fragment));
     Ok(files)
 }
 
 /// The front page's fragment, in the fragments' folder.
 pub const HEADLINE: &str = "headline.md";
-/// The front page's chart, beside its fragment.
+/// The front page's chart, beside its fragment, and the one it shows on a phone.
 pub const HEADLINE_CHART: &str = "headline.svg";
+pub const HEADLINE_CHART_NARROW: &str = "headline-narrow.svg";
 
-/// Tabs, one per GPU, with CSS alone (`book/theme/gpu-tabs.css`): radio buttons and labels, then
-/// one panel per GPU; the first is shown until another label is clicked.
-fn tabbed(name: &str, tabs: &[(&Gpu, String)]) -> String {
+/// Tabs, one per GPU, with CSS alone (`book/css/gpu-tabs.css`): radio buttons and labels, then
+/// one panel per GPU. The panel shown until another label is clicked is the GPU the prose beside
+/// it quotes ([`Quotes::default_tab`]), so that what is read is what is shown.
+fn tabbed(name: &str, tabs: &[(&Gpu, String)], quotes: &Quotes) -> String {
     if tabs.is_empty() {
         return "*Not measured yet: run the tour on a GPU (`cargo run --release`).*\n".to_string();
     }
+    let slugs: Vec<&str> = tabs.iter().map(|(gpu, _)| gpu.slug.as_str()).collect();
+    let shown = quotes.default_tab(&format!("{name}.md"), &slugs);
     let mut out = String::from("<div class=\"gpu-tabs\">\n");
     for (i, (gpu, _)) in tabs.iter().enumerate() {
         let id = format!("gpu-{name}-{}", gpu.slug);
-        let checked = if i == 0 { " checked" } else { "" };
+        let checked = if i == shown { " checked" } else { "" };
         let _ = writeln!(out, "<input type=\"radio\" name=\"gpu-{name}\" id=\"{id}\"{checked}>");
         let _ = writeln!(out, "<label for=\"{id}\">{}</label>", gpu.name);
     }
@@ -359,6 +435,54 @@ fn tabbed(name: &str, tabs: &[(&Gpu, String)]) -> String {
         let _ = write!(out, "<div class=\"gpu-tab\">\n\n{body}\n</div>\n");
     }
     out + "</div>\n"
+}
+
+/// How often the book's prose quotes each GPU folder (or multi-GPU machine): its `<!-- data
+/// ... -->` comments ([`crate::prose::quoted_sources`]), counted per fragment over the pages that
+/// include it, and over the whole book.
+#[derive(Debug, Default)]
+pub struct Quotes {
+    /// A fragment's file name (`softmax.md`) and the counts of the pages that include it.
+    by_fragment: HashMap<String, HashMap<String, usize>>,
+    book: HashMap<String, usize>,
+}
+
+impl Quotes {
+    /// The quotes of the pages under `book_src` (outside its generated `data` folder).
+    pub fn of_book(book_src: &Path) -> Quotes {
+        let mut quotes = Quotes::default();
+        for page in crate::prose::markdown_pages(book_src) {
+            let Ok(text) = std::fs::read_to_string(&page) else { continue };
+            let sources = crate::prose::quoted_sources(&text);
+            for source in &sources {
+                *quotes.book.entry(source.clone()).or_default() += 1;
+            }
+            let prefix = format!("data/{FRAGMENTS}/");
+            for include in text.split("{{#include ").skip(1) {
+                let target = include.split("}}").next().unwrap_or_default().trim();
+                let Some((_, fragment)) = target.split_once(&prefix) else { continue };
+                let counts = quotes.by_fragment.entry(fragment.to_string()).or_default();
+                for source in &sources {
+                    *counts.entry(source.clone()).or_default() += 1;
+                }
+            }
+        }
+        quotes
+    }
+
+    /// Which of the tabs `slugs` a fragment opens on: the one the pages that include it quote
+    /// most; where they quote none of them more than another, the one the whole book quotes most;
+    /// else the first.
+    pub fn default_tab(&self, fragment: &str, slugs: &[&str]) -> usize {
+        let most = |counts: Option<&HashMap<String, usize>>| {
+            let count = |slug: &str| counts.and_then(|c| c.get(slug)).copied().unwrap_or(0);
+            let top = slugs.iter().map(|s| count(s)).max().unwrap_or(0);
+            let leaders: Vec<usize> =
+                (0..slugs.len()).filter(|&i| count(slugs[i]) == top).collect();
+            (top > 0 && leaders.len() == 1).then(|| leaders[0])
+        };
+        most(self.by_fragment.get(fragment)).or_else(|| most(Some(&self.book))).unwrap_or(0)
+    }
 }
 
 /// `SUMMARY.md` with its generated part (between [`BEGIN`] and [`END`]) rendered from the registry:

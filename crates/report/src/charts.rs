@@ -3,9 +3,11 @@
 //! Each bar is a step's effective bandwidth, labelled with its GB/s and its share of its own roof
 //! (the read roof for a step that only reads, the copy roof for one that reads and writes; no share
 //! where the roofs do not bind, [`measuring::tables::roof_binds`]). The course's steps are blue,
-//! the peers (NVIDIA's libraries, the seeds' kernels) grey with their names in italics, as a legend
-//! under the title says. Solid lines mark the read roof and the copy roof measured in the same run,
-//! a dashed one the theoretical DRAM peak, each labelled to the right of the plot.
+//! the peers (NVIDIA's libraries, PyTorch, the seeds' kernels) grey with their names in italics;
+//! where a chart draws several series (steps on f32 and on bf16 rows, two peers, a peer on two
+//! types), each has its own colour ([`OUR_COLORS`], [`PEER_COLORS`]), and the legend under the
+//! title names every one. Solid lines mark the read roof and the copy roof measured in the same
+//! run, a dashed one the theoretical DRAM peak, each labelled to the right of the plot.
 //!
 //! Every text stays inside the picture and clear of the others: the widths of texts are estimated
 //! for a wide face ([`text_width`]), the column of the lines' labels is as wide as they need, and
@@ -24,6 +26,7 @@ use course::{Chapter, Family};
 use gpu_harness::{Case, Shape};
 use measuring::results::{Record, Results};
 use measuring::tables::{find_record, roof_binds};
+use plotters::coord::CoordTranslate;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -59,6 +62,24 @@ pub(crate) const TEXT: RGBColor = RGBColor(0x1a, 0x1a, 0x1a);
 pub(crate) const BAR: RGBColor = RGBColor(0x3b, 0x6e, 0xa8);
 /// Peers: NVIDIA's libraries, the seeds' kernels.
 const PEER_BAR: RGBColor = RGBColor(0x8c, 0x8c, 0x8c);
+/// The course's series of a chart (one per element type), in the order first drawn: blues and
+/// greens, told apart by lightness too.
+pub const OUR_COLORS: [RGBColor; 5] = [
+    BAR,
+    RGBColor(0x8e, 0xbb, 0xe8),
+    RGBColor(0x2a, 0x9d, 0x8f),
+    RGBColor(0x1d, 0x3a, 0x63),
+    RGBColor(0x9a, 0xd8, 0xc8),
+];
+/// The peers' series of a chart (one per source and element type), in the order first drawn:
+/// greys and browns, none of them a blue.
+pub const PEER_COLORS: [RGBColor; 5] = [
+    PEER_BAR,
+    RGBColor(0xcc, 0xa8, 0x6e),
+    RGBColor(0x4a, 0x4a, 0x4a),
+    RGBColor(0xd2, 0xd2, 0xd2),
+    RGBColor(0x8a, 0x5a, 0x2b),
+];
 pub(crate) const COPY_LINE: RGBColor = RGBColor(0xb3, 0x47, 0x00);
 const READ_LINE: RGBColor = RGBColor(0x1b, 0x7a, 0x3a);
 const PEAK_LINE: RGBColor = RGBColor(0x5b, 0x3a, 0x8c);
@@ -93,6 +114,9 @@ pub struct Bar {
     /// Whether its share of its roof is shown: `false` where the bytes it moves fit in the GPU's L2
     /// ([`measuring::tables::roof_binds`]); its label then says `in L2`.
     pub roof_binds: bool,
+    /// The element type of its input (`f32`, `bf16`); where a chart's bars have several, each
+    /// type is a series of its own colour. `None`: one type, not named.
+    pub dtype: Option<String>,
 }
 
 impl Bar {
@@ -105,6 +129,7 @@ impl Bar {
             roof_gbs,
             peer: None,
             roof_binds: true,
+            dtype: None,
         }
     }
 
@@ -112,6 +137,7 @@ impl Bar {
         Bar {
             peer: step.peer.map(|p| p.source.clone()),
             roof_binds: roof_binds(record, l2_cache_bytes),
+            dtype: Some(step.dtype().to_string()),
             ..Bar::new(step.name(), record.gbs, &record.roof, record.roof_gbs())
         }
     }
@@ -133,18 +159,33 @@ pub fn chapter_chart(
     results: &[Results],
     case: &Case,
 ) -> Result<Option<String>, ChartError> {
+    match chapter_bars(family, chapter, results, case) {
+        Some((title, bars, lines)) => {
+            render(&BarChart { title: &title, bars: &bars, lines }).map(Some)
+        }
+        None => Ok(None),
+    }
+}
+
+/// What [`chapter_chart`] draws: its title, bars and lines.
+fn chapter_bars(
+    family: &Family,
+    chapter: &Chapter,
+    results: &[Results],
+    case: &Case,
+) -> Option<(String, Vec<Bar>, Lines)> {
     let steps = measuring::tables::chapter_steps(family, chapter);
     let records: Vec<(&course::StepRef, &Record)> = steps
         .iter()
         .flat_map(|s| s.cases().iter().filter(|c| same_input(c, case)).map(move |c| (s, c)))
         .filter_map(|(s, c)| Some((s, find_record(results, s, &c.label)?)))
         .collect();
-    let Some((_, first)) = records.first() else { return Ok(None) };
+    let (_, first) = records.first()?;
     let gpu = &results[0].device.name;
     let l2 = results[0].device.l2_cache_bytes;
     let title = format!("{}, {}, on {gpu}", chapter.crate_name, case.label);
     let bars: Vec<Bar> = records.iter().map(|(s, r)| Bar::from_record(s, r, l2)).collect();
-    render(&BarChart { title: &title, bars: &bars, lines: lines(first, results) }).map(Some)
+    Some((title, bars, lines(first, results)))
 }
 
 /// The summary chart of a family on one GPU: its peers and ladder steps at the summary case.
@@ -239,26 +280,59 @@ impl BarChart<'_> {
         (tallest_bar * 1.25).max(highest_line * 1.2)
     }
 
-    /// The legend's entries: the course's steps, and the peers with their sources when there are
-    /// any (in the order first met).
-    fn legend(&self) -> Vec<(RGBColor, String)> {
-        let mut entries = vec![(BAR, "the course's steps".to_string())];
-        let mut sources: Vec<&str> = Vec::new();
-        for source in self.bars.iter().filter_map(|b| b.peer.as_deref()) {
-            if !sources.contains(&source) {
-                sources.push(source);
+    /// The chart's series, in the order first drawn: the course's steps of each element type,
+    /// then each peer's source on each type; each with its colour and its legend's entry (in
+    /// italics for a peer). A type is named only where the chart has several.
+    fn series(&self) -> Vec<Series> {
+        let mut keys: Vec<(Option<&str>, Option<&str>)> = Vec::new();
+        for bar in self.bars {
+            let key = (bar.peer.as_deref(), bar.dtype.as_deref());
+            if !keys.contains(&key) {
+                keys.push(key);
             }
         }
-        if !sources.is_empty() {
-            let named = format!("peers (names in italics): {}", sources.join(", "));
-            let fits = legend_width(&[&entries[0].1, &named]) <= f64::from(SIZE.0 - 2 * MARGIN);
-            entries.push((
-                PEER_BAR,
-                if fits { named } else { "peers (names in italics)".to_string() },
-            ));
-        }
-        entries
+        let mut types: Vec<Option<&str>> = keys.iter().map(|k| k.1).collect();
+        types.sort_unstable();
+        types.dedup();
+        let typed = |dtype: Option<&str>| match dtype {
+            Some(dtype) if types.len() > 1 => format!(", {dtype}"),
+            _ => String::new(),
+        };
+        let ours = keys.iter().filter(|k| k.0.is_none()).zip(OUR_COLORS.iter().cycle());
+        let peers = keys.iter().filter_map(|k| Some((k.0?, k.1))).zip(PEER_COLORS.iter().cycle());
+        ours.map(|(&(_, dtype), &color)| Series {
+            peer: None,
+            dtype: dtype.map(str::to_string),
+            color,
+            legend: format!("the course's steps{}", typed(dtype)),
+        })
+        .chain(peers.map(|((source, dtype), &color)| Series {
+            peer: Some(source.to_string()),
+            dtype: dtype.map(str::to_string),
+            color,
+            legend: format!("peer: {source}{}", typed(dtype)),
+        }))
+        .collect()
     }
+
+    /// The colour of `bar`'s series.
+    fn color(&self, series: &[Series], bar: &Bar) -> RGBColor {
+        series.iter().find(|s| s.peer == bar.peer && s.dtype == bar.dtype).map_or(BAR, |s| s.color)
+    }
+
+    /// The legend's entries: each series' colour, text, and whether it is a peer's (in italics).
+    fn legend(&self) -> Vec<(RGBColor, String, bool)> {
+        self.series().into_iter().map(|s| (s.color, s.legend, s.peer.is_some())).collect()
+    }
+}
+
+/// Bars of one kind in a chart: the course's steps or one peer's, on one element type.
+#[derive(Debug, Clone, PartialEq)]
+struct Series {
+    peer: Option<String>,
+    dtype: Option<String>,
+    color: RGBColor,
+    legend: String,
 }
 
 /// A plotters text style whose SVG `font-size` is exactly `px` (plotters divides by 1.24; the
@@ -300,11 +374,39 @@ const SWATCH: i32 = 12;
 const SWATCH_GAP: i32 = 5;
 const ENTRY_GAP: i32 = 20;
 
-/// The width of a one-row legend of these texts.
-fn legend_width(texts: &[&str]) -> f64 {
-    let entries: f64 =
-        texts.iter().map(|t| f64::from(SWATCH + SWATCH_GAP) + text_width(t, LEGEND_PX)).sum();
-    entries + f64::from(ENTRY_GAP) * texts.len().saturating_sub(1) as f64
+/// Height of a row of the legend and the gap between rows, in pixels.
+const LEGEND_ROW: i32 = SWATCH + 6;
+
+/// The width of one legend entry: its swatch, gap and text.
+fn entry_width(text: &str) -> f64 {
+    f64::from(SWATCH + SWATCH_GAP) + text_width(text, LEGEND_PX)
+}
+
+/// The legend's entries laid out in rows no wider than the canvas' width less its margins:
+/// as many entries as fit in each row, in order.
+fn legend_rows<T: AsRef<str>>(texts: &[T], width: u32) -> Vec<std::ops::Range<usize>> {
+    let room = f64::from(width - 2 * MARGIN);
+    let mut rows = Vec::new();
+    let (mut start, mut used) = (0, 0.0);
+    for (i, text) in texts.iter().enumerate() {
+        let width = entry_width(text.as_ref());
+        if i > start && used + f64::from(ENTRY_GAP) + width > room {
+            rows.push(start..i);
+            (start, used) = (i, width);
+        } else {
+            used += if i > start { f64::from(ENTRY_GAP) } else { 0.0 } + width;
+        }
+    }
+    if start < texts.len() {
+        rows.push(start..texts.len());
+    }
+    rows
+}
+
+/// The height a legend of these texts takes.
+fn legend_height<T: AsRef<str>>(texts: &[T], width: u32) -> i32 {
+    let rows = legend_rows(texts, width).len().max(1) as i32;
+    rows * LEGEND_ROW - (LEGEND_ROW - SWATCH)
 }
 
 /// The title, centred at the top of the canvas at the largest size that fits its width; returns
@@ -321,22 +423,29 @@ fn draw_title(root: &DrawingArea<SVGBackend, Shift>, title: &str) -> Result<i32,
     Ok(MARGIN as i32 + (f64::from(px) * 1.25).round() as i32)
 }
 
-/// A legend in one row centred at height `top`: a colour swatch and a text per entry.
+/// A legend from height `top`, in rows as wide as the canvas allows ([`legend_rows`]), each
+/// centred: a colour swatch and a text per entry, the text in italics where the entry says so.
 fn draw_legend(
     root: &DrawingArea<SVGBackend, Shift>,
-    entries: &[(RGBColor, String)],
+    entries: &[(RGBColor, String, bool)],
     top: i32,
 ) -> Result<(), ChartError> {
-    let texts: Vec<&str> = entries.iter().map(|(_, t)| t.as_str()).collect();
-    let mut x = ((f64::from(root.dim_in_pixel().0) - legend_width(&texts)) / 2.0).round() as i32;
-    let style = font(LEGEND_PX, TEXT).pos(Pos::new(HPos::Left, VPos::Center));
-    for (color, text) in entries {
-        root.draw(&Rectangle::new([(x, top), (x + SWATCH, top + SWATCH)], color.filled()))
-            .map_err(drawing)?;
-        x += SWATCH + SWATCH_GAP;
-        root.draw(&Text::new(text.as_str(), (x, top + SWATCH / 2), style.clone()))
-            .map_err(drawing)?;
-        x += text_width(text, LEGEND_PX).ceil() as i32 + ENTRY_GAP;
+    let canvas = root.dim_in_pixel().0;
+    let texts: Vec<&str> = entries.iter().map(|(_, t, _)| t.as_str()).collect();
+    for (row, range) in legend_rows(&texts, canvas).into_iter().enumerate() {
+        let y = top + row as i32 * LEGEND_ROW;
+        let width: f64 = texts[range.clone()].iter().map(|t| entry_width(t)).sum::<f64>()
+            + f64::from(ENTRY_GAP) * (range.len() - 1) as f64;
+        let mut x = ((f64::from(canvas) - width) / 2.0).round() as i32;
+        for (color, text, italics) in &entries[range] {
+            root.draw(&Rectangle::new([(x, y), (x + SWATCH, y + SWATCH)], color.filled()))
+                .map_err(drawing)?;
+            x += SWATCH + SWATCH_GAP;
+            let style = if *italics { italic(LEGEND_PX, TEXT) } else { font(LEGEND_PX, TEXT) };
+            let style = style.pos(Pos::new(HPos::Left, VPos::Center));
+            root.draw(&Text::new(text.as_str(), (x, y + SWATCH / 2), style)).map_err(drawing)?;
+            x += text_width(text, LEGEND_PX).ceil() as i32 + ENTRY_GAP;
+        }
     }
     Ok(())
 }
@@ -373,16 +482,24 @@ const SHARE_BAR_PX: i32 = 15;
 const SHARE_GAP_PX: i32 = 8;
 const SHARE_HEADING_PX: i32 = 22;
 const SHARE_LABEL_PX: u32 = 11;
+/// The width under which a [`share_chart`] is laid out for a phone's column.
+pub const SHARE_NARROW: u32 = 600;
+/// The label of the roof's line.
+const ROOF_LABEL: &str = "its roof: 100%";
 /// The dashed line of the roof, at 100%.
 const ROOF_LINE: RGBColor = RGBColor(0x33, 0x33, 0x33);
 
 /// A horizontal bar chart of shares of roofs: per group (a family), per GPU, a bar for the course's
 /// step and one per peer, each labelled with its share and its name, a dashed line at 100%, and a
-/// legend of the two colours (`legend`: ours, the peers'). The canvas is as tall as its bars need.
+/// legend of the two colours (`legend`: ours, the peers'). The canvas is `width` pixels wide and
+/// as tall as its bars need. On a narrow one (a phone's: under [`SHARE_NARROW`] pixels) each
+/// label goes above its bar, the bars get the plot's whole width, and the title wraps, so that it
+/// reads at its own size in a column that narrow.
 pub fn share_chart(
     title: &str,
     groups: &[Group],
     legend: &[String; 2],
+    width: u32,
 ) -> Result<String, ChartError> {
     let bars = || groups.iter().flat_map(|g| g.gpus.iter().flat_map(|gpu| gpu.bars.iter()));
     if bars().next().is_none() {
@@ -406,50 +523,69 @@ pub fn share_chart(
         .flat_map(|g| g.gpus.iter().map(|gpu| text_width(&gpu.gpu, SHARE_LABEL_PX)))
         .fold(0.0, f64::max)
         .ceil() as i32;
+    let narrow = width < SHARE_NARROW;
     let left = MARGIN as i32 + name_width + 8;
-    let right = (SIZE.0 - MARGIN) as i32;
+    let right = (width - MARGIN) as i32;
     let x_max = bars().filter_map(|b| b.percent).fold(100.0, f64::max);
-    // The plot's width: the longest label after its bar ends inside the canvas.
+    // The plot's width: room right of the roof for half its label, and the longest label after
+    // its bar ending inside the canvas (above its bar on a narrow canvas: the whole width).
+    let reserve = (text_width(ROOF_LABEL, 12) / 2.0).ceil() + 2.0;
     let plot_width = bars()
+        .filter(|_| !narrow)
         .map(|b| {
             let room = f64::from(right - left) - text_width(&label(b), SHARE_LABEL_PX) - 6.0;
             room * x_max / b.percent.unwrap_or(0.0).max(x_max * 0.05)
         })
-        .fold(f64::from(right - left), f64::min)
+        .fold(f64::from(right - left) - reserve, f64::min)
         .floor();
+    // A bar's row: its label above it on a narrow canvas.
+    let label_row = if narrow { 14 } else { 0 };
+    let row_px = SHARE_BAR_PX + label_row;
     let px = |percent: f64| left + (percent / x_max * plot_width).round() as i32;
 
     // Down: the title, the legend, the roof's label, then the groups, then the axis' labels.
-    let (title_px, legend_top) = {
-        let title_px = TITLE_SIZES
-            .into_iter()
-            .find(|&px| text_width(title, px) <= f64::from(SIZE.0 - 2 * MARGIN))
-            .unwrap_or(14);
-        (title_px, MARGIN as i32 + (f64::from(title_px) * 1.25).round() as i32 + 8)
-    };
-    let top = legend_top + SWATCH + 26;
+    let room = f64::from(width - 2 * MARGIN);
+    let (title_px, title_lines) =
+        match TITLE_SIZES.into_iter().find(|&px| text_width(title, px) <= room) {
+            Some(px) => (px, vec![title.to_string()]),
+            None => (TITLE_SIZES[2], wrap_words(title, |t| text_width(t, TITLE_SIZES[2]), room)),
+        };
+    let title_line = (f64::from(title_px) * 1.25).round() as i32;
+    let legend_top = MARGIN as i32 + title_line * title_lines.len() as i32 + 8;
+    let entries = [(BAR, legend[0].clone(), false), (PEER_BAR, legend[1].clone(), true)];
+    let legend_texts = [legend[0].as_str(), legend[1].as_str()];
+    let top = legend_top + legend_height(&legend_texts, width) + 26;
     let mut height = top;
     for group in groups {
         height += SHARE_HEADING_PX;
         for gpu in &group.gpus {
-            height += SHARE_BAR_PX * gpu.bars.len() as i32 + SHARE_GAP_PX;
+            height += row_px * gpu.bars.len() as i32 + SHARE_GAP_PX;
         }
     }
     let bottom = height;
+    let axis_name = "share of its own roof (the read roof for a step that only reads, the copy \
+                     roof for one that writes)";
+    let axis_name = if text_width(axis_name, 10) <= f64::from(right - left) {
+        axis_name
+    } else {
+        "share of its own roof"
+    };
     let canvas_height = (bottom + 12 + 20 + MARGIN as i32) as u32;
 
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (SIZE.0, canvas_height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, canvas_height)).into_drawing_area();
         root.fill(&BACKGROUND).map_err(drawing)?;
-        let centre = (SIZE.0 / 2) as i32;
-        root.draw(&Text::new(
-            title,
-            (centre, MARGIN as i32),
-            font(title_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
-        ))
-        .map_err(drawing)?;
-        draw_legend(&root, &[(BAR, legend[0].clone()), (PEER_BAR, legend[1].clone())], legend_top)?;
+        let centre = (width / 2) as i32;
+        for (i, line) in title_lines.iter().enumerate() {
+            root.draw(&Text::new(
+                line.as_str(),
+                (centre, MARGIN as i32 + i as i32 * title_line),
+                font(title_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(drawing)?;
+        }
+        draw_legend(&root, &entries, legend_top)?;
 
         // The grid and the axis: a line every 20%, labelled under the plot.
         let ticks: Vec<f64> =
@@ -469,8 +605,6 @@ pub fn share_chart(
         .map_err(drawing)?;
         root.draw(&PathElement::new(vec![(left, top - 6), (left, bottom)], AXIS.stroke_width(1)))
             .map_err(drawing)?;
-        let axis_name = "share of its own roof (the read roof for a step that only reads, the \
-                         copy roof for one that writes)";
         let axis_px = if text_width(axis_name, 12) <= f64::from(right - left) { 12 } else { 10 };
         let axis_style = font(axis_px, TEXT).pos(Pos::new(HPos::Center, VPos::Top));
         root.draw(&Text::new(axis_name, ((left + right) / 2, bottom + 24), axis_style))
@@ -486,7 +620,7 @@ pub fn share_chart(
         ))
         .map_err(drawing)?;
         let style = font(12, ROOF_LINE).pos(Pos::new(HPos::Center, VPos::Bottom));
-        root.draw(&Text::new("its roof: 100%", (roof, top - 8), style)).map_err(drawing)?;
+        root.draw(&Text::new(ROOF_LABEL, (roof, top - 8), style)).map_err(drawing)?;
 
         // Each group: its heading, then each GPU's bars, the GPU's name left of them.
         let mut y = top;
@@ -507,16 +641,17 @@ pub fn share_chart(
                 .map_err(drawing)?;
             y += SHARE_HEADING_PX;
             for gpu in &group.gpus {
-                let span = SHARE_BAR_PX * gpu.bars.len() as i32;
+                let span = row_px * gpu.bars.len() as i32;
                 let style = font(SHARE_LABEL_PX, TEXT).pos(Pos::new(HPos::Right, VPos::Center));
                 root.draw(&Text::new(gpu.gpu.as_str(), (left - 6, y + span / 2), style))
                     .map_err(drawing)?;
                 for bar in &gpu.bars {
                     let color = if bar.peer { PEER_BAR } else { BAR };
                     let end = px(bar.percent.unwrap_or(0.0));
+                    let (bar_top, bar_bottom) = (y + label_row + 2, y + row_px - 2);
                     if end > left {
                         root.draw(&Rectangle::new(
-                            [(left + 1, y + 2), (end, y + SHARE_BAR_PX - 2)],
+                            [(left + 1, bar_top), (end, bar_bottom)],
                             color.filled(),
                         ))
                         .map_err(drawing)?;
@@ -528,14 +663,17 @@ pub fn share_chart(
                     }
                     .pos(Pos::new(HPos::Left, VPos::Center));
                     let width = text_width(&label(bar), SHARE_LABEL_PX).ceil() as i32;
+                    // After the bar, or above it from the plot's left on a narrow canvas.
+                    let (x, label_top) = if narrow { (left + 4, y) } else { (end + 6, y) };
+                    let label_height = if narrow { label_row } else { SHARE_BAR_PX };
                     root.draw(&Rectangle::new(
-                        [(end + 3, y + 1), (end + 8 + width, y + SHARE_BAR_PX - 1)],
+                        [(x - 3, label_top + 1), (x + 2 + width, label_top + label_height - 1)],
                         BACKGROUND.filled(),
                     ))
                     .map_err(drawing)?;
-                    root.draw(&Text::new(label(bar), (end + 6, y + SHARE_BAR_PX / 2), style))
+                    root.draw(&Text::new(label(bar), (x, label_top + label_height / 2), style))
                         .map_err(drawing)?;
-                    y += SHARE_BAR_PX;
+                    y += row_px;
                 }
                 y += SHARE_GAP_PX;
             }
@@ -561,37 +699,152 @@ pub(crate) const LINE_COLORS: [RGBColor; 7] = [
     RGBColor(0x10, 0x10, 0x10),
 ];
 
-/// Draws each `(name, points)` as a line with a marker on every point, in [`LINE_COLORS`] order,
-/// and the legend at `legend`: what the line charts (accuracy, multi-GPU bandwidth) share.
+/// The mark on every point of a line chart's series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Disc,
+    Triangle,
+    Square,
+    Cross,
+    Diamond,
+    Ring,
+    Plus,
+}
+
+/// How a line chart's series is stroked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dash {
+    Solid,
+    /// Dashes of 8 pixels with gaps of 4.
+    Long,
+    /// Dashes of 3 pixels with gaps of 3.
+    Short,
+}
+
+/// The style of the line charts' series, in order: every series of a chart (seven at most) has
+/// its own colour and its own marker, and consecutive ones differ in their strokes, so that lines
+/// that lie on each other (two peers of one speed) both show: the one drawn later in dashes over
+/// the other, their markers apart.
+pub const LINE_STYLES: [(Marker, Dash); 7] = [
+    (Marker::Disc, Dash::Solid),
+    (Marker::Triangle, Dash::Long),
+    (Marker::Square, Dash::Short),
+    (Marker::Cross, Dash::Solid),
+    (Marker::Diamond, Dash::Long),
+    (Marker::Ring, Dash::Short),
+    (Marker::Plus, Dash::Solid),
+];
+
+/// Draws a series' marker at `at` (a point of the chart, or a pixel of the legend) on `area`.
+fn draw_marker<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    at: CT::From,
+    marker: Marker,
+    color: RGBColor,
+) -> Result<(), ChartError> {
+    let filled = color.filled();
+    let stroke = color.stroke_width(2);
+    let anchor = EmptyElement::at(at);
+    match marker {
+        Marker::Disc => area.draw(&(anchor + Circle::new((0, 0), 3, filled))),
+        Marker::Triangle => area.draw(&(anchor + TriangleMarker::new((0, 0), 5, filled))),
+        Marker::Square => area.draw(&(anchor + Rectangle::new([(-3, -3), (3, 3)], filled))),
+        Marker::Cross => area.draw(&(anchor + Cross::new((0, 0), 4, stroke))),
+        Marker::Diamond => {
+            area.draw(&(anchor + Polygon::new(vec![(0, -5), (5, 0), (0, 5), (-5, 0)], filled)))
+        }
+        Marker::Ring => area.draw(&(anchor + Circle::new((0, 0), 4, stroke))),
+        Marker::Plus => area.draw(
+            &(anchor
+                + PathElement::new(vec![(-5, 0), (5, 0)], stroke)
+                + PathElement::new(vec![(0, -5), (0, 5)], stroke)),
+        ),
+    }
+    .map_err(drawing)
+}
+
+/// Draws a series' stroke through `points` (pixels or the chart's coordinates) on `area`.
+fn draw_stroke<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    points: Vec<CT::From>,
+    dash: Dash,
+    color: RGBColor,
+) -> Result<(), ChartError>
+where
+    CT::From: Clone,
+{
+    let stroke = color.stroke_width(2);
+    match dash {
+        Dash::Solid => area.draw(&PathElement::new(points, stroke)),
+        Dash::Long => area.draw(&DashedPathElement::new(points, 8, 4, stroke)),
+        Dash::Short => area.draw(&DashedPathElement::new(points, 3, 3, stroke)),
+    }
+    .map_err(drawing)
+}
+
+/// A point of a line chart: x and y in the chart's coordinates.
+type Point = (f64, f64);
+
+/// Height of a line of the line charts' legend, and the length of its stretch of each line.
+const LINE_LEGEND_ROW: i32 = 17;
+const LINE_LEGEND_STROKE: i32 = 24;
+
+/// Draws each `(name, points)` as a line with a marker on every point, in the colours of
+/// [`LINE_COLORS`] and the markers and strokes of [`LINE_STYLES`], and the legend in the plot's
+/// top left corner (each entry a stretch of its line with its marker, and its name): what the line
+/// charts (accuracy, multi-GPU bandwidth, host data) share.
 pub(crate) fn draw_lines<'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     series: &[(String, Vec<(f64, f64)>)],
-    legend: SeriesLabelPosition,
 ) -> Result<(), ChartError>
 where
     X: Ranged<ValueType = f64>,
     Y: Ranged<ValueType = f64>,
 {
-    for ((name, line), color) in series.iter().zip(LINE_COLORS.iter().cycle()) {
-        chart
-            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-            .map_err(drawing)?
-            .label(name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))
+    let area = chart.plotting_area();
+    let styles = LINE_COLORS.iter().zip(LINE_STYLES.iter()).cycle();
+    let mut drawn: Vec<(&[Point], RGBColor, Marker, Dash)> = series
+        .iter()
+        .zip(styles.clone())
+        .map(|((_, line), (&color, &(mark, dash)))| (line.as_slice(), color, mark, dash))
+        .collect();
+    // Where two lines lie on each other both show: the solid strokes first, the dashed ones over
+    // them; then the filled markers, the outlined ones (crosses, rings) over them.
+    drawn.sort_by_key(|&(_, _, _, dash)| dash != Dash::Solid);
+    for &(line, color, _, dash) in &drawn {
+        draw_stroke(area, line.to_vec(), dash, color)?;
+    }
+    let outlined = |mark: Marker| matches!(mark, Marker::Cross | Marker::Ring | Marker::Plus);
+    drawn.sort_by_key(|&(_, _, mark, _)| outlined(mark));
+    for &(line, color, mark, _) in &drawn {
+        for &point in line {
+            draw_marker(area, point, mark, color)?;
+        }
+    }
+    // The legend: a white box with a thin border, an entry per line.
+    let pixels = area.strip_coord_spec();
+    let px = 11;
+    let widest = series.iter().map(|(name, _)| text_width(name, px)).fold(0.0, f64::max);
+    let (left, top) = (10, 10);
+    let width = LINE_LEGEND_STROKE + 8 + widest.ceil() as i32 + 14;
+    let height = LINE_LEGEND_ROW * series.len() as i32 + 8;
+    pixels
+        .draw(&Rectangle::new([(left, top), (left + width, top + height)], WHITE.mix(0.9).filled()))
+        .map_err(drawing)?;
+    pixels
+        .draw(&Rectangle::new([(left, top), (left + width, top + height)], BLACK.mix(0.3)))
+        .map_err(drawing)?;
+    for (i, ((name, _), (&color, &(mark, dash)))) in series.iter().zip(styles).enumerate() {
+        let y = top + 4 + LINE_LEGEND_ROW * i as i32 + LINE_LEGEND_ROW / 2;
+        let x = left + 7;
+        draw_stroke(&pixels, vec![(x, y), (x + LINE_LEGEND_STROKE, y)], dash, color)?;
+        draw_marker(&pixels, (x + LINE_LEGEND_STROKE / 2, y), mark, color)?;
+        let style = font(px, TEXT).pos(Pos::new(HPos::Left, VPos::Center));
+        pixels
+            .draw(&Text::new(name.as_str(), (x + LINE_LEGEND_STROKE + 8, y), style))
             .map_err(drawing)?;
     }
-    chart
-        .configure_series_labels()
-        .position(legend)
-        .label_font(("sans-serif", 11.0 * 1.24).into_font())
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK.mix(0.3))
-        .draw()
-        .map_err(drawing)
+    Ok(())
 }
 
 fn render(chart: &BarChart) -> Result<String, ChartError> {
@@ -599,7 +852,8 @@ fn render(chart: &BarChart) -> Result<String, ChartError> {
     let layout = Layout::of(chart);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (SIZE.0, layout.height)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (SIZE.0, layout.height as u32)).into_drawing_area();
         draw(&root, chart, &layout)?;
         root.present().map_err(drawing)?;
     }
@@ -609,13 +863,15 @@ fn render(chart: &BarChart) -> Result<String, ChartError> {
 /// Where a chart's parts go, decided from the estimated widths of its texts.
 struct Layout {
     /// The canvas' height.
-    height: u32,
+    height: i32,
     /// Width of the column right of the plot that holds the lines' labels.
     line_label_width: u32,
     /// Height of the area under the plot that holds the step names.
     name_height: u32,
     /// How the step names are written.
     names: Names,
+    /// Height of the legend under the title: a row, or more where its entries need them.
+    legend_height: i32,
 }
 
 /// How the step names are written under the bars.
@@ -675,11 +931,14 @@ impl Layout {
                 STEP_LABEL_HEIGHT.max(longest.ceil() as u32 + 12)
             }
         };
+        let legend: Vec<String> = chart.legend().into_iter().map(|(_, text, _)| text).collect();
+        let legend_height = legend_height(&legend, SIZE.0);
         Layout {
-            height: SIZE.1 - STEP_LABEL_HEIGHT + name_height,
+            height: (SIZE.1 - STEP_LABEL_HEIGHT + name_height) as i32 + legend_height - SWATCH,
             line_label_width,
             name_height,
             names,
+            legend_height,
         }
     }
 }
@@ -693,7 +952,7 @@ fn draw(
     let title_bottom = draw_title(root, chart.title)?;
     let legend_top = title_bottom + 8;
     draw_legend(root, &chart.legend(), legend_top)?;
-    let (_, plot_area) = root.split_vertically(legend_top + SWATCH + 4);
+    let (_, plot_area) = root.split_vertically(legend_top + layout.legend_height + 4);
 
     let count = chart.bars.len();
     let y_max = chart.y_max();
@@ -718,11 +977,12 @@ fn draw(
         .draw()
         .map_err(drawing)?;
 
-    // Bars, then the lines over them, so a line stays visible where a bar reaches it.
+    // Bars, each in its series' colour, then the lines over them, so a line stays visible where a
+    // bar reaches it.
+    let series = chart.series();
     plot.draw_series(chart.bars.iter().enumerate().map(|(i, bar)| {
         let x = i as f64;
-        let color = if bar.peer.is_some() { PEER_BAR } else { BAR };
-        Rectangle::new([(x + 0.18, 0.0), (x + 0.82, bar.gbs)], color.filled())
+        Rectangle::new([(x + 0.18, 0.0), (x + 0.82, bar.gbs)], chart.color(&series, bar).filled())
     }))
     .map_err(drawing)?;
     let right = count as f64;
@@ -924,6 +1184,22 @@ fn wrap(label: &str, width: impl Fn(&str) -> f64, max: f64) -> Vec<String> {
     lines
 }
 
+/// Splits `text` at spaces into lines no wider than `max` by `width` (a word wider than that
+/// stays whole on its line).
+fn wrap_words(text: &str, width: impl Fn(&str) -> f64, max: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if width(&format!("{line} {word}")) <= max => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// The lines' names and values, right of the plot at each line's height, pushed apart where lines
 /// are too close for their labels, and kept between the top and the bottom of the plot.
 fn draw_line_labels(
@@ -1098,6 +1374,89 @@ mod tests {
             "texts outside their charts or over each other:\n{}",
             problems.join("\n")
         );
+    }
+
+    /// In every chapter's chart the book draws, and in a made-up one, two bars have one colour
+    /// exactly when they are of one series (the course's steps or one peer, on one element type),
+    /// and the legend shows each colour once: f32 and bf16 steps, and every peer, told apart.
+    #[test]
+    fn every_series_of_a_chart_has_its_own_colour_in_its_bars_and_legend() {
+        fn fill(tag: &str) -> &str {
+            tag.split("fill=\"").nth(1).unwrap().split('"').next().unwrap()
+        }
+        let check = |name: &str, bars: &[Bar], svg: &str| {
+            let rects: Vec<&str> = svg
+                .split("<rect ")
+                .skip(1)
+                .map(|r| r.split("/>").next().unwrap())
+                .filter(|r| !r.contains("fill=\"#FFFFFF\""))
+                .collect();
+            let swatch = format!("width=\"{SWATCH}\" height=\"{SWATCH}\"");
+            let (swatches, drawn): (Vec<&str>, Vec<&str>) =
+                rects.iter().partition(|r| r.contains(&swatch));
+            let legend: Vec<&str> = swatches.iter().map(|r| fill(r)).collect();
+            assert_eq!(drawn.len(), bars.len(), "{name}: one rectangle per bar");
+            for (i, a) in bars.iter().enumerate() {
+                assert!(legend.contains(&fill(drawn[i])), "{name}: {}'s colour", a.label);
+                for (j, b) in bars.iter().enumerate() {
+                    let same_series = (&a.peer, &a.dtype) == (&b.peer, &b.dtype);
+                    let same_colour = fill(drawn[i]) == fill(drawn[j]);
+                    assert_eq!(same_series, same_colour, "{name}: {} and {}", a.label, b.label);
+                }
+            }
+            let mut distinct = legend.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(distinct.len(), legend.len(), "{name}: a colour twice in the legend");
+        };
+        let typed = |label: &str, dtype: &str, peer: Option<&str>| Bar {
+            dtype: Some(dtype.to_string()),
+            peer: peer.map(str::to_string),
+            ..Bar::new(label, 100.0, "copy", 400.0)
+        };
+        let made_up = [
+            typed("torch", "f32", Some("torch.softmax")),
+            typed("torch-bf16", "bf16", Some("torch.softmax")),
+            typed("cub", "f32", Some("CUB")),
+            typed("a", "f32", None),
+            typed("a-bf16", "bf16", None),
+            typed("a-f16", "f16", None),
+            typed("b", "f32", None),
+        ];
+        let lines = Lines { read_gbs: 410.0, copy_gbs: 400.0, peak_gbs: None };
+        check("made up", &made_up, &bar_chart("Made up", &made_up, lines).unwrap());
+        let mut charts = 0;
+        let data = crate::data::book_data_dir();
+        let gpus = crate::data::load_results_by_gpu(course::registry(), &data).unwrap();
+        for family in &course::registry().families {
+            for chapter in &family.chapters {
+                for (_, results) in &gpus {
+                    for case in family.chart_cases() {
+                        let Some((title, bars, _)) = chapter_bars(family, chapter, results, case)
+                        else {
+                            continue;
+                        };
+                        let svg = chapter_chart(family, chapter, results, case).unwrap().unwrap();
+                        check(&title, &bars, &svg);
+                        charts += 1;
+                    }
+                }
+            }
+        }
+        assert!(charts > 20, "only {charts} charts found");
+    }
+
+    /// Every series of a line chart has its own colour, marker and, from the one before it, stroke,
+    /// and no line chart of the book has more series than there are styles.
+    #[test]
+    fn the_series_of_a_line_chart_never_share_a_style() {
+        for (i, a) in LINE_STYLES.iter().enumerate() {
+            for (j, b) in LINE_STYLES.iter().enumerate().skip(i + 1) {
+                assert!(a.0 != b.0 && LINE_COLORS[i] != LINE_COLORS[j], "styles {i} and {j}");
+            }
+        }
+        assert!(LINE_STYLES.windows(2).all(|pair| pair[0].1 != pair[1].1));
+        assert!(crate::multi_gpu::METHODS.len() <= LINE_STYLES.len());
     }
 
     #[test]

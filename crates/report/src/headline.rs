@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use course::{Course, Family, StepRef};
 
-use crate::charts::{ChartError, Group, GroupBars, ShareBar, share_chart};
+use crate::charts::{ChartError, Group, GroupBars, SHARE_NARROW, ShareBar, share_chart};
 use crate::multi_gpu::{MachineFile, Row as MachineRow};
 use measuring::results::{Record, Results};
 use measuring::tables::{Align, Table, find_record, roof_binds};
@@ -234,9 +234,10 @@ fn speed_up(peer_ms: f64, step_ms: f64) -> String {
     format!("{:.2}x", peer_ms / step_ms)
 }
 
-/// The headline chart: per family, per GPU, the final step's and its peers' shares of their roofs.
-/// `None` when nothing was measured on one GPU.
-pub fn headline_chart(measured: &[Measured]) -> Result<Option<String>, ChartError> {
+/// The headline chart, `width` pixels wide: per family, per GPU, the final step's and its peers'
+/// shares of their roofs. `None` when nothing was measured on one GPU. The front page shows one
+/// [`SIZE`](crate::charts::SIZE) wide, and on a phone one [`NARROW`] wide, laid out for it.
+pub fn headline_chart(measured: &[Measured], width: u32) -> Result<Option<String>, ChartError> {
     let mut groups: Vec<Group> = Vec::new();
     for m in measured {
         if groups.last().is_none_or(|g| g.name != m.family.title) {
@@ -274,15 +275,23 @@ pub fn headline_chart(measured: &[Measured]) -> Result<Option<String>, ChartErro
             libraries.push(library);
         }
     }
-    let legend =
-        ["the course's final step".to_string(), format!("its peer ({})", libraries.join(", "))];
+    let peers = if width < SHARE_NARROW {
+        "its peer".to_string()
+    } else {
+        format!("its peer ({})", libraries.join(", "))
+    };
+    let legend = ["the course's final step".to_string(), peers];
     share_chart(
         "Each technique's final step and its peer: % of each one's own roof",
         &groups,
         &legend,
+        width,
     )
     .map(Some)
 }
+
+/// The width of the front page's chart on a phone: its column at 400 pixels of screen.
+pub const NARROW: u32 = 360;
 
 /// `H100` for `NVIDIA H100 80GB HBM3`: the name without the vendor, to its first space.
 pub fn short_gpu_name(name: &str) -> String {
@@ -290,13 +299,18 @@ pub fn short_gpu_name(name: &str) -> String {
     name.split_whitespace().next().unwrap_or(name).to_string()
 }
 
-/// The front page's fragment: the chart (`chart`, the path the including page uses) and the table.
-pub fn headline_fragment(chart: Option<&str>, table: Option<&Table>) -> String {
+/// The front page's fragment: the chart (`chart`: the paths, from the including page, of the wide
+/// chart and of the narrow one a phone shows) and the table.
+pub fn headline_fragment(chart: Option<(&str, &str)>, table: Option<&Table>) -> String {
     let mut out = String::new();
-    if let Some(path) = chart {
+    if let Some((wide, narrow)) = chart {
+        // A picture: the narrow chart where the screen is a phone's, the wide one elsewhere.
         let _ = writeln!(
             out,
-            "![Each technique's final step beside its peer, on every GPU measured]({path})\n"
+            "<div class=\"headline-chart\">\n<picture>\n<source media=\"(max-width: {}px)\" \
+             srcset=\"{narrow}\">\n<img src=\"{wide}\" alt=\"Each technique's final step beside \
+             its peer, on every GPU measured\">\n</picture>\n</div>\n",
+            SHARE_NARROW
         );
     }
     match table {

@@ -175,5 +175,6 @@ pub fn chart(course: &course::Course, comparison: &Comparison) -> Result<String,
         "What Hopper's features buy: % of the copy roof, same GPU, same run",
         &groups,
         &["with the feature (compute 9.0)".into(), format!("without it ({profile}'s code path)")],
+        crate::charts::SIZE.0,
     )
 }

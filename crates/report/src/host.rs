@@ -158,41 +158,47 @@ pub fn lookup(words: &[&str], sessions: &[HostFile]) -> Result<f64, String> {
 /// The main table: per size, each method's GB/s, then the streamed step's share of the pinned
 /// copy and its speed-up over torch and over copy-then-reduce (time over time).
 pub fn table(file: &HostFile) -> String {
+    // A row per method and a column per size: the sizes are fewer than the methods, so the table
+    // fits the book's column.
     let methods: Vec<&(&str, &str)> =
         METHODS.iter().filter(|(m, _)| file.rows_of(m).next().is_some()).collect();
-    let mut out = String::from("| size |");
-    for (_, name) in &methods {
-        let _ = write!(out, " {name} |");
+    let sizes = file.sizes();
+    let mut out = String::from("| GB/s at |");
+    for &bytes in &sizes {
+        let _ = write!(out, " {} |", size_label(bytes));
     }
-    out += " 4 streamed, % of the pinned copy | torch / 4 | 1 / 4 |\n| ---: |";
-    out += &" ---: |".repeat(methods.len() + 3);
+    out += "\n| :--- |";
+    out += &" ---: |".repeat(sizes.len());
     out += "\n";
     let ratio = |a: Option<&Row>, b: Option<&Row>, scale: f64| match (a, b) {
         (Some(a), Some(b)) => format!("{:.2}", scale * a.ms / b.ms),
         _ => "-".into(),
     };
-    for bytes in file.sizes() {
-        let _ = write!(out, "| {} |", size_label(bytes));
-        for (method, _) in &methods {
-            let cell = file.row(method, bytes).map_or("-".into(), |r| format!("{:.1}", r.gbs()));
-            let _ = write!(out, " {cell} |");
+    let mut row = |name: &str, cell: &dyn Fn(u64) -> String| {
+        let _ = write!(out, "| {name} |");
+        for &bytes in &sizes {
+            let _ = write!(out, " {} |", cell(bytes));
         }
-        let streamed = file.row("streamed", bytes);
-        let share = match (streamed, file.row("copy-pinned", bytes)) {
-            (Some(s), Some(roof)) => format!("{:.1}", 100.0 * s.gbs() / roof.gbs()),
-            _ => "-".into(),
-        };
-        let _ = writeln!(
-            out,
-            " {share} | {} | {} |",
-            ratio(file.row("torch", bytes), streamed, 1.0),
-            ratio(file.row("copy-then-reduce", bytes), streamed, 1.0)
-        );
+        out += "\n";
+    };
+    for (method, name) in &methods {
+        row(name, &|bytes| {
+            file.row(method, bytes).map_or("-".into(), |r| format!("{:.1}", r.gbs()))
+        });
     }
+    let streamed = |bytes| file.row("streamed", bytes);
+    row("4 streamed, % of the pinned copy", &|bytes| match (
+        streamed(bytes),
+        file.row("copy-pinned", bytes),
+    ) {
+        (Some(s), Some(roof)) => format!("{:.1}", 100.0 * s.gbs() / roof.gbs()),
+        _ => "-".into(),
+    });
+    row("torch / 4", &|bytes| ratio(file.row("torch", bytes), streamed(bytes), 1.0));
+    row("1 / 4", &|bytes| ratio(file.row("copy-then-reduce", bytes), streamed(bytes), 1.0));
     out + "\nGB/s: bytes of the array over the time from the call to the answer on the host (for \
-           the copies, \
-           to the copy's end); the last two columns are time over time (above 1: step 4 is \
-           faster).\n"
+           the copies, to the copy's end); the last two rows are time over time (above 1: step 4 \
+           is faster).\n"
 }
 
 /// The costs of pinning and the chunk sweep: what page-locking costs, and the streamed step at
@@ -275,17 +281,18 @@ pub fn chart(file: &HostFile) -> Result<String, ChartError> {
 /// One GPU's part of the chapter: its facts, the chart, the tables.
 pub fn section(file: &HostFile) -> Result<(String, String), ChartError> {
     let svg = chart(file)?;
+    let alt = format!(
+        "The sum of an f32 array in host memory by every step, the copies and torch, on an {}",
+        file.fact("device")
+    );
+    let image = crate::book::chart_image(&alt, &format!("../data/{}/{CHART}", file.slug));
     let body = format!(
-        "Measured on an {} on {}: driver {}; host {}; torch {}.\n\n\
-         ![The sum of an f32 array in host memory by every step, the copies and torch, on an \
-         {}](../data/{}/{CHART})\n\n{}\n{}",
+        "Measured on an {} on {}: driver {}; host {}; torch {}.\n\n{image}\n\n{}\n{}",
         file.fact("device"),
         file.fact("date"),
         file.fact("driver"),
         file.fact("host"),
         file.fact("torch"),
-        file.fact("device"),
-        file.slug,
         table(file),
         costs_table(file)
     );

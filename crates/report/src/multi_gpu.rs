@@ -300,7 +300,7 @@ pub(crate) fn size_lines_chart(
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        draw_lines(&mut chart, series, SeriesLabelPosition::UpperLeft)?;
+        draw_lines(&mut chart, series)?;
         root.present().map_err(drawing)?;
     }
     Ok(svg)
@@ -328,11 +328,14 @@ pub fn machine_section(file: &MachineFile) -> Result<(Vec<(String, String)>, Str
     for gpus in file.gpu_counts() {
         let name = chart_file(file, gpus);
         charts.push((name.clone(), all_reduce_chart(file, gpus)?));
+        let alt = format!(
+            "Bus bandwidth of NCCL, torch and the chapter's steps on {gpus} GPUs of {}",
+            file.fact("device")
+        );
+        let image = crate::book::chart_image(&alt, &format!("../data/{FOLDER}/{name}"));
         let _ = write!(
             body,
-            "**All-reduce on {gpus} GPUs.**\n\n![Bus bandwidth of NCCL, torch and the chapter's \
-             steps on {gpus} GPUs of {}](../data/{FOLDER}/{name})\n\n{}\n",
-            file.fact("device"),
+            "**All-reduce on {gpus} GPUs.**\n\n{image}\n\n{}\n",
             all_reduce_table(file, gpus)
         );
     }

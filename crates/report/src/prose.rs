@@ -114,6 +114,26 @@ pub fn check_text(
     problems
 }
 
+/// What each `<!-- data ... -->` comment of a page's prose quotes, in order: the GPU folder
+/// (`nvidia-h200`), or the machine (`multi-gpu <machine> ...`) or GPU (`host <gpu> ...`) its first
+/// word names. How often a page quotes each is the GPU its tables open on
+/// ([`crate::book`]).
+pub fn quoted_sources(text: &str) -> Vec<String> {
+    let prose = without_code(text);
+    prose
+        .split(MARKER)
+        .skip(1)
+        .filter_map(|rest| {
+            let spec = rest.split("-->").next()?;
+            let words: Vec<&str> = spec.split_whitespace().collect();
+            match words.as_slice() {
+                ["multi-gpu" | "host", source, ..] | [source, ..] => Some(source.to_string()),
+                [] => None,
+            }
+        })
+        .collect()
+}
+
 /// Whether the text after a number's unit carries its comment: a `<!--` before any other digit.
 fn marked(after_number: &str) -> bool {
     match after_number.find("<!--") {
@@ -255,7 +275,7 @@ fn find<'a>(results: &'a [Results], step: &str, case: &str) -> Result<&'a Record
 }
 
 /// The `.md` files under `book_src`, outside its generated `data` folder, sorted.
-fn markdown_pages(book_src: &Path) -> Vec<PathBuf> {
+pub(crate) fn markdown_pages(book_src: &Path) -> Vec<PathBuf> {
     let mut pages = Vec::new();
     let mut folders = vec![book_src.to_path_buf()];
     while let Some(folder) = folders.pop() {
@@ -284,5 +304,14 @@ mod tests {
         assert_eq!(quoted_number("at 108.0%"), Some(("108.0".into(), 1)));
         assert_eq!(quoted_number("a speedup of 11.1x"), Some(("11.1".into(), 1)));
         assert_eq!(quoted_number("no number here"), None);
+    }
+
+    #[test]
+    fn names_the_gpu_or_machine_each_marker_quotes() {
+        let text = "2.60 ms<!-- data nvidia-h200 reduce-naive/naive 2^28 ms -->, 3 GB/s<!-- \
+                    data multi-gpu nvidia-h200-x4 allreduce/ring 4 1024 busbw -->, 5 GB/s<!-- \
+                    data host nvidia-h100 pinned 1024 gbs -->\n```\n<!-- data in-code x/y 2^20 \
+                    gbs -->\n```\n";
+        assert_eq!(quoted_sources(text), ["nvidia-h200", "nvidia-h200-x4", "nvidia-h100"]);
     }
 }

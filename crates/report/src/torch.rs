@@ -200,6 +200,7 @@ about = "fast on bf16"
 moves = "read-write"
 bytes = "4*n"
 input_bytes = "2*n"
+dtype = "bf16"
 extra = true
 
 [[family.peer]]
@@ -222,6 +223,7 @@ torch = "rows bf16"
 moves = "read-write"
 bytes = "4*n"
 input_bytes = "2*n"
+dtype = "bf16"
 "#;
 
     fn device() -> DeviceFacts {

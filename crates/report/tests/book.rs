@@ -53,24 +53,30 @@ fn numbers_quoted_in_the_prose_are_the_measured_ones() {
     );
 }
 
-/// Every `{{#include path}}` and `{{#include path:anchor}}` in the book names a file that exists
-/// and, where given, an anchor that file marks (mdbook itself includes nothing, silently, for a
-/// missing anchor).
-#[test]
-fn every_include_names_an_existing_file_and_anchor() {
-    let src = workspace_root().join("book/src");
-    let mut chapters = Vec::new();
-    let mut folders = vec![src.clone()];
+/// Every `.md` file under `src`, in every folder.
+fn markdown_files(src: &std::path::Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![src.to_path_buf()];
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).expect("readable book folder") {
             let path = entry.expect("readable entry").path();
             if path.is_dir() {
                 folders.push(path);
             } else if path.extension().is_some_and(|e| e == "md") {
-                chapters.push(path);
+                files.push(path);
             }
         }
     }
+    files
+}
+
+/// Every `{{#include path}}` and `{{#include path:anchor}}` in the book names a file that exists
+/// and, where given, an anchor that file marks (mdbook itself includes nothing, silently, for a
+/// missing anchor).
+#[test]
+fn every_include_names_an_existing_file_and_anchor() {
+    let src = workspace_root().join("book/src");
+    let chapters = markdown_files(&src);
     let mut problems = Vec::new();
     let mut includes = 0;
     for chapter in &chapters {
@@ -126,8 +132,9 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
     );
     let page = std::fs::read_to_string(root.join("book/src/data/measured/headline.md")).unwrap();
     assert!(
-        page.contains("![") && page.contains("(data/measured/headline.svg)"),
-        "no headline chart:\n{page}"
+        page.contains("src=\"data/measured/headline.svg\"")
+            && page.contains("srcset=\"data/measured/headline-narrow.svg\""),
+        "no headline chart, wide and for a phone:\n{page}"
     );
 
     // The table's rows, an empty cell repeating the one above it.
@@ -227,6 +234,58 @@ fn the_front_page_table_is_each_familys_final_step_beside_its_peer_as_measured()
         assert!(row[4].starts_with(&want[4]), "peer {:?}, expected {}", row[4], want[4]);
         assert_eq!(row[5..7], want[5..7], "{want:?}");
     }
+}
+
+/// Every measured section opens on the tab of the GPU (or machine) that the prose around it quotes
+/// most: counted here from the `<!-- data <gpu> ...` comments of the pages that include it, so that
+/// the figures a reader reads are the ones the table shows.
+#[test]
+fn every_measured_section_opens_on_the_gpu_its_page_quotes_most() {
+    let src = workspace_root().join("book/src");
+    let pages: Vec<String> =
+        markdown_files(&src).iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let quotes = |text: &str, slug: &str| {
+        [format!("<!-- data {slug} "), format!("multi-gpu {slug} "), format!("host {slug} ")]
+            .iter()
+            .map(|marker| text.matches(marker.as_str()).count())
+            .sum::<usize>()
+    };
+    let mut checked = 0;
+    for entry in std::fs::read_dir(src.join("data/measured")).unwrap().flatten() {
+        let fragment = std::fs::read_to_string(entry.path()).unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let slugs: Vec<(String, bool)> = fragment
+            .lines()
+            .filter(|l| l.starts_with("<input type=\"radio\""))
+            .map(|l| {
+                let id = l.split("id=\"").nth(1).unwrap().split('"').next().unwrap();
+                let stem = name.trim_end_matches(".md");
+                let slug = id.strip_prefix(&format!("gpu-{stem}-")).unwrap().to_string();
+                (slug, l.contains(" checked"))
+            })
+            .collect();
+        if slugs.len() < 2 {
+            continue;
+        }
+        let shown: Vec<&String> = slugs.iter().filter(|s| s.1).map(|s| &s.0).collect();
+        assert_eq!(shown.len(), 1, "{name}: not one tab open at first");
+        let prose: String = pages
+            .iter()
+            .filter(|page| page.contains(&format!("data/measured/{name}}}}}")))
+            .cloned()
+            .collect();
+        for (slug, _) in &slugs {
+            assert!(
+                quotes(&prose, shown[0]) >= quotes(&prose, slug),
+                "{name} opens on {} ({} quotes in its pages) though they quote {slug} {} times",
+                shown[0],
+                quotes(&prose, shown[0]),
+                quotes(&prose, slug)
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 20, "only {checked} measured sections with tabs found");
 }
 
 /// The widest a line in `cuda/` and `crates/` may be: the book shows kernels and launchers in
