@@ -175,7 +175,7 @@ pub fn script_note(shown: &[StepRef]) -> String {
         return String::new();
     }
     format!(
-        " {}: timed by {} in the same session, by the same rule.",
+        " {}: timed by {} in the same run as the steps, by the same rule.",
         sources.join(", "),
         course::TORCH_SCRIPT
     )

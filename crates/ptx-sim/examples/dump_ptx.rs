@@ -1,7 +1,8 @@
 //! Writes the PTX of every `cuda/*.cu` to the directory given as the first argument, for Hopper
-//! (`<file>.ptx`) and Ampere (`<file>.sm80.ptx`). Two dumps, before and after an edit that should
-//! not change the code (a comment, a reformat), are the same but for their `.loc` and `.file`
-//! lines, which carry source lines.
+//! (`<file>.ptx`), Ampere (`<file>.sm80.ptx`) and Turing (`<file>.sm75.ptx`: `ptxas -arch=sm_75 -v`
+//! on a machine with the CUDA toolkit says what each kernel spills on a T4). Two dumps, before and
+//! after an edit that should not change the code (a comment, a reformat), are the same but for
+//! their `.loc` and `.file` lines, which carry source lines.
 use gpu_harness::KernelSource;
 use gpu_harness::compile::{Target, compile};
 
@@ -17,7 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             path.file_name().ok_or("name")?.to_string_lossy().into_owned().leak();
         let code: &'static str = std::fs::read_to_string(&path)?.leak();
         let defines = [("BLOCK_SIZE", "256".to_string())];
-        for (major, minor, suffix) in [(9, 0, ""), (8, 0, ".sm80")] {
+        for (major, minor, suffix) in [(9, 0, ""), (8, 0, ".sm80"), (7, 5, ".sm75")] {
             let image =
                 compile(&KernelSource { file, code }, Target::Ptx { major, minor }, &defines)?;
             let text = String::from_utf8_lossy(&image.bytes).trim_end_matches('\0').to_string();
