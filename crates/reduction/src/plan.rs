@@ -5,6 +5,7 @@ use std::fmt;
 
 use gpu_harness::{GpuError, GpuShape, LaunchConfig, Result};
 
+// ANCHOR: pass_plan
 /// One kernel launch of a reduction: which kernel, its shape, and how many values it turns into
 /// how many.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +15,7 @@ pub struct PassPlan {
     pub inputs: u64,
     pub outputs: u64,
 }
+// ANCHOR_END: pass_plan
 
 /// How a reduction of `n` values runs: its kernel passes in order, then how many values the host
 /// adds up at the end. Launch plans are pure functions of `n`, snapshot-tested without a GPU.
