@@ -15,8 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::optimisation::{OPTIMISATION_POINTS, Optimisation, graded_steps, number};
 use crate::{
-    CORRECTNESS_POINTS, CrateGrade, Result, SPEED_POINTS, speed_points, sync_tree,
-    workspace_files,
+    CORRECTNESS_POINTS, CrateGrade, Result, SPEED_POINTS, speed_points, sync_tree, workspace_files,
 };
 
 /// The folder of the bundle that holds the instructor's workspace.
@@ -85,7 +84,11 @@ pub fn results_json(output: &str, grades: &[CrateGrade]) -> String {
                 let share = OPTIMISATION_POINTS / steps.len().max(1) as f64;
                 for step in steps {
                     tests.push(test(
-                        format!("{name}: optimisation, {} ({})", step.name, step.count_case().label),
+                        format!(
+                            "{name}: optimisation, {} ({})",
+                            step.name,
+                            step.count_case().label
+                        ),
                         0.0,
                         share,
                         format!("not counted: {why}"),

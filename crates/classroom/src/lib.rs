@@ -601,10 +601,8 @@ pub fn overlay_submission(
         files.push((file, bytes));
     }
     sync_tree(dest, &files)?;
-    overlay.ignored = workspace_files(submission)?
-        .iter()
-        .filter(|f| !used.contains(&submission.join(f)))
-        .count();
+    overlay.ignored =
+        workspace_files(submission)?.iter().filter(|f| !used.contains(&submission.join(f))).count();
     Ok(overlay)
 }
 

@@ -356,6 +356,151 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     Ok(())
 }
 
+/// Gradescope's autograder, run as Gradescope runs it: `tour gradescope` writes the bundle into
+/// `<root>/source` (where Gradescope unpacks it), `run_autograder` is copied to `<root>` and run
+/// with `AUTOGRADER_ROOT=<root>` on three submissions made from the starter, each put in
+/// `<root>/submission`; the scores are read from `<root>/results/results.json`. `COURSE_GRADER`
+/// names this test's build of the grader (Gradescope's `setup.sh` builds the bundle's own, which
+/// would take this test minutes): it grades with this workspace's tests, which are the bundle's.
+/// - a copy of the whole starter with the solutions written in, and a test file of the student's
+///   that would pass anything: 15 of 15 (the test file is not used);
+/// - the kernel file alone, with the divergent modulo in sequential addressing's place: the tests'
+///   10 points, the strided index's 2.5, none for the interleaved step, and the advice;
+/// - the kernel file, which NVRTC cannot compile: no points, the failed tests listed, the
+///   optimisation not counted.
+fn gradescope_autograder_grades_three_submissions() -> TestResult {
+    let root = tests_folder().join("gradescope");
+    if root.exists() {
+        std::fs::remove_dir_all(&root).map_err(|e| e.to_string())?;
+    }
+    let source = root.join("source");
+    let output = Command::new(env!("CARGO_BIN_EXE_tour"))
+        .args(["gradescope", source.to_str().ok_or("a path that is not UTF-8")?, "--crates", CRATE])
+        .output()
+        .map_err(|e| format!("cannot run the tour: {e}"))?;
+    if !output.status.success() {
+        return Err(
+            format!("tour gradescope failed: {}", String::from_utf8_lossy(&output.stderr)).into()
+        );
+    }
+    let setup = std::fs::read_to_string(source.join("setup.sh"))?;
+    for expected in [
+        "--profile minimal --default-toolchain stable",
+        "nvidia-cuda-nvrtc==",
+        &format!("tour grade --crates {CRATE} --submission"),
+    ] {
+        if !setup.contains(expected) {
+            return Err(format!("setup.sh has no `{expected}`:\n{setup}").into());
+        }
+    }
+    let bundled = std::fs::read_to_string(source.join("course").join(KERNEL))?;
+    if classroom::regions::regions(&bundled)?.len() != 2 {
+        return Err("the bundle's workspace does not hold the instructor's solutions".into());
+    }
+    for script in ["setup.sh", "run_autograder"] {
+        let status = Command::new("bash").arg("-n").arg(source.join(script)).status()?;
+        if !status.success() {
+            return Err(format!("{script} does not parse").into());
+        }
+    }
+    std::fs::copy(source.join("run_autograder"), root.join("run_autograder"))?;
+
+    let [strided, sequential] =
+        <[String; 2]>::try_from(reference_solutions()).map_err(|_| "two regions")?;
+    let submission = root.join("submission");
+    let grade = |files: Vec<(PathBuf, Vec<u8>)>| -> Result<serde_json::Value, String> {
+        if submission.exists() {
+            std::fs::remove_dir_all(&submission).map_err(|e| e.to_string())?;
+        }
+        classroom::sync_tree(&submission, &files)?;
+        let output = Command::new("bash")
+            .arg(root.join("run_autograder"))
+            .env("AUTOGRADER_ROOT", &root)
+            .env("COURSE_GRADER", env!("CARGO_BIN_EXE_tour"))
+            .output()
+            .map_err(|e| format!("cannot run run_autograder: {e}"))?;
+        let results = std::fs::read_to_string(root.join("results/results.json")).map_err(|e| {
+            format!("no results.json ({e}): {}", String::from_utf8_lossy(&output.stderr))
+        })?;
+        serde_json::from_str(&results).map_err(|e| format!("{e}: {results}"))
+    };
+    let test = |results: &serde_json::Value, name: &str| -> (f64, f64, String) {
+        let found = results["tests"].as_array().and_then(|t| t.iter().find(|t| t["name"] == name));
+        found.map_or((-1.0, -1.0, String::new()), |t| {
+            (
+                t["score"].as_f64().unwrap_or(-1.0),
+                t["max_score"].as_f64().unwrap_or(-1.0),
+                t["output"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+    };
+    let expect = |condition: bool, what: &str, results: &serde_json::Value| -> TestResult {
+        if condition { Ok(()) } else { Err(format!("{what}:\n{results:#}").into()) }
+    };
+    let tests_line = format!("{CRATE}: tests");
+    let strided_line = format!("{CRATE}: optimisation, strided-index (2^16)");
+    let interleaved_line = format!("{CRATE}: optimisation, interleaved (2^16)");
+
+    // A copy of the whole starter, solved, with a test file that passes anything.
+    let solved = kernel_with(Some([strided.clone(), sequential]))?;
+    let tests_file = PathBuf::from("crates/reduce-interleaved/tests/reduce_interleaved.rs");
+    let mut files = Vec::new();
+    for file in classroom::workspace_files(starter()?)? {
+        let bytes = if file == Path::new(KERNEL) {
+            solved.clone().into_bytes()
+        } else if file == tests_file {
+            b"fn main() {}\n".to_vec()
+        } else {
+            std::fs::read(starter()?.join(&file)).map_err(|e| e.to_string())?
+        };
+        files.push((file, bytes));
+    }
+    let results = grade(files)?;
+    expect(results["score"] == 15.0, "the solved starter: 15 points", &results)?;
+    expect(test(&results, &tests_line).0 == 10.0, "every graded test passes", &results)?;
+    expect(test(&results, &strided_line).0 == 2.5, "strided-index in full", &results)?;
+    expect(test(&results, &interleaved_line).0 == 2.5, "interleaved in full", &results)?;
+    let said = results["output"].as_str().unwrap_or_default();
+    expect(
+        said.contains(&format!("Graded with the course's tests: {KERNEL}."))
+            && said.contains("other file(s) of the submission were not used"),
+        "the student is told which file was graded and that the rest was not used",
+        &results,
+    )?;
+
+    // The kernel file alone, with the divergent modulo.
+    let modulo = kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?;
+    let results = grade(vec![("reduce_interleaved.cu".into(), modulo.into_bytes())])?;
+    expect(results["score"] == 12.5, "the divergent modulo: 12.5 points", &results)?;
+    expect(test(&results, &tests_line).0 == 10.0, "every graded test passes", &results)?;
+    expect(test(&results, &strided_line).0 == 2.5, "strided-index in full", &results)?;
+    let (score, most, advice) = test(&results, &interleaved_line);
+    expect(
+        score == 0.0
+            && most == 2.5
+            && advice.contains("48 divergent branches per block, the reference has 6"),
+        "no points for the interleaved step, and the advice",
+        &results,
+    )?;
+
+    // A kernel NVRTC cannot compile.
+    let broken = kernel_with(None)?.replacen("__syncthreads();", "__syncthreads()", 1);
+    let results = grade(vec![("reduce_interleaved.cu".into(), broken.into_bytes())])?;
+    let (score, _, failures) = test(&results, &tests_line);
+    expect(
+        results["score"] == 0.0 && score == 0.0,
+        "a kernel that does not compile: every graded test fails, and nothing scores",
+        &results,
+    )?;
+    expect(failures.contains("failed: "), "the failures are listed", &results)?;
+    expect(
+        test(&results, &interleaved_line).2 == "not counted: a graded test fails",
+        "its optimisation is not counted, and why",
+        &results,
+    )?;
+    Ok(())
+}
+
 const MULTI_GPU: &str = "reduce-multi-gpu";
 const RING: &str = "crates/reduce-multi-gpu/src/ring.rs";
 
@@ -566,6 +711,10 @@ fn main() -> std::process::ExitCode {
         .nvrtc(
             "grade::autograder_fails_the_divergent_modulo_on_its_optimisation_line",
             autograder_fails_the_divergent_modulo_on_its_optimisation_line,
+        )
+        .nvrtc(
+            "gradescope::autograder_grades_three_submissions",
+            gradescope_autograder_grades_three_submissions,
         )
         .nvrtc("grade::multi_gpu_reference_gets_full_points", multi_gpu_reference_gets_full_points)
         .nvrtc(
