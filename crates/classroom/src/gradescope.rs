@@ -170,12 +170,14 @@ apt-get update -qq
 apt-get install -y -qq curl ca-certificates build-essential python3 python3-pip >/dev/null
 
 # Rust: rustup's minimal profile, with the toolchain the workspace pins (else stable).
-curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs   | sh -s -- -y --profile minimal --default-toolchain {toolchain}
+curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs \
+  | sh -s -- -y --profile minimal --default-toolchain {toolchain}
 . "$HOME/.cargo/env"
 
 # NVRTC compiles the kernels the CPU simulator runs (Gradescope has no GPU): the release the
 # bundle was made with. --target keeps it out of the system's Python.
-python3 -m pip install --quiet --disable-pip-version-check --target "$root/nvrtc"   "nvidia-cuda-nvrtc{pin}"
+python3 -m pip install --quiet --disable-pip-version-check --target "$root/nvrtc" \
+  "nvidia-cuda-nvrtc{pin}"
 export NVRTC_LIB_DIR="$root/nvrtc"
 
 cd "$course"
