@@ -559,7 +559,8 @@ pub struct Overlay {
 /// The instructor's tests grade the student's kernels and launchers, whatever the submission's
 /// tests say. A student's file is found at its workspace path (a copy of the starter) or, where no
 /// other file a student edits has its name, by its name at the submission's top (a file uploaded
-/// alone: `reduce_interleaved.cu`); every other file of the submission is left out. Written by
+/// alone: `reduce_interleaved.cu`); a file the submission lacks is the starter's (its regions
+/// stubbed, as handed out), and every other file of the submission is left out. Written by
 /// [`sync_tree`]: only what differs from the copy already there is rewritten.
 pub fn overlay_submission(
     instructor: &Path,
@@ -588,16 +589,17 @@ pub fn overlay_submission(
         Overlay { wanted: student_files.iter().cloned().collect(), ..Overlay::default() };
     let mut used = BTreeSet::new();
     let mut files = Vec::new();
-    for file in workspace_files(instructor)? {
-        let source = match student_files.contains(&file).then(|| found(&file)).flatten() {
+    for (file, starter) in starter_files(instructor, crates)?.0 {
+        let bytes = match student_files.contains(&file).then(|| found(&file)).flatten() {
             Some(theirs) => {
                 overlay.taken.push(file.clone());
-                used.insert(theirs.clone());
-                theirs
+                let bytes =
+                    std::fs::read(&theirs).map_err(|e| format!("{}: {e}", theirs.display()))?;
+                used.insert(theirs);
+                bytes
             }
-            None => instructor.join(&file),
+            None => starter,
         };
-        let bytes = std::fs::read(&source).map_err(|e| format!("{}: {e}", source.display()))?;
         files.push((file, bytes));
     }
     sync_tree(dest, &files)?;

@@ -99,12 +99,17 @@ fn kernel_with(solutions: Option<[String; 2]>) -> Result<String, String> {
     Ok(out)
 }
 
-/// A submission folder holding `text` as the student's `file`.
-fn submission(name: &str, file: &str, text: &str) -> Result<PathBuf, String> {
+/// A submission folder holding the student's `files` (path, text).
+fn submission(name: &str, files: &[(&str, &str)]) -> Result<PathBuf, String> {
     let folder = tests_folder().join(name);
-    let path = folder.join(file);
-    std::fs::create_dir_all(path.parent().expect("a folder")).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    if folder.exists() {
+        std::fs::remove_dir_all(&folder).map_err(|e| e.to_string())?;
+    }
+    for (file, text) in files {
+        let path = folder.join(file);
+        std::fs::create_dir_all(path.parent().expect("a folder")).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    }
     Ok(folder)
 }
 
@@ -177,13 +182,13 @@ fn run_grade(mut command: Command, json: &Path) -> Result<Graded, String> {
 
 /// `tour grade --submission <folder> --crates reduce-interleaved --require-all`.
 fn grade(name: &str, kernel: &str) -> Result<Graded, String> {
-    grade_crate(CRATE, name, KERNEL, kernel)
+    grade_crate(CRATE, name, &[(KERNEL, kernel)])
 }
 
 /// `tour grade --submission <folder> --crates <crate_name> --require-all`, the folder holding
-/// `text` as the student's `file`.
-fn grade_crate(crate_name: &str, name: &str, file: &str, text: &str) -> Result<Graded, String> {
-    let folder = submission(name, file, text)?;
+/// the student's `files` (path, text).
+fn grade_crate(crate_name: &str, name: &str, files: &[(&str, &str)]) -> Result<Graded, String> {
+    let folder = submission(name, files)?;
     let json = tests_folder().join(format!("{name}.json"));
     let mut command = Command::new(env!("CARGO_BIN_EXE_tour"));
     command.args(["grade", "--crates", crate_name, "--require-all", "--submission"]).arg(&folder);
@@ -358,7 +363,7 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
 
 /// Gradescope's autograder, run as Gradescope runs it: `tour gradescope` writes the bundle into
 /// `<root>/source` (where Gradescope unpacks it), `run_autograder` is copied to `<root>` and run
-/// with `AUTOGRADER_ROOT=<root>` on three submissions made from the starter, each put in
+/// with `AUTOGRADER_ROOT=<root>` on four submissions made from the starter, each put in
 /// `<root>/submission`; the scores are read from `<root>/results/results.json`. `COURSE_GRADER`
 /// names this test's build of the grader (Gradescope's `setup.sh` builds the bundle's own, which
 /// would take this test minutes): it grades with this workspace's tests, which are the bundle's.
@@ -366,9 +371,10 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
 ///   that would pass anything: 15 of 15 (the test file is not used);
 /// - the kernel file alone, with the divergent modulo in sequential addressing's place: the tests'
 ///   10 points, the strided index's 2.5, none for the interleaved step, and the advice;
+/// - no kernel file: the starter's stubs are graded (not the solution), and the student told;
 /// - the kernel file, which NVRTC cannot compile: no points, the failed tests listed, the
 ///   optimisation not counted.
-fn gradescope_autograder_grades_three_submissions() -> TestResult {
+fn gradescope_autograder_grades_four_submissions() -> TestResult {
     let root = tests_folder().join("gradescope");
     if root.exists() {
         std::fs::remove_dir_all(&root).map_err(|e| e.to_string())?;
@@ -483,6 +489,16 @@ fn gradescope_autograder_grades_three_submissions() -> TestResult {
         &results,
     )?;
 
+    // A submission without the kernel file: the starter's stubs are graded, not the solution.
+    let results = grade(vec![("notes.txt".into(), b"done".to_vec())])?;
+    expect(
+        results["score"].as_f64().is_some_and(|s| s < 10.0)
+            && test(&results, &interleaved_line).2 == "not counted: a graded test fails"
+            && results["output"].as_str().is_some_and(|o| o.contains("none of the files")),
+        "an empty submission: the stubs, graded",
+        &results,
+    )?;
+
     // A kernel NVRTC cannot compile.
     let broken = kernel_with(None)?.replacen("__syncthreads();", "__syncthreads()", 1);
     let results = grade(vec![("reduce_interleaved.cu".into(), broken.into_bytes())])?;
@@ -505,8 +521,8 @@ const MULTI_GPU: &str = "reduce-multi-gpu";
 const RING: &str = "crates/reduce-multi-gpu/src/ring.rs";
 
 /// The ring's launcher with its region (the chunk a GPU sends at a step and its elements) written
-/// as `solution` (`None`: the stub, as a starter hands it out); the fold's region, in the kernel,
-/// stays the reference's.
+/// as `solution` (`None`: the stub, as a starter hands it out); the submissions hold the
+/// reference's fold beside it.
 fn ring_with(solution: Option<&str>) -> Result<String, String> {
     let text = std::fs::read_to_string(root().join(RING)).map_err(|e| e.to_string())?;
     let regions = classroom::regions::regions(&text)?;
@@ -527,11 +543,23 @@ fn ring_with(solution: Option<&str>) -> Result<String, String> {
 }
 
 fn multi_gpu_reference_gets_full_points() -> TestResult {
-    let graded = grade_crate(MULTI_GPU, "multi-gpu-reference", RING, &ring_reference()?)?;
+    let graded = grade_crate(
+        MULTI_GPU,
+        "multi-gpu-reference",
+        &[(RING, &ring_reference()?), (FOLD, &fold()?)],
+    )?;
     check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
     check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
     insta::assert_snapshot!("grade_multi_gpu_reference", graded.snapshot());
     Ok(())
+}
+
+const FOLD: &str = "cuda/reduce_multi_gpu.cu";
+
+/// The reference's fold (the kernel's region of reduce-multi-gpu), which a submission of the ring
+/// holds beside it, as a student who wrote the fold right submits it.
+fn fold() -> Result<String, String> {
+    std::fs::read_to_string(root().join(FOLD)).map_err(|e| e.to_string())
 }
 
 /// The reference's ring.rs, as the workspace holds it.
@@ -548,8 +576,11 @@ const WHOLE_VECTORS: &str = "                let chunk = 0;
                 let elements = if from == sender { 0..len } else { 0..0 };";
 
 fn multi_gpu_whole_vectors_get_no_optimisation_points() -> TestResult {
-    let graded =
-        grade_crate(MULTI_GPU, "multi-gpu-whole-vectors", RING, &ring_with(Some(WHOLE_VECTORS))?)?;
+    let graded = grade_crate(
+        MULTI_GPU,
+        "multi-gpu-whole-vectors",
+        &[(RING, &ring_with(Some(WHOLE_VECTORS))?), (FOLD, &fold()?)],
+    )?;
     check(
         graded.success && graded.correctness() == 10.0,
         "a correct answer: every graded test passes",
@@ -569,7 +600,8 @@ fn multi_gpu_whole_vectors_get_no_optimisation_points() -> TestResult {
 }
 
 fn multi_gpu_stub_gets_no_points() -> TestResult {
-    let graded = grade_crate(MULTI_GPU, "multi-gpu-stub", RING, &ring_with(None)?)?;
+    let graded =
+        grade_crate(MULTI_GPU, "multi-gpu-stub", &[(RING, &ring_with(None)?), (FOLD, &fold()?)])?;
     check(!graded.success && graded.correctness() < 10.0, "graded tests fail", &graded)?;
     check(graded.optimisation() == 0.0, "no optimisation points", &graded)?;
     check(
@@ -713,8 +745,8 @@ fn main() -> std::process::ExitCode {
             autograder_fails_the_divergent_modulo_on_its_optimisation_line,
         )
         .nvrtc(
-            "gradescope::autograder_grades_three_submissions",
-            gradescope_autograder_grades_three_submissions,
+            "gradescope::autograder_grades_four_submissions",
+            gradescope_autograder_grades_four_submissions,
         )
         .nvrtc("grade::multi_gpu_reference_gets_full_points", multi_gpu_reference_gets_full_points)
         .nvrtc(
