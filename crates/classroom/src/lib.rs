@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod gradescope;
 pub mod optimisation;
 pub mod regions;
 
@@ -409,7 +410,9 @@ pub fn tests_digest(root: &Path) -> Result<String> {
     Ok(format!("{hash:016x}"))
 }
 
-/// GitHub Classroom's autograding file: one test per crate, graded on the CPU simulator (its
+/// GitHub Classroom's autograding file (GitHub has since deprecated the grading actions that read
+/// it; it is written for the classes that still use them: Gradescope's bundle is
+/// [`gradescope::write_bundle`]): one test per crate, graded on the CPU simulator (its
 /// runners have no GPU), full points when every graded test of the crate passes and the tests are
 /// the instructor's (their digest is written into the command); and, for each crate of `optimised`
 /// (those whose reference counts the starter recorded), a second test worth the optimisation
@@ -539,31 +542,70 @@ pub fn grade(root: &Path, crate_name: &str, target: Option<&Path>) -> Result<Gra
     Ok(grade)
 }
 
-/// A copy of the instructor's workspace at `dest` with the student's versions of every file that
-/// holds a solution region (the files a student edits) taken from `submission`: the instructor's
-/// tests grade the student's kernels and launchers, whatever the submission's tests say. Written
-/// by [`sync_tree`]: only what differs from the copy already there is rewritten.
+/// What [`overlay_submission`] took from a submission.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overlay {
+    /// The files a student edits (workspace paths): those holding the graded crates' regions.
+    pub wanted: Vec<PathBuf>,
+    /// The student's files laid over the instructor's copy (workspace paths).
+    pub taken: Vec<PathBuf>,
+    /// How many other files the submission holds: never used (tests, manifests, anything else are
+    /// the instructor's).
+    pub ignored: usize,
+}
+
+/// A copy of the instructor's workspace at `dest` with the student's versions of the files a
+/// student edits taken from `submission`: those that hold a solution region of one of `crates`.
+/// The instructor's tests grade the student's kernels and launchers, whatever the submission's
+/// tests say. A student's file is found at its workspace path (a copy of the starter) or, where no
+/// other file a student edits has its name, by its name at the submission's top (a file uploaded
+/// alone: `reduce_interleaved.cu`); a file the submission lacks is the starter's (its regions
+/// stubbed, as handed out), and every other file of the submission is left out. Written by
+/// [`sync_tree`]: only what differs from the copy already there is rewritten.
 pub fn overlay_submission(
     instructor: &Path,
     submission: &Path,
     dest: &Path,
-) -> Result<Vec<PathBuf>> {
-    let student_files: BTreeSet<PathBuf> =
-        assignments(instructor)?.into_iter().map(|a| a.file).collect();
-    let mut taken = Vec::new();
+    crates: &[String],
+) -> Result<Overlay> {
+    let student_files: BTreeSet<PathBuf> = assignments(instructor)?
+        .into_iter()
+        .filter(|a| crates.contains(&a.crate_name))
+        .map(|a| a.file)
+        .collect();
+    let name_count = |name: &std::ffi::OsStr| {
+        student_files.iter().filter(|f| f.file_name() == Some(name)).count()
+    };
+    let found = |file: &Path| -> Option<PathBuf> {
+        let at_path = submission.join(file);
+        if at_path.is_file() {
+            return Some(at_path);
+        }
+        let name = file.file_name()?;
+        let at_top = submission.join(name);
+        (name_count(name) == 1 && at_top.is_file()).then_some(at_top)
+    };
+    let mut overlay =
+        Overlay { wanted: student_files.iter().cloned().collect(), ..Overlay::default() };
+    let mut used = BTreeSet::new();
     let mut files = Vec::new();
-    for file in workspace_files(instructor)? {
-        let source = if student_files.contains(&file) && submission.join(&file).is_file() {
-            taken.push(file.clone());
-            submission.join(&file)
-        } else {
-            instructor.join(&file)
+    for (file, starter) in starter_files(instructor, crates)?.0 {
+        let bytes = match student_files.contains(&file).then(|| found(&file)).flatten() {
+            Some(theirs) => {
+                overlay.taken.push(file.clone());
+                let bytes =
+                    std::fs::read(&theirs).map_err(|e| format!("{}: {e}", theirs.display()))?;
+                used.insert(theirs);
+                bytes
+            }
+            None => starter,
         };
-        let bytes = std::fs::read(&source).map_err(|e| format!("{}: {e}", source.display()))?;
         files.push((file, bytes));
     }
     sync_tree(dest, &files)?;
-    Ok(taken)
+    overlay.ignored =
+        workspace_files(submission)?.iter().filter(|f| !used.contains(&submission.join(f))).count();
+    Ok(overlay)
 }
 
 /// One step's speed: the student's median time over the reference's, at one case.

@@ -1,8 +1,9 @@
 //! A starter copy's tests digest: it survives the student's edits of the files they write, and
 //! changes with anything that defines the grade (the tests, `course.toml`'s entries that say what
-//! each step's optimisation points measure, the reference counts the starter recorded).
+//! each step's optimisation points measure, the reference counts the starter recorded). And the
+//! book built in a starter shows no solution.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use classroom::optimisation::StepCounts;
@@ -92,8 +93,109 @@ fn a_starters_digest_guards_the_grade_but_not_the_students_files() -> TestResult
     Ok(())
 }
 
+/// The text of an HTML page: tags dropped, the entities mdBook writes in code decoded.
+fn html_text(html: &str) -> String {
+    let mut text = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        text += &rest[..open];
+        rest = rest[open..].find('>').map_or("", |close| &rest[open + close + 1..]);
+    }
+    text += rest;
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&#x27;", "'")
+        .replace("&amp;", "&")
+}
+
+/// `mdbook build` of the book in `workspace`, into `out`; the text of its one-page edition.
+fn book_text(workspace: &Path, out: &Path) -> Result<String, String> {
+    let output = std::process::Command::new("mdbook")
+        .arg("build")
+        .arg(workspace.join("book"))
+        .arg("-d")
+        .arg(out)
+        .output()
+        .map_err(|e| format!("cannot run mdbook: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("mdbook build failed: {}", String::from_utf8_lossy(&output.stderr)));
+    }
+    let page = std::fs::read_to_string(out.join("print.html")).map_err(|e| e.to_string())?;
+    Ok(html_text(&page))
+}
+
+/// A starter of every crate with regions, its book built with mdBook: no line of a solution is in
+/// it. (The book includes code from the kernel files, which the starter stubs; a line copied into
+/// a page by hand would show.) The lines looked for are the solutions' code lines of 12 characters
+/// or more that no kernel or crate of the starter holds: a line a later step's kernel keeps (the
+/// sequential addressing of reduce-first-add) is the course's code, not the answer's. The
+/// instructor's book, built the same way, shows them: the search can find what it looks for.
+fn the_starters_book_shows_no_solution() -> TestResult {
+    let folder = std::env::temp_dir().join(format!("course-starter-book-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    let starter = folder.join("starter");
+    let crates = classroom::assigned_crates(&root())?;
+    let (files, stubbed) = classroom::starter_files(&root(), &crates)?;
+    let code: String = files
+        .iter()
+        .filter(|(f, _)| f.starts_with("cuda") || f.starts_with("crates"))
+        .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+        .collect();
+    classroom::sync_tree(&starter, &files)?;
+    let mut lines = Vec::new();
+    let files: BTreeSet<&PathBuf> = stubbed.iter().map(|a| &a.file).collect();
+    for file in files {
+        let text = std::fs::read_to_string(root().join(file))?;
+        for region in classroom::regions::regions(&text)? {
+            for line in region.solution.iter().map(|l| l.trim()) {
+                if line.len() >= 12 && !line.starts_with("//") && !code.contains(line) {
+                    lines.push((file.clone(), line.to_string()));
+                }
+            }
+        }
+    }
+    if lines.len() < 50 {
+        return Err(format!("only {} solution lines to look for", lines.len()).into());
+    }
+    let students = book_text(&starter, &folder.join("students"))?;
+    let shown: Vec<String> = lines
+        .iter()
+        .filter(|(_, line)| students.contains(line.as_str()))
+        .map(|(file, line)| format!("{}: {line}", file.display()))
+        .collect();
+    if !shown.is_empty() {
+        return Err(format!("the starter's book shows solutions:\n{}", shown.join("\n")).into());
+    }
+    let instructors = book_text(&root(), &folder.join("instructors"))?;
+    let found = lines.iter().filter(|(_, line)| instructors.contains(line.as_str())).count();
+    if found * 2 < lines.len() {
+        return Err(format!(
+            "the instructor's book shows only {found} of the {} solution lines looked for",
+            lines.len()
+        )
+        .into());
+    }
+    std::fs::remove_dir_all(&folder)?;
+    Ok(())
+}
+
+/// Why mdBook's tests cannot run here, if they cannot.
+fn no_mdbook() -> Option<String> {
+    match std::process::Command::new("mdbook").arg("--version").output() {
+        Ok(output) if output.status.success() => None,
+        _ => Some("no mdbook here (cargo install mdbook)".into()),
+    }
+}
+
 fn main() -> std::process::ExitCode {
     TestSuite::new()
+        .cpu_if(
+            "the_starters_book_shows_no_solution",
+            no_mdbook,
+            the_starters_book_shows_no_solution,
+        )
         .cpu(
             "a_starters_digest_guards_the_grade_but_not_the_students_files",
             a_starters_digest_guards_the_grade_but_not_the_students_files,

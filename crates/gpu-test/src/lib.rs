@@ -68,6 +68,22 @@ impl TestSuite {
         self
     }
 
+    /// A test that needs neither a GPU nor NVRTC and runs only where `requirement` returns `None`
+    /// (a tool it runs is installed); elsewhere it is reported as ignored with the reason it
+    /// returns.
+    pub fn cpu_if(
+        mut self,
+        name: impl Into<String>,
+        requirement: impl FnOnce() -> Option<String> + Send + 'static,
+        test: impl FnOnce() -> TestResult + Send + 'static,
+    ) -> Self {
+        self.trials.push(Trial::ignorable_test(name, move || match requirement() {
+            None => test().map(|()| Completion::Completed),
+            Some(reason) => Ok(Completion::ignored_with(reason)),
+        }));
+        self
+    }
+
     /// A test that compiles kernels with NVRTC but needs no GPU.
     pub fn nvrtc(
         mut self,

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use classroom::gradescope;
 use classroom::optimisation::{Optimisation, StepCounts, StepScore, graded_steps, score};
 use classroom::{
     ClassroomRecord, CopyLock, CrateGrade, Grade, RecordedReference, assigned_crates, counts_json,
@@ -24,6 +25,7 @@ pub fn run(command: &CourseCommand) -> bool {
             crates,
             submission,
             json,
+            gradescope,
             speed,
             require_all,
             require_optimised,
@@ -32,11 +34,12 @@ pub fn run(command: &CourseCommand) -> bool {
             &root,
             crates,
             submission.as_deref(),
-            json.as_deref(),
+            Outputs { json: json.as_deref(), gradescope: gradescope.as_deref() },
             *speed,
             Require { all: *require_all, optimised: *require_optimised },
             tests_digest.as_deref(),
         ),
+        CourseCommand::Gradescope { dest, crates } => gradescope_bundle(&root, dest, crates),
         CourseCommand::Check { crates } => check(&root, crates),
         CourseCommand::Count { crates, json } => count_command(crates, json),
         CourseCommand::Pictures { crates, dest } => pictures_command(&root, crates, dest),
@@ -105,8 +108,27 @@ fn starter(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> 
     println!(
         "\nStudents: edit the TODOs, then `cargo test -p <crate>`. Grading: `cargo course grade` \
          there, or \
-         `cargo course grade --submission <their copy>` here. GitHub Classroom: \
+         `cargo course grade --submission <their copy>` here. Gradescope: `cargo course \
+         gradescope <dir>` here. GitHub Classroom (whose grading actions GitHub has deprecated): \
          .github/classroom/autograding.json."
+    );
+    Ok(true)
+}
+
+fn gradescope_bundle(root: &Path, dest: &Path, crates: &[String]) -> Result<bool, String> {
+    let crates = with_regions(root, crates)?;
+    let nvrtc = nvrtc()
+        .map_err(|e| eprintln!("note: no NVRTC here ({e}): setup.sh installs the latest"))
+        .ok();
+    gradescope::write_bundle(root, dest, &crates, nvrtc.as_deref())?;
+    println!(
+        "wrote Gradescope's autograder for {} to {}: setup.sh, run_autograder and this workspace \
+         in course/ (with the solutions: students never see it). Zip it and upload the zip as \
+         the assignment's autograder (Ubuntu base image):\n  (cd {} && zip -qr \
+         ../autograder.zip .)",
+        crates.join(", "),
+        dest.display(),
+        dest.display()
     );
     Ok(true)
 }
@@ -164,6 +186,13 @@ fn backend() -> String {
     }
 }
 
+/// Where a grade writes besides its table: `--json`, `--gradescope`.
+#[derive(Debug, Clone, Copy)]
+struct Outputs<'a> {
+    json: Option<&'a Path>,
+    gradescope: Option<&'a Path>,
+}
+
 /// What an autograder asks of a grade before it exits successfully.
 #[derive(Debug, Clone, Copy)]
 struct Require {
@@ -188,7 +217,7 @@ fn grade_command(
     root: &Path,
     crates: &[String],
     submission: Option<&Path>,
-    json: Option<&Path>,
+    outputs: Outputs,
     with_speed: bool,
     require: Require,
     expected_digest: Option<&str>,
@@ -204,17 +233,32 @@ fn grade_command(
         }
     }
     let mut _lock = None;
+    let mut said = String::new();
     let record = ClassroomRecord::read(root)?;
     let graded = match submission {
         Some(student) => {
             _lock = Some(lock_copies(root)?);
             let copy = copy_folder(root);
-            let taken = overlay_submission(root, student, &copy)?;
-            println!(
-                "graded: {} file(s) of {} with this workspace's tests",
-                taken.len(),
-                student.display()
-            );
+            let overlay = overlay_submission(root, student, &copy, &crates)?;
+            let files = |f: &[PathBuf]| {
+                f.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            };
+            said = match overlay.taken.as_slice() {
+                [] => format!(
+                    "The submission holds none of the files a student writes ({}): the \
+                     starter's code was graded.",
+                    files(&overlay.wanted)
+                ),
+                taken => format!("Graded with the course's tests: {}.", files(taken)),
+            };
+            if overlay.ignored > 0 {
+                said += &format!(
+                    " {} other file(s) of the submission were not used: only the files that \
+                     hold the solutions are a student's to write.",
+                    overlay.ignored
+                );
+            }
+            println!("{said}");
             Graded::Copy { root: copy, target: copies_target(root) }
         }
         None => Graded::InPlace { solved: assigned_crates(root)?, record: record.as_ref() },
@@ -239,10 +283,16 @@ fn grade_command(
         grades.push(CrateGrade { grade, optimisation, speeds });
     }
     print!("{}", grade_table(&grades));
-    if let Some(path) = json {
+    if let Some(path) = outputs.json {
         std::fs::write(path, grade_json(&backend(), &grades))
             .map_err(|e| format!("{}: {e}", path.display()))?;
         println!("grades written to {}", path.display());
+    }
+    if let Some(path) = outputs.gradescope {
+        let output = format!("{said}\nBackend: {}.", backend()).trim_start().to_string();
+        std::fs::write(path, gradescope::results_json(&output, &grades))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("Gradescope's results written to {}", path.display());
     }
     let all_passed = grades.iter().all(|g| g.grade.all_passed());
     let optimised = grades.iter().all(|g| g.optimisation.as_ref().is_none_or(Optimisation::full));

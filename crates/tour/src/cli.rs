@@ -92,6 +92,10 @@ pub enum CourseCommand {
         /// Also write the grades as JSON to FILE.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Also write the grades as Gradescope's results.json to FILE: a test per crate's graded
+        /// tests and one per graded step's optimisation score, with the advice as output.
+        #[arg(long, value_name = "FILE")]
+        gradescope: Option<PathBuf>,
         /// On a GPU: time each step against this workspace's solution (needs --submission).
         #[arg(long, requires = "submission")]
         speed: bool,
@@ -105,6 +109,16 @@ pub enum CourseCommand {
         /// Refuse to grade unless the tests are the instructor's (the digest a starter wrote).
         #[arg(long, value_name = "HEX")]
         tests_digest: Option<String>,
+    },
+    /// Write Gradescope's autograder bundle to DEST: `setup.sh` (installs Rust and NVRTC on
+    /// Gradescope's Ubuntu image, builds the grader), `run_autograder` (grades the submission's
+    /// files with this workspace's tests into results.json) and a copy of this workspace. Zip
+    /// DEST's contents and upload the zip as the assignment's autograder.
+    Gradescope {
+        dest: PathBuf,
+        /// Only these crates (default: every crate that has solution regions).
+        #[arg(long, value_name = "CRATES", value_delimiter = ',')]
+        crates: Vec<String>,
     },
     /// Draw the pictures of what a warp does from the kernels of this workspace (your starter
     /// copy), each above the book's picture of the reference solution, into DEST.
@@ -208,6 +222,10 @@ mod tests {
         assert!(options.pictures && options.wants("transpose", "transpose"));
         let options = parse(&["starter", "/tmp/x"]).unwrap();
         assert!(matches!(options.command, Some(CourseCommand::Starter { .. })));
+        let options = parse(&["grade", "--gradescope", "/tmp/results.json"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Grade { gradescope: Some(_), .. })));
+        let options = parse(&["gradescope", "/tmp/x", "--crates", "reduce-naive"]).unwrap();
+        assert!(matches!(options.command, Some(CourseCommand::Gradescope { .. })));
     }
 
     #[test]

@@ -99,12 +99,17 @@ fn kernel_with(solutions: Option<[String; 2]>) -> Result<String, String> {
     Ok(out)
 }
 
-/// A submission folder holding `text` as the student's `file`.
-fn submission(name: &str, file: &str, text: &str) -> Result<PathBuf, String> {
+/// A submission folder holding the student's `files` (path, text).
+fn submission(name: &str, files: &[(&str, &str)]) -> Result<PathBuf, String> {
     let folder = tests_folder().join(name);
-    let path = folder.join(file);
-    std::fs::create_dir_all(path.parent().expect("a folder")).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    if folder.exists() {
+        std::fs::remove_dir_all(&folder).map_err(|e| e.to_string())?;
+    }
+    for (file, text) in files {
+        let path = folder.join(file);
+        std::fs::create_dir_all(path.parent().expect("a folder")).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text).map_err(|e| e.to_string())?;
+    }
     Ok(folder)
 }
 
@@ -177,13 +182,13 @@ fn run_grade(mut command: Command, json: &Path) -> Result<Graded, String> {
 
 /// `tour grade --submission <folder> --crates reduce-interleaved --require-all`.
 fn grade(name: &str, kernel: &str) -> Result<Graded, String> {
-    grade_crate(CRATE, name, KERNEL, kernel)
+    grade_crate(CRATE, name, &[(KERNEL, kernel)])
 }
 
 /// `tour grade --submission <folder> --crates <crate_name> --require-all`, the folder holding
-/// `text` as the student's `file`.
-fn grade_crate(crate_name: &str, name: &str, file: &str, text: &str) -> Result<Graded, String> {
-    let folder = submission(name, file, text)?;
+/// the student's `files` (path, text).
+fn grade_crate(crate_name: &str, name: &str, files: &[(&str, &str)]) -> Result<Graded, String> {
+    let folder = submission(name, files)?;
     let json = tests_folder().join(format!("{name}.json"));
     let mut command = Command::new(env!("CARGO_BIN_EXE_tour"));
     command.args(["grade", "--crates", crate_name, "--require-all", "--submission"]).arg(&folder);
@@ -356,12 +361,168 @@ fn autograder_fails_the_divergent_modulo_on_its_optimisation_line() -> TestResul
     Ok(())
 }
 
+/// Gradescope's autograder, run as Gradescope runs it: `tour gradescope` writes the bundle into
+/// `<root>/source` (where Gradescope unpacks it), `run_autograder` is copied to `<root>` and run
+/// with `AUTOGRADER_ROOT=<root>` on four submissions made from the starter, each put in
+/// `<root>/submission`; the scores are read from `<root>/results/results.json`. `COURSE_GRADER`
+/// names this test's build of the grader (Gradescope's `setup.sh` builds the bundle's own, which
+/// would take this test minutes): it grades with this workspace's tests, which are the bundle's.
+/// - a copy of the whole starter with the solutions written in, and a test file of the student's
+///   that would pass anything: 15 of 15 (the test file is not used);
+/// - the kernel file alone, with the divergent modulo in sequential addressing's place: the tests'
+///   10 points, the strided index's 2.5, none for the interleaved step, and the advice;
+/// - no kernel file: the starter's stubs are graded (not the solution), and the student told;
+/// - the kernel file, which NVRTC cannot compile: no points, the failed tests listed, the
+///   optimisation not counted.
+fn gradescope_autograder_grades_four_submissions() -> TestResult {
+    let root = tests_folder().join("gradescope");
+    if root.exists() {
+        std::fs::remove_dir_all(&root).map_err(|e| e.to_string())?;
+    }
+    let source = root.join("source");
+    let output = Command::new(env!("CARGO_BIN_EXE_tour"))
+        .args(["gradescope", source.to_str().ok_or("a path that is not UTF-8")?, "--crates", CRATE])
+        .output()
+        .map_err(|e| format!("cannot run the tour: {e}"))?;
+    if !output.status.success() {
+        return Err(
+            format!("tour gradescope failed: {}", String::from_utf8_lossy(&output.stderr)).into()
+        );
+    }
+    let setup = std::fs::read_to_string(source.join("setup.sh"))?;
+    for expected in [
+        "--profile minimal --default-toolchain stable",
+        "nvidia-cuda-nvrtc==",
+        &format!("tour grade --crates {CRATE} --submission"),
+    ] {
+        if !setup.contains(expected) {
+            return Err(format!("setup.sh has no `{expected}`:\n{setup}").into());
+        }
+    }
+    let bundled = std::fs::read_to_string(source.join("course").join(KERNEL))?;
+    if classroom::regions::regions(&bundled)?.len() != 2 {
+        return Err("the bundle's workspace does not hold the instructor's solutions".into());
+    }
+    for script in ["setup.sh", "run_autograder"] {
+        let status = Command::new("bash").arg("-n").arg(source.join(script)).status()?;
+        if !status.success() {
+            return Err(format!("{script} does not parse").into());
+        }
+    }
+    std::fs::copy(source.join("run_autograder"), root.join("run_autograder"))?;
+
+    let [strided, sequential] =
+        <[String; 2]>::try_from(reference_solutions()).map_err(|_| "two regions")?;
+    let submission = root.join("submission");
+    let grade = |files: Vec<(PathBuf, Vec<u8>)>| -> Result<serde_json::Value, String> {
+        if submission.exists() {
+            std::fs::remove_dir_all(&submission).map_err(|e| e.to_string())?;
+        }
+        classroom::sync_tree(&submission, &files)?;
+        let output = Command::new("bash")
+            .arg(root.join("run_autograder"))
+            .env("AUTOGRADER_ROOT", &root)
+            .env("COURSE_GRADER", env!("CARGO_BIN_EXE_tour"))
+            .output()
+            .map_err(|e| format!("cannot run run_autograder: {e}"))?;
+        let results = std::fs::read_to_string(root.join("results/results.json")).map_err(|e| {
+            format!("no results.json ({e}): {}", String::from_utf8_lossy(&output.stderr))
+        })?;
+        serde_json::from_str(&results).map_err(|e| format!("{e}: {results}"))
+    };
+    let test = |results: &serde_json::Value, name: &str| -> (f64, f64, String) {
+        let found = results["tests"].as_array().and_then(|t| t.iter().find(|t| t["name"] == name));
+        found.map_or((-1.0, -1.0, String::new()), |t| {
+            (
+                t["score"].as_f64().unwrap_or(-1.0),
+                t["max_score"].as_f64().unwrap_or(-1.0),
+                t["output"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+    };
+    let expect = |condition: bool, what: &str, results: &serde_json::Value| -> TestResult {
+        if condition { Ok(()) } else { Err(format!("{what}:\n{results:#}").into()) }
+    };
+    let tests_line = format!("{CRATE}: tests");
+    let strided_line = format!("{CRATE}: optimisation, strided-index (2^16)");
+    let interleaved_line = format!("{CRATE}: optimisation, interleaved (2^16)");
+
+    // A copy of the whole starter, solved, with a test file that passes anything.
+    let solved = kernel_with(Some([strided.clone(), sequential]))?;
+    let tests_file = PathBuf::from("crates/reduce-interleaved/tests/reduce_interleaved.rs");
+    let mut files = Vec::new();
+    for file in classroom::workspace_files(starter()?)? {
+        let bytes = if file == Path::new(KERNEL) {
+            solved.clone().into_bytes()
+        } else if file == tests_file {
+            b"fn main() {}\n".to_vec()
+        } else {
+            std::fs::read(starter()?.join(&file)).map_err(|e| e.to_string())?
+        };
+        files.push((file, bytes));
+    }
+    let results = grade(files)?;
+    expect(results["score"] == 15.0, "the solved starter: 15 points", &results)?;
+    expect(test(&results, &tests_line).0 == 10.0, "every graded test passes", &results)?;
+    expect(test(&results, &strided_line).0 == 2.5, "strided-index in full", &results)?;
+    expect(test(&results, &interleaved_line).0 == 2.5, "interleaved in full", &results)?;
+    let said = results["output"].as_str().unwrap_or_default();
+    expect(
+        said.contains(&format!("Graded with the course's tests: {KERNEL}."))
+            && said.contains("other file(s) of the submission were not used"),
+        "the student is told which file was graded and that the rest was not used",
+        &results,
+    )?;
+
+    // The kernel file alone, with the divergent modulo.
+    let modulo = kernel_with(Some([strided, DIVERGENT_MODULO.into()]))?;
+    let results = grade(vec![("reduce_interleaved.cu".into(), modulo.into_bytes())])?;
+    expect(results["score"] == 12.5, "the divergent modulo: 12.5 points", &results)?;
+    expect(test(&results, &tests_line).0 == 10.0, "every graded test passes", &results)?;
+    expect(test(&results, &strided_line).0 == 2.5, "strided-index in full", &results)?;
+    let (score, most, advice) = test(&results, &interleaved_line);
+    expect(
+        score == 0.0
+            && most == 2.5
+            && advice.contains("48 divergent branches per block, the reference has 6"),
+        "no points for the interleaved step, and the advice",
+        &results,
+    )?;
+
+    // A submission without the kernel file: the starter's stubs are graded, not the solution.
+    let results = grade(vec![("notes.txt".into(), b"done".to_vec())])?;
+    expect(
+        results["score"].as_f64().is_some_and(|s| s < 10.0)
+            && test(&results, &interleaved_line).2 == "not counted: a graded test fails"
+            && results["output"].as_str().is_some_and(|o| o.contains("none of the files")),
+        "an empty submission: the stubs, graded",
+        &results,
+    )?;
+
+    // A kernel NVRTC cannot compile.
+    let broken = kernel_with(None)?.replacen("__syncthreads();", "__syncthreads()", 1);
+    let results = grade(vec![("reduce_interleaved.cu".into(), broken.into_bytes())])?;
+    let (score, _, failures) = test(&results, &tests_line);
+    expect(
+        results["score"] == 0.0 && score == 0.0,
+        "a kernel that does not compile: every graded test fails, and nothing scores",
+        &results,
+    )?;
+    expect(failures.contains("failed: "), "the failures are listed", &results)?;
+    expect(
+        test(&results, &interleaved_line).2 == "not counted: a graded test fails",
+        "its optimisation is not counted, and why",
+        &results,
+    )?;
+    Ok(())
+}
+
 const MULTI_GPU: &str = "reduce-multi-gpu";
 const RING: &str = "crates/reduce-multi-gpu/src/ring.rs";
 
 /// The ring's launcher with its region (the chunk a GPU sends at a step and its elements) written
-/// as `solution` (`None`: the stub, as a starter hands it out); the fold's region, in the kernel,
-/// stays the reference's.
+/// as `solution` (`None`: the stub, as a starter hands it out); the submissions hold the
+/// reference's fold beside it.
 fn ring_with(solution: Option<&str>) -> Result<String, String> {
     let text = std::fs::read_to_string(root().join(RING)).map_err(|e| e.to_string())?;
     let regions = classroom::regions::regions(&text)?;
@@ -382,11 +543,23 @@ fn ring_with(solution: Option<&str>) -> Result<String, String> {
 }
 
 fn multi_gpu_reference_gets_full_points() -> TestResult {
-    let graded = grade_crate(MULTI_GPU, "multi-gpu-reference", RING, &ring_reference()?)?;
+    let graded = grade_crate(
+        MULTI_GPU,
+        "multi-gpu-reference",
+        &[(RING, &ring_reference()?), (FOLD, &fold()?)],
+    )?;
     check(graded.success && graded.correctness() == 10.0, "every graded test passes", &graded)?;
     check(graded.optimisation() == 5.0, "full optimisation points", &graded)?;
     insta::assert_snapshot!("grade_multi_gpu_reference", graded.snapshot());
     Ok(())
+}
+
+const FOLD: &str = "cuda/reduce_multi_gpu.cu";
+
+/// The reference's fold (the kernel's region of reduce-multi-gpu), which a submission of the ring
+/// holds beside it, as a student who wrote the fold right submits it.
+fn fold() -> Result<String, String> {
+    std::fs::read_to_string(root().join(FOLD)).map_err(|e| e.to_string())
 }
 
 /// The reference's ring.rs, as the workspace holds it.
@@ -403,8 +576,11 @@ const WHOLE_VECTORS: &str = "                let chunk = 0;
                 let elements = if from == sender { 0..len } else { 0..0 };";
 
 fn multi_gpu_whole_vectors_get_no_optimisation_points() -> TestResult {
-    let graded =
-        grade_crate(MULTI_GPU, "multi-gpu-whole-vectors", RING, &ring_with(Some(WHOLE_VECTORS))?)?;
+    let graded = grade_crate(
+        MULTI_GPU,
+        "multi-gpu-whole-vectors",
+        &[(RING, &ring_with(Some(WHOLE_VECTORS))?), (FOLD, &fold()?)],
+    )?;
     check(
         graded.success && graded.correctness() == 10.0,
         "a correct answer: every graded test passes",
@@ -424,7 +600,8 @@ fn multi_gpu_whole_vectors_get_no_optimisation_points() -> TestResult {
 }
 
 fn multi_gpu_stub_gets_no_points() -> TestResult {
-    let graded = grade_crate(MULTI_GPU, "multi-gpu-stub", RING, &ring_with(None)?)?;
+    let graded =
+        grade_crate(MULTI_GPU, "multi-gpu-stub", &[(RING, &ring_with(None)?), (FOLD, &fold()?)])?;
     check(!graded.success && graded.correctness() < 10.0, "graded tests fail", &graded)?;
     check(graded.optimisation() == 0.0, "no optimisation points", &graded)?;
     check(
@@ -566,6 +743,10 @@ fn main() -> std::process::ExitCode {
         .nvrtc(
             "grade::autograder_fails_the_divergent_modulo_on_its_optimisation_line",
             autograder_fails_the_divergent_modulo_on_its_optimisation_line,
+        )
+        .nvrtc(
+            "gradescope::autograder_grades_four_submissions",
+            gradescope_autograder_grades_four_submissions,
         )
         .nvrtc("grade::multi_gpu_reference_gets_full_points", multi_gpu_reference_gets_full_points)
         .nvrtc(
