@@ -100,8 +100,12 @@ fn every_include_names_an_existing_file_and_anchor() {
                 Err(e) => problems.push(format!("{}: {file}: {e}", chapter.display())),
                 Ok(included) => {
                     if let Some(anchor) = anchor {
-                        let opens = included.contains(&format!("ANCHOR: {anchor}\n"));
-                        let closes = included.contains(&format!("ANCHOR_END: {anchor}\n"));
+                        // In code, a comment line; in a page, an HTML comment.
+                        let marked = |marker: &str| {
+                            included.contains(&format!("{marker}: {anchor}\n"))
+                                || included.contains(&format!("<!-- {marker}: {anchor} -->"))
+                        };
+                        let (opens, closes) = (marked("ANCHOR"), marked("ANCHOR_END"));
                         if !(opens && closes) {
                             problems.push(format!(
                                 "{}: {file} has no ANCHOR {anchor} ... ANCHOR_END",
