@@ -14,7 +14,7 @@ use std::fmt::Debug;
 use gpu_harness::{Device, GpuError};
 use gpu_test::props::proptest::prelude::*;
 use gpu_test::props::{self};
-use gpu_test::{TestResult, TestRng, TestSuite, test_size};
+use gpu_test::{TestResult, TestRng, TestSuite, enough_memory, fits_test_time, test_size};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use reduce_multi_level::SINGLE_BLOCK_LIMIT;
@@ -347,6 +347,25 @@ fn float_semantics(device: &Device) -> TestResult {
         &vec![1.5f32; n],
         Reduced::Arg { value: 1.5, index: 0 },
     )?;
+    // Values equal to the identity's in every thread's share (nothing replaces the starting best).
+    expect(
+        device,
+        r,
+        "argmin of +inf in a grid",
+        Operator::ArgMin,
+        &vec![inf; n],
+        Reduced::Arg { value: inf, index: 0 },
+    )?;
+    let mut values = vec![-inf; n];
+    values[77_777] = nan;
+    expect(
+        device,
+        r,
+        "argmax of -inf and a NaN in a grid",
+        Operator::ArgMax,
+        &values,
+        Reduced::Arg { value: nan, index: 77_777 },
+    )?;
     Ok(())
 }
 
@@ -379,7 +398,23 @@ fn integer_semantics(device: &Device) -> TestResult {
         &[0b1100, 0b1010, -1],
         Reduced::Value(!0b0110),
     )?;
+    expect(
+        device,
+        &mut i32s,
+        "the identity's value in a grid",
+        Operator::ArgMin,
+        &vec![i32::MAX; 100_003],
+        Reduced::Arg { value: i32::MAX, index: 0 },
+    )?;
     let mut u32s = Reduce::<u32>::new(device)?;
+    expect(
+        device,
+        &mut u32s,
+        "the identity's value in a grid",
+        Operator::ArgMax,
+        &vec![0; 100_003],
+        Reduced::Arg { value: 0, index: 0 },
+    )?;
     expect(device, &mut u32s, "wraps", Operator::Product, &[1 << 31, 2, 3], Reduced::Value(0))?;
     expect(
         device,
@@ -395,6 +430,34 @@ fn integer_semantics(device: &Device) -> TestResult {
     let mut bytes = Reduce::<u8>::new(device)?;
     expect(device, &mut bytes, "bytes", Operator::All, &[1, 255, 0, 3], Reduced::Logical(false))?;
     expect(device, &mut bytes, "bytes", Operator::Any, &[0, 0, 0, 128, 0], Reduced::Logical(true))?;
+    Ok(())
+}
+
+/// argmin and argmax past 2^32 elements: a thread's 32-bit count becomes a 64-bit index (GPU only:
+/// 17 GiB). Equal values everywhere but two equal minima and one maximum past 2^32; whole and from
+/// an odd offset (a head of elements before the first vector).
+const ABOVE_2_POW_32: usize = (1 << 32) + (1 << 20) + 5;
+
+fn arg_index_above_2_pow_32(device: &Device) -> TestResult {
+    let n = ABOVE_2_POW_32;
+    let (low, high) = ((1usize << 32) + 9, (1usize << 32) + 3);
+    let mut input = device.alloc::<i32>(n)?;
+    input.fill_words(7)?;
+    input.write_at(high, &[100])?;
+    input.write_at(low, &[-1])?;
+    input.write_at(low + 2, &[-1])?;
+    let mut reduce = Reduce::<i32>::new(device)?;
+    for start in [0, 3] {
+        for (op, value, at) in [(Operator::ArgMin, -1, low), (Operator::ArgMax, 100, high)] {
+            reduce.poison_scratch(n - start)?;
+            let got = reduce.reduce(op, input.view(start..)?)?;
+            let want = Reduced::Arg { value, index: at - start };
+            if got != want {
+                return Err(format!("{} of {} from {start}: {got:?}, want {want:?}", op.name(), n)
+                    .into());
+            }
+        }
+    }
     Ok(())
 }
 
@@ -658,6 +721,11 @@ fn main() -> std::process::ExitCode {
         .gpu("semantics::floats", float_semantics)
         .gpu("semantics::integers", integer_semantics)
         .gpu("semantics::empty_inputs_and_unknown_operators", empty_inputs_and_unknown_operators)
+        .gpu_if(
+            "semantics::arg_index_above_2_pow_32",
+            |d| fits_test_time(d, ABOVE_2_POW_32).or_else(|| enough_memory(d, 18 << 30)),
+            arg_index_above_2_pow_32,
+        )
         .gpu("user::sum_of_squares", user_sum_of_squares)
         .gpu("user::moments", user_moments)
         .gpu("user::matrix_product_in_order", user_matrix_product)
