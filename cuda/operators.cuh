@@ -354,6 +354,80 @@ __device__ __forceinline__ void later_pass(const typename Op::Value* __restrict_
     }
 // ANCHOR_END: passes
 
+// The built-in operators of the entry files (reduce_operators.cu, reduce_atomic_operators.cu), one
+// name per operator and type.
+
+// sum
+typedef Sum<float> Sum_f32;
+typedef Sum<double> Sum_f64;
+typedef Sum<int> Sum_i32;
+typedef Sum<unsigned int> Sum_u32;
+typedef Sum<unsigned long long> Sum_u64;
+
+// product
+typedef Product<float> Product_f32;
+typedef Product<double> Product_f64;
+typedef Product<int> Product_i32;
+typedef Product<unsigned int> Product_u32;
+typedef Product<unsigned long long> Product_u64;
+
+// min
+typedef Min<float> Min_f32;
+typedef Min<double> Min_f64;
+typedef Min<int> Min_i32;
+typedef Min<unsigned int> Min_u32;
+typedef Min<unsigned long long> Min_u64;
+
+// max
+typedef Max<float> Max_f32;
+typedef Max<double> Max_f64;
+typedef Max<int> Max_i32;
+typedef Max<unsigned int> Max_u32;
+typedef Max<unsigned long long> Max_u64;
+
+// argmin
+typedef ArgMin<float> ArgMin_f32;
+typedef ArgMin<double> ArgMin_f64;
+typedef ArgMin<int> ArgMin_i32;
+typedef ArgMin<unsigned int> ArgMin_u32;
+typedef ArgMin<unsigned long long> ArgMin_u64;
+
+// argmax
+typedef ArgMax<float> ArgMax_f32;
+typedef ArgMax<double> ArgMax_f64;
+typedef ArgMax<int> ArgMax_i32;
+typedef ArgMax<unsigned int> ArgMax_u32;
+typedef ArgMax<unsigned long long> ArgMax_u64;
+
+// all
+typedef All<unsigned char> All_u8;
+typedef All<float> All_f32;
+typedef All<double> All_f64;
+typedef All<int> All_i32;
+typedef All<unsigned int> All_u32;
+
+// any
+typedef Any<unsigned char> Any_u8;
+typedef Any<float> Any_f32;
+typedef Any<double> Any_f64;
+typedef Any<int> Any_i32;
+typedef Any<unsigned int> Any_u32;
+
+// bit_and
+typedef BitAnd<int> BitAnd_i32;
+typedef BitAnd<unsigned int> BitAnd_u32;
+typedef BitAnd<unsigned long long> BitAnd_u64;
+
+// bit_or
+typedef BitOr<int> BitOr_i32;
+typedef BitOr<unsigned int> BitOr_u32;
+typedef BitOr<unsigned long long> BitOr_u64;
+
+// bit_xor
+typedef BitXor<int> BitXor_i32;
+typedef BitXor<unsigned int> BitXor_u32;
+typedef BitXor<unsigned long long> BitXor_u64;
+
 // ANCHOR: user
 // A user's operator F: a struct with `Input` and `Value` types, `identity()`, `operator()(a, b)`,
 // and optionally `lift(x)` (without it an element is converted to a Value) and
