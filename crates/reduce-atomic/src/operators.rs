@@ -119,6 +119,9 @@ impl<T: OperatorElement> OperatorReduction<T> for Reduce<T> {
     fn reduce(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<Reduced<T>> {
         Reduce::reduce(self, op, input)
     }
+    fn queue(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<()> {
+        Reduce::queue(self, op, input)
+    }
 }
 
 /// [`Reduce`] of every element type.

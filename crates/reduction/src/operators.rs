@@ -315,6 +315,8 @@ pub trait OperatorReduction<T: OperatorElement>: Sized {
     /// `op` over `input`: the identity of an empty input, or a [`GpuError::BadInput`] where there
     /// is none or `T` has no kernels for `op`.
     fn reduce(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<Reduced<T>>;
+    /// Queues `op` over `input` (not empty); the result stays on the device (for timing).
+    fn queue(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<()>;
 }
 
 /// A launcher of every element type (for tests generic over the types).
