@@ -53,14 +53,6 @@ impl<T: OperatorElement> Reduce<T> {
         })
     }
 
-    /// The plan for `n` elements on this device: one launch, finished by the last block.
-    pub fn plan(&self, n: usize) -> ReductionPlan {
-        ReductionPlan {
-            finish: DeviceFinish::LastBlock,
-            ..crate::plan("last_block_<op>_<type>", n, self.device.facts().shape())
-        }
-    }
-
     /// Grows the partials to what `n` elements need (never inside a warmed-up loop).
     pub fn reserve(&mut self, n: usize) -> Result<()> {
         let blocks = self.plan(n).passes.first().map_or(0, |p| p.outputs as usize);
@@ -69,9 +61,23 @@ impl<T: OperatorElement> Reduce<T> {
         }
         Ok(())
     }
+}
+
+impl<T: OperatorElement> OperatorReduction<T> for Reduce<T> {
+    fn create(device: &Device) -> Result<Self> {
+        Self::new(device)
+    }
+
+    /// The plan for `n` elements on this device: one launch, finished by the last block.
+    fn plan(&self, n: usize) -> ReductionPlan {
+        ReductionPlan {
+            finish: DeviceFinish::LastBlock,
+            ..crate::plan("last_block_<op>_<type>", n, self.device.facts().shape())
+        }
+    }
 
     /// Sizes the partials for `n` elements and fills them and the result with [`POISON_WORD`].
-    pub fn poison_scratch(&mut self, n: usize) -> Result<()> {
+    fn poison_scratch(&mut self, n: usize) -> Result<()> {
         self.reserve(n)?;
         self.partials.fill_words(POISON_WORD)?;
         self.result.fill_words(POISON_WORD)
@@ -80,7 +86,7 @@ impl<T: OperatorElement> Reduce<T> {
     /// `op` over `input`; only the result is read back. An operator without an identity (min, max,
     /// argmin, argmax) over an empty input, or one `T` has no kernels for, is a
     /// [`gpu_harness::GpuError::BadInput`].
-    pub fn reduce(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<Reduced<T>> {
+    fn reduce(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<Reduced<T>> {
         if input.is_empty() {
             self.kernels.get(&op).ok_or_else(|| no_kernels::<T>(op))?;
             return empty(op);
@@ -90,7 +96,7 @@ impl<T: OperatorElement> Reduce<T> {
     }
 
     /// Queues `op` over `input` (not empty); the result stays on the device (for timing).
-    pub fn queue(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<()> {
+    fn queue(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<()> {
         self.reserve(input.len())?;
         let config = self.plan(input.len()).passes[0].config;
         let kernel = self.kernels.get(&op).ok_or_else(|| no_kernels::<T>(op))?;
@@ -105,24 +111,6 @@ impl<T: OperatorElement> Reduce<T> {
     }
 }
 // ANCHOR_END: reduce
-
-impl<T: OperatorElement> OperatorReduction<T> for Reduce<T> {
-    fn create(device: &Device) -> Result<Self> {
-        Self::new(device)
-    }
-    fn plan(&self, n: usize) -> ReductionPlan {
-        Reduce::plan(self, n)
-    }
-    fn poison_scratch(&mut self, n: usize) -> Result<()> {
-        Reduce::poison_scratch(self, n)
-    }
-    fn reduce(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<Reduced<T>> {
-        Reduce::reduce(self, op, input)
-    }
-    fn queue(&mut self, op: Operator, input: DeviceView<'_, T>) -> Result<()> {
-        Reduce::queue(self, op, input)
-    }
-}
 
 /// [`Reduce`] of every element type.
 pub struct OneLaunchOperators;
