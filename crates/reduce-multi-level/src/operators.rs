@@ -3,7 +3,10 @@
 //!
 //! Both run the same kernel templates (`cuda/operators.cuh`): a first pass over the input (16-byte
 //! grid-stride loads and the shuffle block reduction, as [`crate::MultiLevel`]'s) and later passes
-//! over the first pass's values, planned by [`crate::plan`]. Only the result is read back.
+//! over the first pass's values, planned by [`crate::plan`]. Only the result is read back. The
+//! operators' Rust side ([`Operator`], [`OperatorElement`], [`Reduced`], [`reference`], the
+//! [`OperatorReduction`] trait) is `reduction::operators`, re-exported here, shared with
+//! reduce-atomic's one-launch form; their tests are `reduction::operator_suite`.
 //!
 //! Semantics (numpy's and torch's, written on the book's semantics page, each with its test):
 //! - `Sum` and `Product` of integers wrap around (modulo 2^32 or 2^64); of floats they round, and a
