@@ -4,7 +4,7 @@
 //! Both run the same kernel templates (`cuda/operators.cuh`): a first pass over the input (16-byte
 //! grid-stride loads and the shuffle block reduction, as [`crate::MultiLevel`]'s) and later passes
 //! over the first pass's values, planned by [`crate::plan`]. Only the result is read back. The
-//! operators' Rust side ([`Operator`], [`OperatorElement`], [`Reduced`], [`reference`], the
+//! operators' Rust side ([`Operator`], [`OperatorElement`], [`Reduced`], [`reference()`], the
 //! [`OperatorReduction`] trait) is `reduction::operators`, re-exported here, shared with
 //! reduce-atomic's one-launch form; their tests are `reduction::operator_suite`.
 //!
