@@ -198,10 +198,10 @@ range_reduce_in_order(const typename Op::Input* __restrict__ input, unsigned lon
 // iteration's) and the four elements of a vector in order, so a strict comparison (replaces) keeps
 // the first of equal values without looking at indices. The loop holds the best value and where it
 // was among the thread's vector elements, a 32-bit count (element j of the thread's k-th vector is
-// 4k + j; below 2^32 for any input under 2^40 elements, with blocks of 256 threads), and the 64-bit
-// index is built once, after the loop. (Combining (value, 64-bit index) pairs in the loop, as
-// thread_reduce_vec4 would, needs more than the 32 registers a thread has at 8 blocks of 256 per
-// SM: the pairs spilled to memory, and argmin ran at 60% of the read roof.)
+// 4k + j; below 2^32 for any input under 2^39 elements, a grid having 256 threads at least), and
+// the 64-bit index is built once, after the loop. (Combining (value, 64-bit index) pairs in the
+// loop, as thread_reduce_vec4 would, needs more than the 32 registers a thread has at 8 blocks of
+// 256 per SM: the pairs spilled to memory, and argmin ran well below the read roof.)
 // The best starts as the identity's value at count 0: if no element replaces it, every element
 // of the thread equals it (nothing is worse than the identity), so the first one, count 0, is the
 // answer. The head and tail elements (see range_reduce_vec4) join by the full combine.
