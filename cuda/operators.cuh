@@ -120,6 +120,12 @@ template <class T, bool Largest> struct ArgBest {
         }
         return a.index <= b.index ? a : b;
     }
+    // Whether x, met after best in the input, takes its place (thread_reduce_arg's loop): x is
+    // better, or the first NaN. An equal value does not, so the earlier index stays.
+    __device__ static bool replaces(T x, T best)
+    {
+        return best == best && (x != x || (Largest ? x > best : x < best));
+    }
 };
 
 template <class T> struct ArgMax : ArgBest<T, true> {};
@@ -186,11 +192,114 @@ range_reduce_in_order(const typename Op::Input* __restrict__ input, unsigned lon
 }
 // ANCHOR_END: in_order
 
+// ANCHOR: arg_loads
+// argmin's and argmax's share of a thread: the loads of thread_reduce_vec4 with a lighter loop. A
+// thread meets its vectors in increasing index order (a, b, c, d of an iteration, then the next
+// iteration's) and the four elements of a vector in order, so a strict comparison (replaces) keeps
+// the first of equal values without looking at indices. The loop holds the best value and where it
+// was among the thread's vector elements, a 32-bit count (element j of the thread's k-th vector is
+// 4k + j; below 2^32 for any input under 2^39 elements, a grid having 256 threads at least), and
+// the 64-bit index is built once, after the loop. (Combining (value, 64-bit index) pairs in the
+// loop, as thread_reduce_vec4 would, needs more than the 32 registers a thread has at 8 blocks of
+// 256 per SM: the pairs spilled to memory, and argmin ran well below the read roof.)
+// The best starts as the identity's value at count 0: if no element replaces it, every element
+// of the thread equals it (nothing is worse than the identity), so the first one, count 0, is the
+// answer. The head and tail elements (see range_reduce_vec4) join by the full combine.
+template <class Op>
+__device__ __forceinline__ void keep(typename Op::Input x, unsigned int count,
+                                     typename Op::Input& best, unsigned int& best_count)
+{
+    if (Op::replaces(x, best)) {
+        best = x;
+        best_count = count;
+    }
+}
+
+template <class Op, class V>
+__device__ __forceinline__ void keep4(V q, unsigned int count, typename Op::Input& best,
+                                      unsigned int& best_count)
+{
+    keep<Op>(q.x, count, best, best_count);
+    keep<Op>(q.y, count + 1, best, best_count);
+    keep<Op>(q.z, count + 2, best, best_count);
+    keep<Op>(q.w, count + 3, best, best_count);
+}
+
+template <class Op>
+__device__ __forceinline__ typename Op::Value
+thread_reduce_arg(const typename Op::Input* __restrict__ input, unsigned long long n)
+{
+    typedef typename Op::Input In;
+    typedef typename Vec4<In>::Type V;
+    const unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned long long threads = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned long long misaligned =
+        (reinterpret_cast<unsigned long long>(input) / sizeof(In)) % 4;
+    const unsigned long long head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
+    const unsigned long long vectors = (n - head) / 4;
+    const V* __restrict__ vec = reinterpret_cast<const V*>(input + head);
+
+    In best = Op::identity().value;
+    unsigned int best_count = 0, count = 0;
+    unsigned long long v = thread;
+    for (; v + 3 * threads < vectors; v += 4 * threads, count += 16) {
+        const V a = vec[v];
+        const V b = vec[v + threads];
+        const V c = vec[v + 2 * threads];
+        const V d = vec[v + 3 * threads];
+        keep4<Op>(a, count, best, best_count);
+        keep4<Op>(b, count + 4, best, best_count);
+        keep4<Op>(c, count + 8, best, best_count);
+        keep4<Op>(d, count + 12, best, best_count);
+    }
+    for (; v < vectors; v += threads, count += 4) {
+        keep4<Op>(vec[v], count, best, best_count);
+    }
+
+    typename Op::Value acc = Op::identity();
+    if (thread < vectors) {
+        const unsigned long long k = best_count / 4;
+        acc = Op::lift(best, head + 4 * (thread + k * threads) + best_count % 4);
+    }
+    if (thread < head) {
+        acc = Op::combine(acc, Op::lift(input[thread], thread));
+    }
+    const unsigned long long tail = head + 4 * vectors + thread;
+    if (tail < n) {
+        acc = Op::combine(acc, Op::lift(input[tail], tail));
+    }
+    return acc;
+}
+// ANCHOR_END: arg_loads
+
+// Replaces<Op>::value: whether Op has replaces (argmin, argmax), so takes thread_reduce_arg.
+template <class Op, class = void> struct Replaces {
+    enum { value = false };
+};
+template <class Op>
+struct Replaces<Op, decltype(void(Op::replaces(typename Op::Input(), typename Op::Input())))> {
+    enum { value = true };
+};
+
 // ANCHOR: passes
-// The first pass: one value per block from the input. A commutative operator takes
-// reduce-multi-level's pass (16-byte grid-stride loads, then block_reduce); one that is not takes
-// the in-order form above, where block b's value combines a contiguous run of the input, so the
-// blocks' values in order are the input's.
+// A thread's value from its share of the input, for an operator that is commutative:
+// reduce-multi-level's 16-byte grid-stride loads (thread_reduce_vec4), or their lighter loop for
+// argmin and argmax.
+template <class Op>
+__device__ __forceinline__ typename Op::Value
+thread_value(const typename Op::Input* __restrict__ input, unsigned long long n)
+{
+    if constexpr (Replaces<Op>::value) {
+        return thread_reduce_arg<Op>(input, n);
+    } else {
+        return thread_reduce_vec4<Op>(input, n);
+    }
+}
+
+// The first pass: one value per block from the input. A commutative operator takes the
+// grid-stride loads above, then block_reduce; one that is not takes the in-order form above, where
+// block b's value combines a contiguous run of the input, so the blocks' values in order are the
+// input's.
 template <class Op>
 __device__ __forceinline__ void first_pass(const typename Op::Input* __restrict__ input,
                                            typename Op::Value* __restrict__ output,
@@ -198,7 +307,7 @@ __device__ __forceinline__ void first_pass(const typename Op::Input* __restrict_
 {
     typename Op::Value value;
     if constexpr (Commutative<Op>::value) {
-        value = block_reduce<Op>(thread_reduce_vec4<Op>(input, n));
+        value = block_reduce<Op>(thread_value<Op>(input, n));
     } else {
         value = block_reduce<Op, true>(range_reduce_in_order<Op>(input, n));
     }
@@ -244,6 +353,80 @@ __device__ __forceinline__ void later_pass(const typename Op::Value* __restrict_
         later_pass<Op>(input, output, n);                                                          \
     }
 // ANCHOR_END: passes
+
+// The built-in operators of the entry files (reduce_operators.cu, reduce_atomic_operators.cu), one
+// name per operator and type.
+
+// sum
+typedef Sum<float> Sum_f32;
+typedef Sum<double> Sum_f64;
+typedef Sum<int> Sum_i32;
+typedef Sum<unsigned int> Sum_u32;
+typedef Sum<unsigned long long> Sum_u64;
+
+// product
+typedef Product<float> Product_f32;
+typedef Product<double> Product_f64;
+typedef Product<int> Product_i32;
+typedef Product<unsigned int> Product_u32;
+typedef Product<unsigned long long> Product_u64;
+
+// min
+typedef Min<float> Min_f32;
+typedef Min<double> Min_f64;
+typedef Min<int> Min_i32;
+typedef Min<unsigned int> Min_u32;
+typedef Min<unsigned long long> Min_u64;
+
+// max
+typedef Max<float> Max_f32;
+typedef Max<double> Max_f64;
+typedef Max<int> Max_i32;
+typedef Max<unsigned int> Max_u32;
+typedef Max<unsigned long long> Max_u64;
+
+// argmin
+typedef ArgMin<float> ArgMin_f32;
+typedef ArgMin<double> ArgMin_f64;
+typedef ArgMin<int> ArgMin_i32;
+typedef ArgMin<unsigned int> ArgMin_u32;
+typedef ArgMin<unsigned long long> ArgMin_u64;
+
+// argmax
+typedef ArgMax<float> ArgMax_f32;
+typedef ArgMax<double> ArgMax_f64;
+typedef ArgMax<int> ArgMax_i32;
+typedef ArgMax<unsigned int> ArgMax_u32;
+typedef ArgMax<unsigned long long> ArgMax_u64;
+
+// all
+typedef All<unsigned char> All_u8;
+typedef All<float> All_f32;
+typedef All<double> All_f64;
+typedef All<int> All_i32;
+typedef All<unsigned int> All_u32;
+
+// any
+typedef Any<unsigned char> Any_u8;
+typedef Any<float> Any_f32;
+typedef Any<double> Any_f64;
+typedef Any<int> Any_i32;
+typedef Any<unsigned int> Any_u32;
+
+// bit_and
+typedef BitAnd<int> BitAnd_i32;
+typedef BitAnd<unsigned int> BitAnd_u32;
+typedef BitAnd<unsigned long long> BitAnd_u64;
+
+// bit_or
+typedef BitOr<int> BitOr_i32;
+typedef BitOr<unsigned int> BitOr_u32;
+typedef BitOr<unsigned long long> BitOr_u64;
+
+// bit_xor
+typedef BitXor<int> BitXor_i32;
+typedef BitXor<unsigned int> BitXor_u32;
+typedef BitXor<unsigned long long> BitXor_u64;
 
 // ANCHOR: user
 // A user's operator F: a struct with `Input` and `Value` types, `identity()`, `operator()(a, b)`,

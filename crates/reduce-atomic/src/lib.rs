@@ -16,6 +16,11 @@
 //! Both support sum, min, max and mean over f32, i32 and u32, and the f32 dot product, with the
 //! semantics of `reduction::full` (wrapping integer sums, NaN-wins min and max, 64-bit sums for
 //! integer means), and any size up to the device's memory (64-bit indices).
+//!
+//! An extra, apart from the step: [`operators`], the last-block finish with any built-in operator
+//! (product, argmin, logical and bitwise operators among them).
+
+pub mod operators;
 
 use std::collections::HashMap;
 use std::marker::PhantomData;

@@ -1,4 +1,5 @@
-//! Every operator of f32 and i32 at 2^28 elements (`OPERATORS_N` to change it), beside CUB's
+//! Every operator of f32 and i32 at 2^28 elements (`OPERATORS_N` to change it), in the multi-level
+//! form (this crate's) and the one-launch form (reduce-atomic's last-block finish), beside CUB's
 //! DeviceReduce with the same operator (`scripts/peers/reduce_operators.cu`, loaded from the
 //! library `COURSE_PEERS` names) and against the read roof of the same run; and user operators
 //! compiled at run time beside the built-in operator of the same arithmetic. Each result is checked
@@ -14,8 +15,10 @@ use gpu_harness::peer::{PeerCall, peer_function, peer_stream};
 use gpu_harness::{Device, DeviceBuffer, DeviceView, Result};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
+use reduce_atomic::operators::Reduce as OneLaunch;
 use reduce_multi_level::operators::{
-    Operator, OperatorElement, Reduce, Reduced, UserElement, UserOperator, UserReduce, reference,
+    Operator, OperatorElement, OperatorReduction, Reduce, Reduced, UserElement, UserOperator,
+    UserReduce, reference,
 };
 use reduction::reference::sum_mismatch;
 
@@ -32,6 +35,8 @@ type CubReduce = unsafe extern "C" fn(
 struct Row {
     what: String,
     ours_ms: f64,
+    /// The one-launch form's time (built-in operators).
+    one_launch_ms: Option<f64>,
     cub_ms: Option<f64>,
     note: String,
 }
@@ -68,6 +73,25 @@ fn check<T: OperatorElement>(
     if got == want { Ok(()) } else { Err(format!("{} gave {got:?}, the CPU {want:?}", op.name())) }
 }
 
+/// Checks `launcher`'s `op` over `input` against the CPU, then times it.
+fn checked_ms<T: OperatorElement, R: OperatorReduction<T>>(
+    device: &Device,
+    launcher: &mut R,
+    op: Operator,
+    host: &[T],
+    input: &DeviceBuffer<T>,
+) -> Result<(f64, bool)> {
+    let chain = launcher.plan(host.len()).longest_addition_chain();
+    let ok = match check(op, host, launcher.reduce(op, input.as_view())?, chain) {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("{} {} ({}): {why}", T::SUFFIX, op.name(), std::any::type_name::<R>());
+            false
+        }
+    };
+    Ok((median_ms(device, SAMPLES, || launcher.queue(op, input.as_view()))?, ok))
+}
+
 fn operators<T: OperatorElement>(
     device: &Device,
     host: &[T],
@@ -75,20 +99,25 @@ fn operators<T: OperatorElement>(
     rows: &mut Vec<Row>,
 ) -> Result<bool> {
     let mut reduce = Reduce::<T>::new(device)?;
+    let mut one_launch = OneLaunch::<T>::new(device)?;
     reduce.reserve(host.len())?;
+    one_launch.reserve(host.len())?;
     let mut ok = true;
     for &op in T::OPERATORS {
-        let chain = reduce.plan(host.len()).longest_addition_chain();
-        if let Err(why) = check(op, host, reduce.reduce(op, input.as_view())?, chain) {
-            eprintln!("{} {}: {why}", T::SUFFIX, op.name());
-            ok = false;
-        }
-        let ours_ms = median_ms(device, SAMPLES, || reduce.queue(op, input.as_view()))?;
+        let (ours_ms, ours_ok) = checked_ms(device, &mut reduce, op, host, input)?;
+        let (one_launch_ms, one_launch_ok) = checked_ms(device, &mut one_launch, op, host, input)?;
+        ok &= ours_ok && one_launch_ok;
         let (cub_ms, note) = match cub(device, op, input.as_view()) {
             Ok(ms) => (Some(ms), String::new()),
             Err(e) => (None, e.to_string().lines().next().unwrap_or_default().to_string()),
         };
-        rows.push(Row { what: format!("{} {}", T::SUFFIX, op.name()), ours_ms, cub_ms, note });
+        rows.push(Row {
+            what: format!("{} {}", T::SUFFIX, op.name()),
+            ours_ms,
+            one_launch_ms: Some(one_launch_ms),
+            cub_ms,
+            note,
+        });
     }
     Ok(ok)
 }
@@ -116,6 +145,7 @@ fn user<T: OperatorElement + UserElement>(
     rows.push(Row {
         what: format!("{} user {name}", T::SUFFIX),
         ours_ms: user_ms,
+        one_launch_ms: None,
         cub_ms: Some(builtin_ms),
         note,
     });
@@ -152,9 +182,9 @@ fn run(device: &Device) -> Result<bool> {
     let pct = |ms: f64| 100.0 * gigabytes_per_second(bytes, ms) / roofs.read_gbs;
     let mut text = format!(
         "{}, {n} elements (4 bytes each), read roof {:.0} GB/s, copy roof {:.0} GB/s (same run)\n\n\
-         | type, operator | ours GB/s | % of read roof | CUB GB/s | % of read roof | ours / CUB \
-         time | note |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | --- |\n",
+         | type, operator | ours GB/s | % of read roof | one launch GB/s | % of read roof | CUB \
+         GB/s | % of read roof | ours / CUB time | note |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
         facts.name, roofs.read_gbs, roofs.copy_gbs
     );
     for row in &rows {
@@ -167,9 +197,15 @@ fn run(device: &Device) -> Result<bool> {
             ),
             None => ("-".into(), "-".into(), "-".into()),
         };
+        let (one, one_pct) = match row.one_launch_ms {
+            Some(ms) => {
+                (format!("{:.0}", gigabytes_per_second(bytes, ms)), format!("{:.1}", pct(ms)))
+            }
+            None => ("-".into(), "-".into()),
+        };
         let _ = writeln!(
             text,
-            "| {} | {ours:.0} | {:.1} | {cub} | {cub_pct} | {ratio} | {} |",
+            "| {} | {ours:.0} | {:.1} | {one} | {one_pct} | {cub} | {cub_pct} | {ratio} | {} |",
             row.what,
             pct(row.ours_ms),
             row.note

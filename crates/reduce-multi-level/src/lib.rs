@@ -12,7 +12,9 @@
 //! - [`operators::Reduce`]: the same passes with any of eleven operators (sum, product, min, max,
 //!   argmin, argmax, all, any, bitwise and/or/xor) over the types where each means something, and
 //!   [`operators::UserReduce`], with a user's operator written in CUDA C++ and compiled by NVRTC
-//!   into the same kernel templates (`cuda/operators.cuh`, `cuda/reduce_operators.cu`).
+//!   into the same kernel templates (`cuda/operators.cuh`, `cuda/reduce_operators.cu`). The
+//!   operators themselves (their types, CPU reference and tests) are `reduction::operators`'; the
+//!   one-launch form of the same operators is reduce-atomic's `operators::Reduce`.
 //! - [`RowSums`]: a row-major `(rows, cols)` matrix reduced to one sum per row. Many short rows get
 //!   one block per row; few long rows are cut into chunks, reduced, and the chunk sums reduced
 //!   again.
