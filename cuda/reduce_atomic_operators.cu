@@ -21,7 +21,6 @@ template <class T> __device__ __forceinline__ Arg<T> load_from_l2(const Arg<T>* 
     return Arg<T>{__ldcg(&address->value), __ldcg(&address->index)};
 }
 
-// ANCHOR: last_block
 #define LAST_BLOCK_KERNEL(name, Op)                                                                \
     extern "C" __global__ void __launch_bounds__(256, 8) name(                                     \
         const Op::Input* __restrict__ input, Op::Value* __restrict__ partial,                      \
@@ -29,7 +28,6 @@ template <class T> __device__ __forceinline__ Arg<T> load_from_l2(const Arg<T>* 
     {                                                                                              \
         reduce_last_block<Op>(thread_value<Op>(input, n), partial, ticket, result);                \
     }
-// ANCHOR_END: last_block
 
 // sum
 LAST_BLOCK_KERNEL(last_block_sum_f32, Sum_f32)
