@@ -359,12 +359,11 @@ fn hopper_files(
     for comparison in crate::hopper::load(data)? {
         let chart = format!("{}.svg", comparison.slug);
         files.push((data.join(HOPPER).join(&chart), crate::hopper::chart(course, &comparison)?));
+        let name = comparison.native[0].device.name.clone();
         let body = format!(
             "{}\n![What Hopper's features buy on the {name}](data/{HOPPER}/{chart})\n",
             crate::hopper::table(course, &comparison),
-            name = comparison.native[0].device.name,
         );
-        let name = comparison.native[0].device.name.clone();
         let gpu = Gpu { slug: comparison.slug, name, folder: PathBuf::new(), results: Vec::new() };
         tabs.push((gpu, body));
     }

@@ -149,6 +149,14 @@ pub fn table(course: &course::Course, comparison: &Comparison) -> String {
 /// and as the profile.
 pub fn chart(course: &course::Course, comparison: &Comparison) -> Result<String, ChartError> {
     let profile = comparison.profile.to_uppercase();
+    // Each side's compute capability, as its run recorded it (`9.0`, and the profile's `8.0`).
+    let arch = |runs: &[Results]| {
+        runs.first().map_or(String::new(), |r| {
+            let (major, minor) = r.device.compute_capability;
+            format!("{major}.{minor}")
+        })
+    };
+    let (native_arch, profile_arch) = (arch(&comparison.native), arch(&comparison.as_profile));
     let groups: Vec<Group> = pairs(comparison)
         .iter()
         .filter(|pair| feature(course, pair).is_some())
@@ -162,9 +170,12 @@ pub fn chart(course: &course::Course, comparison: &Comparison) -> Result<String,
                 name: format!("{}/{}", pair.crate_name, pair.native.step),
                 case: pair.native.case.clone(),
                 gpus: vec![
-                    GroupBars { gpu: "9.0".into(), bars: vec![bar(pair.native, "Hopper", false)] },
                     GroupBars {
-                        gpu: "8.0".into(),
+                        gpu: native_arch.clone(),
+                        bars: vec![bar(pair.native, "Hopper", false)],
+                    },
+                    GroupBars {
+                        gpu: profile_arch.clone(),
                         bars: vec![bar(pair.as_profile, &format!("as an {profile}"), true)],
                     },
                 ],
@@ -174,7 +185,10 @@ pub fn chart(course: &course::Course, comparison: &Comparison) -> Result<String,
     share_chart(
         "What Hopper's features buy: % of the copy roof, same GPU, same run",
         &groups,
-        &["with the feature (compute 9.0)".into(), format!("without it ({profile}'s code path)")],
+        &[
+            format!("with the feature (compute {native_arch})"),
+            format!("without it ({profile}'s code path)"),
+        ],
         crate::charts::SIZE.0,
     )
 }
